@@ -1,0 +1,29 @@
+"""Shared test fixtures.
+
+Tests print their seeds; tests that need ``../shared/data`` skip with a clear
+reason when that folder is absent (a user's fresh clone has no ``../shared``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("BIASTEST_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """Path of ``../shared/data``; skips the test when it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"reference data folder {SHARED_DATA} is absent (only present beside the project checkout)")
+    return SHARED_DATA
