@@ -42,6 +42,7 @@ __all__ = [
     "MAX_TERM_LENGTH",
     "BiasSpec",
     "TermPairing",
+    "TwoAFCSpec",
     "contains_term",
     "counterpart_pairs",
     "find_terms",
@@ -91,9 +92,7 @@ MSG_BAD_NAME = "The specification needs a name (text), got {value!r}."
 MSG_DUPLICATE_LIST_NAME = "Two {kind} are both called '{name}'. Give each list its own name."
 MSG_BAD_DOCUMENT = "This is not a bias specification: {problem}."
 MSG_BAD_JSON = "The file is not valid JSON ({problem}). Check that it was saved as a BiasTestGPT specification."
-MSG_BAD_TEMPLATE = (
-    "The template {template!r} must contain the group slot [T] (and may contain the attribute slot [A])."
-)
+MSG_BAD_TEMPLATE = "The template {template!r} must contain the group slot [T] (and may contain the attribute slot [A])."
 MSG_SAMPLE_NEEDS_SEED = "A sampled pairing needs a seed so that it can be repeated; give a whole number."
 MSG_BAD_SAMPLE_SIZE = "The number of sampled pairs must be a positive whole number, got {value!r}."
 MSG_UNKNOWN_PAIRING = "Unknown pairing '{mode}'. Choose one of: {choices}."
@@ -231,9 +230,7 @@ class BiasSpec:
         object.__setattr__(self, "attributes", _check_lists("attribute lists", self.attributes))
         templates = tuple(self.templates or ())
         if len(templates) > MAX_TEMPLATES:
-            raise SpecError(
-                MSG_TOO_MANY_TERMS.format(list_name="Templates", count=len(templates), limit=MAX_TEMPLATES)
-            )
+            raise SpecError(MSG_TOO_MANY_TERMS.format(list_name="Templates", count=len(templates), limit=MAX_TEMPLATES))
         for t in templates:
             if not isinstance(t, str) or "[T]" not in t:
                 raise SpecError(MSG_BAD_TEMPLATE.format(template=t))
@@ -421,9 +418,7 @@ class BiasSpec:
                 raise SpecError(MSG_BAD_DOCUMENT.format(problem=f"the field '{key}' is missing"))
         for key in ("social_groups", "attributes"):
             if not isinstance(data[key], Mapping):
-                raise SpecError(
-                    MSG_BAD_DOCUMENT.format(problem=f"'{key}' must map list names to lists of terms")
-                )
+                raise SpecError(MSG_BAD_DOCUMENT.format(problem=f"'{key}' must map list names to lists of terms"))
         known = ("name", "source", "url", "social_groups", "attributes", "templates")
         templates = data.get("templates") or ()
         if isinstance(templates, str):
@@ -479,9 +474,7 @@ class BiasSpec:
         """A short content hash of the spec (stable across processes)."""
         import hashlib
 
-        payload = json.dumps(
-            {"g": self.social_groups, "a": self.attributes, "t": self.templates}, ensure_ascii=False
-        )
+        payload = json.dumps({"g": self.social_groups, "a": self.attributes, "t": self.templates}, ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 
 
@@ -564,9 +557,7 @@ def _pairing(
 ) -> TermPairing:
     if mode == "positional":
         if len(left) != len(right):
-            raise SpecError(
-                MSG_UNEQUAL_POSITIONAL.format(list1=names[0], n1=len(left), list2=names[1], n2=len(right))
-            )
+            raise SpecError(MSG_UNEQUAL_POSITIONAL.format(list1=names[0], n1=len(left), list2=names[1], n2=len(right)))
         return TermPairing(tuple(zip(left, right, strict=True)), "positional")
     full = tuple(itertools.product(left, right))
     if mode == "all":
@@ -604,3 +595,86 @@ def term_combinations(spec: BiasSpec, *, n: int | None = None, seed: int | None 
     spec.check_testable()
     mode = "all" if n is None else "sample"
     return _pairing(spec.group_terms, spec.attribute_terms, mode=mode, n=n, seed=seed, names=("groups", "attributes"))
+
+
+# --------------------------------------------------------------- 2AFC specs
+MSG_CUE_PAIR_SHAPE = "Each cue pair needs exactly two different words (like woman/man); got {value!r}."
+MSG_CUE_IN_TARGETS = "The word '{term}' is both a target and a cue. Use it in one role only."
+
+
+@dataclass(frozen=True)
+class TwoAFCSpec:
+    """A psychophysics specification: target words judged against cue pairs.
+
+    Each cue pair ``(c1, c2)`` is one two-alternative forced choice (e.g.
+    ``woman``/``man``); every target word (e.g. an occupation) is the
+    stimulus. A PSE above 0.5 means the target sits closer to ``c1``.
+
+    Parameters
+    ----------
+    name : str
+    targets : tuple of str
+    cue_pairs : tuple of (str, str)
+    cue1_name, cue2_name : str
+        Names of the two cue sides (e.g. ``female``, ``male``).
+    source, url : str
+    """
+
+    name: str
+    targets: tuple[str, ...]
+    cue_pairs: tuple[tuple[str, str], ...]
+    cue1_name: str = "cue 1"
+    cue2_name: str = "cue 2"
+    source: str = ""
+    url: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise SpecError(MSG_BAD_NAME.format(value=self.name))
+        object.__setattr__(self, "targets", _check_list("Target words", list(self.targets)))
+        pairs = []
+        for p in self.cue_pairs:
+            if isinstance(p, str):
+                p = tuple(x.strip() for x in re.split(r"[/|]", p))
+            if (
+                not isinstance(p, Sequence)
+                or len(p) != 2
+                or not all(isinstance(x, str) and x.strip() for x in p)
+                or p[0].casefold() == p[1].casefold()
+            ):
+                raise SpecError(MSG_CUE_PAIR_SHAPE.format(value=p))
+            pairs.append((p[0].strip(), p[1].strip()))
+        if not pairs:
+            raise SpecError(MSG_EMPTY_LIST.format(list_name="Cue pairs"))
+        _check_list("Cue pairs", [f"{a}/{b}" for a, b in pairs])
+        object.__setattr__(self, "cue_pairs", tuple(pairs))
+        cues = {c.casefold() for p in pairs for c in p}
+        for t in self.targets:
+            if t.casefold() in cues:
+                raise SpecError(MSG_CUE_IN_TARGETS.format(term=t), term=t)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TwoAFCSpec:
+        """Read the JSON form written by :meth:`to_dict`."""
+        if not isinstance(data, Mapping) or "targets" not in data or "cue_pairs" not in data:
+            raise SpecError(MSG_BAD_DOCUMENT.format(problem="a 2AFC specification needs 'targets' and 'cue_pairs'"))
+        return cls(
+            name=data.get("name", "Custom 2AFC test"),
+            targets=tuple(data["targets"]),
+            cue_pairs=tuple(tuple(p) if not isinstance(p, str) else p for p in data["cue_pairs"]),
+            cue1_name=data.get("cue1_name", "cue 1"),
+            cue2_name=data.get("cue2_name", "cue 2"),
+            source=data.get("source", ""),
+            url=data.get("url", ""),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "url": self.url,
+            "cue1_name": self.cue1_name,
+            "cue2_name": self.cue2_name,
+            "targets": list(self.targets),
+            "cue_pairs": [list(p) for p in self.cue_pairs],
+        }

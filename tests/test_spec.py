@@ -1,0 +1,233 @@
+"""BiasSpec validation, round-trip, term matching, pairing and the library."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from biastest import spec as S
+from biastest.errors import SpecError
+from biastest.spec import BiasSpec, TwoAFCSpec, contains_term, counterpart_pairs, find_terms, term_combinations
+from biastest.specs import MSG_DID_YOU_MEAN, MSG_UNKNOWN_SPEC, get_document, get_spec, get_twoafc_spec, list_specs
+
+
+def make(**kw):
+    args = dict(
+        group1="man, father", group2="woman, mother", stereotype1="math, science", antistereotype1="art, poetry"
+    )
+    args.update(kw)
+    return BiasSpec.from_terms(**args)
+
+
+# ------------------------------------------------------------ validation
+@pytest.mark.parametrize(
+    ("kw", "expected"),
+    [
+        ({"group1": ""}, S.MSG_EMPTY_LIST.format(list_name="Social group 1")),
+        ({"antistereotype1": []}, S.MSG_EMPTY_LIST.format(list_name="Anti-stereotype for group 1")),
+        (
+            {"group2": "woman, man"},
+            S.MSG_TERM_IN_BOTH_GROUPS.format(term="man", list1="Social group 1", list2="Social group 2"),
+        ),
+        (
+            {"antistereotype1": "art, Math"},
+            S.MSG_TERM_IN_BOTH_ATTRIBUTES.format(
+                term="math", list1="Stereotype for group 1", list2="Anti-stereotype for group 1"
+            ),
+        ),
+        ({"group1": "man, Man"}, S.MSG_DUPLICATE_TERM.format(term="Man", list_name="Social group 1")),
+        ({"group1": "man,, father"}, S.MSG_EMPTY_TERM.format(list_name="Social group 1")),
+        (
+            {"stereotype1": ["math", 3]},
+            S.MSG_NOT_TEXT.format(list_name="Stereotype for group 1", value=3, type_name="int"),
+        ),
+        (
+            {"group1": [f"man{i}" for i in range(S.MAX_TERMS_PER_LIST + 1)]},
+            S.MSG_TOO_MANY_TERMS.format(
+                list_name="Social group 1", count=S.MAX_TERMS_PER_LIST + 1, limit=S.MAX_TERMS_PER_LIST
+            ),
+        ),
+        (
+            {"group1": ["x" * 61]},
+            S.MSG_TERM_TOO_LONG.format(term="x" * 61, list_name="Social group 1", length=61, limit=S.MAX_TERM_LENGTH),
+        ),
+        (
+            {"stereotype1": "math, man"},
+            S.MSG_TERM_GROUP_AND_ATTRIBUTE.format(
+                term="man", group_list="Social group 1", attribute_list="Stereotype for group 1"
+            ),
+        ),
+        ({"name": ""}, S.MSG_BAD_NAME.format(value="")),
+        ({"templates": ["no slot here"]}, S.MSG_BAD_TEMPLATE.format(template="no slot here")),
+    ],
+)
+def test_bad_specs_get_clear_messages(kw, expected):
+    with pytest.raises(SpecError) as err:
+        make(**kw)
+    assert err.value.message == expected
+
+
+def test_good_spec_accessors_and_trailing_comma():
+    s = make(group1="man, father,")
+    assert s.group1 == ("man", "father")
+    assert s.attributes1 == ("math", "science")
+    assert s.group_of("MAN") == 1 and s.group_of("mother") == 2 and s.group_of("cat") is None
+    assert s.attribute_side("poetry") == 2
+    assert s.is_testable and s.check_testable() is s
+
+
+def test_spec_is_frozen_and_hashable():
+    s = make()
+    with pytest.raises(AttributeError):
+        s.name = "x"  # type: ignore[misc]
+    assert hash(s) == hash(make())
+    assert s.fingerprint() == make().fingerprint() != make(group1="boy").fingerprint()
+
+
+def test_third_attribute_list_is_refused_not_ignored():
+    d = {
+        "name": "three",
+        "social_groups": {"A": ["man"], "B": ["woman"]},
+        "attributes": {"x": ["math"], "y": ["art"], "z": ["cooking"]},
+    }
+    s = BiasSpec.from_dict(d)
+    assert not s.is_testable
+    with pytest.raises(SpecError) as err:
+        s.check_testable()
+    assert err.value.message == S.MSG_THIRD_ATTRIBUTE_LIST.format(count=3, names="x, y, z")
+    with pytest.raises(SpecError):
+        counterpart_pairs(s)
+    picked = s.select(groups=["A", "B"], attributes=["x", "z"])
+    assert picked.attributes2 == ("cooking",)
+    with pytest.raises(SpecError) as err:
+        s.select(groups=["A", "C"], attributes=["x", "y"])
+    assert err.value.message == S.MSG_UNKNOWN_LIST.format(kind="social group", name="C", available="A, B")
+
+
+def test_bad_documents():
+    with pytest.raises(SpecError) as err:
+        BiasSpec.from_json("{not json")
+    assert err.value.message.startswith("The file is not valid JSON")
+    with pytest.raises(SpecError) as err:
+        BiasSpec.from_dict({"name": "x", "social_groups": {}})
+    assert err.value.message == S.MSG_BAD_DOCUMENT.format(problem="the field 'attributes' is missing")
+    with pytest.raises(SpecError) as err:
+        BiasSpec.from_dict({"name": "x", "social_groups": {"a": ["man"]}, "attributes": {"b": ["x"], "c": ["y"]}})
+    assert err.value.message == S.MSG_TOO_FEW_LISTS.format(kind="social groups", count=1)
+
+
+# ------------------------------------------------------------ round trip
+def test_all_15_original_specs_round_trip(shared_data):
+    path = shared_data / "biastestgpt" / "bias_specs_with_glove_and_thesaurus.json"
+    originals = json.loads(path.read_text())
+    assert len(originals) == 15
+    for d in originals:
+        s = BiasSpec.from_dict(d)
+        out = s.to_dict()
+        assert out == d
+        assert list(out) == list(d)
+        assert list(out["social_groups"]) == list(d["social_groups"])
+        assert list(out["attributes"]) == list(d["attributes"])
+        assert BiasSpec.from_json(s.to_json()) == s
+    assert [s.name for s in BiasSpec.load_many(path)] == [d["name"] for d in originals]
+
+
+def test_library_ships_its_own_copy_of_the_originals(shared_data):
+    originals = json.loads((shared_data / "biastestgpt" / "bias_specs_with_glove_and_thesaurus.json").read_text())
+    for d in originals:
+        assert get_document(d["name"]).to_dict() == d
+
+
+# ------------------------------------------------------------ matching
+@pytest.mark.parametrize(
+    ("text", "term", "hit"),
+    [
+        ("The cat sat.", "he", False),
+        ("Then he left.", "he", True),
+        ("HE left.", "he", True),
+        ("He's a nurse.", "he", True),
+        ("(he) is here", "he", True),
+        ("She is a hero.", "he", False),
+        ("A nurse practitioner came.", "nurse practitioner", True),
+        ("A nurse  practitioner came.", "nurse practitioner", True),
+        ("A nurse came, practitioner later.", "nurse practitioner", False),
+        ("She studies C++ daily.", "C++", True),
+        ("The dr. came", "dr.", True),
+        ("The drx came", "dr.", False),
+        ("mothers", "mother", False),
+        ("mother-in-law", "mother", True),
+    ],
+)
+def test_term_matching(text, term, hit):
+    assert contains_term(text, term) is hit
+
+
+def test_find_terms_and_alternation_agree():
+    text = "The man and his mother talked about nursing."
+    terms = ["he", "man", "mother", "nurse", "his"]
+    assert find_terms(text, terms) == ["man", "mother", "his"]
+    assert sorted(m.group(0).lower() for m in S.terms_regex(terms).finditer(text)) == ["his", "man", "mother"]
+
+
+# ------------------------------------------------------------ pairing
+def test_pairing_is_deterministic_and_recorded():
+    s = make(group1="man, father, boy", group2="woman, mother, girl")
+    pos = counterpart_pairs(s)
+    assert pos.pairs == (("man", "woman"), ("father", "mother"), ("boy", "girl")) and pos.mode == "positional"
+    assert len(counterpart_pairs(s, mode="all").pairs) == 9
+    a = counterpart_pairs(s, mode="sample", n=4, seed=7)
+    b = counterpart_pairs(s, mode="sample", n=4, seed=7)
+    assert a == b and a.seed == 7 and len(a.pairs) == 4
+    assert a.to_dict()["seed"] == 7
+    with pytest.raises(SpecError) as err:
+        counterpart_pairs(s, mode="sample", n=4)
+    assert err.value.message == S.MSG_SAMPLE_NEEDS_SEED
+    uneq = make(group1="man, father", group2="woman")
+    with pytest.raises(SpecError) as err:
+        counterpart_pairs(uneq)
+    assert err.value.message == S.MSG_UNEQUAL_POSITIONAL.format(
+        list1="Social group 1", n1=2, list2="Social group 2", n2=1
+    )
+    combos = term_combinations(s)
+    assert len(combos.pairs) == 6 * 4
+    assert term_combinations(s, n=5, seed=1) == term_combinations(s, n=5, seed=1)
+    assert term_combinations(s, n=5, seed=1) != term_combinations(s, n=5, seed=2)
+
+
+# ------------------------------------------------------------ library
+def test_library_lists_and_resolves():
+    bias = list_specs("bias")
+    assert "Math_Arts_vs_Male_Female" in bias
+    assert len(list_specs("weat")) == 10
+    assert len(list_specs("twoafc")) == 2
+    for name in list_specs(("bias", "weat")):
+        assert get_spec(name).is_testable
+    assert get_spec("math_arts_vs_male_female").name == "Math_Arts_vs_Male_Female"
+    sel = get_spec("Professions_vs_Gender (male vs female professions)")
+    assert sel.attribute1_name == "male_professions" and sel.attribute2_name == "female_professions"
+    occ = get_twoafc_spec("Occupations vs gender (Liang & Acuna 2020)")
+    assert len(occ.cue_pairs) == 8 and occ.cue_pairs[0] == ("woman", "man")
+
+
+def test_library_did_you_mean_and_originals_with_extra_lists():
+    with pytest.raises(SpecError) as err:
+        get_spec("Math_Art_vs_Male_Femal")
+    assert err.value.message == MSG_UNKNOWN_SPEC.format(
+        name="Math_Art_vs_Male_Femal", hint=MSG_DID_YOU_MEAN.format(suggestion="Math_Arts_vs_Male_Female")
+    )
+    with pytest.raises(SpecError) as err:
+        get_spec("Professions_vs_Gender")
+    assert "choose one of its named selections" in err.value.message
+
+
+def test_twoafc_spec_validation():
+    t = TwoAFCSpec(name="x", targets=("nurse",), cue_pairs=("woman/man",))
+    assert t.cue_pairs == (("woman", "man"),)
+    assert TwoAFCSpec.from_dict(t.to_dict()) == t
+    with pytest.raises(SpecError) as err:
+        TwoAFCSpec(name="x", targets=("nurse",), cue_pairs=(("man", "man"),))
+    assert err.value.message == S.MSG_CUE_PAIR_SHAPE.format(value=("man", "man"))
+    with pytest.raises(SpecError) as err:
+        TwoAFCSpec(name="x", targets=("man",), cue_pairs=(("woman", "man"),))
+    assert err.value.message == S.MSG_CUE_IN_TARGETS.format(term="man")
