@@ -26,7 +26,7 @@ $(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.runtime-installed
 	touch $@
 
 run: $(VENV)/.runtime-installed
-	$(BIN)/python -m biastest.serve --host $(HOST) --port $(PORT)
+	$(BIN)/python -m biastest.ui.serve --host $(HOST) --port $(PORT)
 
 # Browser tests drive Debian's Chromium through Playwright (Playwright's own browser download cannot work here).
 chromium:

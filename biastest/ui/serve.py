@@ -1,0 +1,147 @@
+"""One server for the whole suite: a landing page and each app at its own path.
+
+``make run`` runs ``python -m biastest.ui.serve``: the three apps are mounted
+on one FastAPI/uvicorn server (``/gpt``, ``/vqa``, ``/psychophysics``) with a
+plain index page at ``/``, bound to ``127.0.0.1:7860`` unless ``--host`` /
+``--port`` (or ``BIASTEST_HOST`` / ``BIASTEST_PORT``) say otherwise. Each app
+file (``python app_gpt.py`` …) still launches one app alone, as a Space does.
+Gradio's queue is on with bounded size and concurrency; models are shared
+through the process-wide cache; analytics and telemetry are off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import importlib
+import logging
+import os
+from dataclasses import dataclass
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+__all__ = ["APPS", "AppEntry", "available_apps", "build_server", "configure_queue", "main"]
+
+log = logging.getLogger("biastest.serve")
+
+QUEUE_MAX_SIZE = 64
+DEFAULT_CONCURRENCY = 2
+
+
+@dataclass(frozen=True)
+class AppEntry:
+    """One app of the suite."""
+
+    key: str
+    title: str
+    description: str
+    module: str
+
+
+APPS = (
+    AppEntry(
+        "gpt",
+        "Language models",
+        "Stereotype score of masked and causal language models on sentence pairs, retrieved or generated.",
+        "biastest.ui.gpt",
+    ),
+    AppEntry(
+        "vqa",
+        "Vision-language models",
+        "Zero-shot bias score of CLIP, ViLT, BLIP, GIT … on retrieved, generated or uploaded images.",
+        "biastest.ui.vqa",
+    ),
+    AppEntry(
+        "psychophysics",
+        "Word embeddings",
+        "Psychophysics 2AFC (PSE, JND, psychometric curves), WEAT/MAC and Bayesian estimates.",
+        "biastest.ui.psychophysics",
+    ),
+)
+
+
+def configure_queue(demo):
+    """Turn the queue on with the suite's bounds and return ``demo``."""
+    return demo.queue(max_size=QUEUE_MAX_SIZE, default_concurrency_limit=DEFAULT_CONCURRENCY)
+
+
+def available_apps() -> list[AppEntry]:
+    """The apps whose UI module exists in this checkout."""
+    out = []
+    for entry in APPS:
+        try:
+            importlib.import_module(entry.module)
+        except ModuleNotFoundError as exc:
+            if exc.name != entry.module:
+                raise
+            continue
+        out.append(entry)
+    return out
+
+
+def _index_html(entries: list[AppEntry]) -> str:
+    cards = "\n".join(
+        f'<a class="card" href="/{e.key}/"><h2>{html.escape(e.title)}</h2><p>{html.escape(e.description)}</p></a>'
+        for e in entries
+    )
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>biastest</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body{{font-family:Inter,system-ui,sans-serif;max-width:900px;margin:3rem auto;padding:0 1rem;color:#1e293b}}
+.card{{display:block;border:1px solid #cbd5e1;border-radius:12px;padding:1rem 1.25rem;margin:1rem 0;
+color:inherit;text-decoration:none}}
+.card:hover{{border-color:#6366f1;box-shadow:0 2px 10px #6366f122}}
+h1{{margin-bottom:.25rem}} p{{margin:.25rem 0}}
+</style></head><body>
+<h1>biastest</h1>
+<p>Test social bias in AI models, step by step: specify the bias, get test data, read the results.</p>
+{cards}
+</body></html>"""
+
+
+def build_server(entries: list[AppEntry] | None = None):
+    """A FastAPI app with the index page and every available app mounted."""
+    import gradio as gr
+    from fastapi import FastAPI
+    from fastapi.responses import HTMLResponse
+
+    from biastest.ui.common import CSS, THEME
+
+    entries = available_apps() if entries is None else entries
+    app = FastAPI(title="biastest")
+    page = _index_html(entries)
+
+    @app.get("/", response_class=HTMLResponse)
+    def index() -> str:
+        return page
+
+    for entry in entries:
+        module = importlib.import_module(entry.module)
+        demo = configure_queue(module.build_demo())
+        gr.mount_gradio_app(app, demo, path=f"/{entry.key}", theme=THEME, css=CSS, ssr_mode=False)
+    return app
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve the suite (``make run``)."""
+    parser = argparse.ArgumentParser(prog="python -m biastest.ui.serve", description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default=os.environ.get("BIASTEST_HOST", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("BIASTEST_PORT", "7860")))
+    args = parser.parse_args(argv)
+    entries = available_apps()
+    if not entries:
+        print("No app is available in this checkout yet (expected biastest/ui/gpt.py, vqa.py or psychophysics.py).")
+        return 2
+    import uvicorn
+
+    logging.basicConfig(level=logging.INFO)
+    app = build_server(entries)
+    print(f"biastest: serving {', '.join('/' + e.key for e in entries)} at http://{args.host}:{args.port}/")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
