@@ -89,7 +89,9 @@ def deploy_space(app: str, *, repo_id: str, token: str | None = None, private: b
             )
         except Exception as exc:
             raise SyncError(MSG_DEPLOY_FAILED.format(repo=repo_id, kind=type(exc).__name__)) from None
-    return SpaceDeployment(repo_id=repo_id, app=app, files=tuple(files), commit_url=str(getattr(info, "commit_url", info)))
+    return SpaceDeployment(
+        repo_id=repo_id, app=app, files=tuple(files), commit_url=str(getattr(info, "commit_url", info))
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
