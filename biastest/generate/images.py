@@ -1,0 +1,594 @@
+"""Image generation for vision-language bias tests.
+
+Generators: :class:`OpenAIImageGenerator` (``gpt-image-1`` answers base64;
+DALL-E 2/3 are asked for ``b64_json``), :class:`OpenAICompatibleImageGenerator`
+(any server speaking ``/v1/images/generations``; ``url`` answers are
+downloaded) and :class:`LocalDiffusionGenerator` (a ``diffusers``
+text-to-image pipeline, Hub id or local folder, via
+``AutoPipelineForText2Image``; seeded with a ``torch.Generator``).
+
+:func:`generate_images` generates what each image term is missing, with the
+same limits, retries, budget, progress and report as sentence generation,
+and returns PNG bytes with their prompt, generator, model and seed
+(:class:`GeneratedImage`); the caller writes them to the store
+(:meth:`GeneratedImage.to_test_image` builds the record). Prompts come from
+the BiasTestVQA paper (appendix C.2); see
+:data:`~biastest.generate.prompts.IMAGE_PROMPTS`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import io
+import logging
+import random
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from biastest.errors import GenerationError, ModelKindError, ModelLoadError
+from biastest.generate.base import (
+    REJECT_EMPTY,
+    REJECT_MALFORMED,
+    STOP_ATTEMPTS,
+    STOP_COMPLETED,
+    STOP_ERROR,
+    GenerationReport,
+    ImageGenerator,
+    MalformedAnswer,
+    ProgressCallback,
+    RetryPolicy,
+    RunLimits,
+    RunState,
+    RunStopped,
+    TransientError,
+    report_message,
+)
+from biastest.generate.local import resolve_model_location
+from biastest.generate.openai_chat import _OpenAIClientMixin, translate_openai_error
+from biastest.generate.prompts import get_image_prompt
+from biastest.models.cache import MODEL_CACHE
+from biastest.provenance import provenance
+from biastest.records import TestImage
+
+__all__ = [
+    "GeneratedImage",
+    "ImageRun",
+    "OpenAIImageGenerator",
+    "OpenAICompatibleImageGenerator",
+    "LocalDiffusionGenerator",
+    "load_diffusion_pipeline",
+    "plan_missing_images",
+    "generate_images",
+    "to_png",
+    "REJECT_NOT_AN_IMAGE",
+    "REJECT_FILTERED",
+]
+
+log = logging.getLogger(__name__)
+
+REJECT_NOT_AN_IMAGE = "not_an_image"
+REJECT_FILTERED = "filtered"
+
+MSG_PROGRESS_START = "Generating {total} images for {terms} terms…"
+MSG_PROGRESS_ITEM = "Image {done} of {total}: '{term}'"
+MSG_PROGRESS_DONE = "Done: {accepted} new images."
+MSG_BAD_SIZE = "The image size must be two whole numbers of at least {minimum}, got {value!r}."
+MSG_BAD_TERMS = "Give at least one image term (e.g. nurse, plumber)."
+MSG_BAD_COUNT = "The number of images per term must be a whole number of at least 0, got {value!r}."
+MSG_BAD_SEED = "An image run needs a whole-number seed so that it can be repeated, got {value!r}."
+MSG_NOT_TEXT_TO_IMAGE = (
+    "'{model}' is not a text-to-image pipeline ({problem}). Choose a text-to-image model such as "
+    "'stabilityai/sd-turbo' or a folder saved with save_pretrained."
+)
+MSG_PIPELINE_LOAD_FAILED = (
+    "The image model '{model}' could not be loaded ({problem}). Check that the files are complete."
+)
+MSG_PIPELINE_HUB_UNAVAILABLE = (
+    "The image model '{model}' could not be loaded from the Hugging Face Hub: either the id is wrong or this "
+    "server has no network access and the model is not in its cache. Check the id, or use a local folder."
+)
+MSG_IMAGE_FAILED = "The local image model '{model}' failed while drawing ({problem})."
+
+MAX_DOWNLOAD_BYTES = 50 * 1024 * 1024
+
+
+def to_png(data: bytes) -> tuple[bytes, int, int]:
+    """Check that ``data`` is an image and return it as PNG with its size.
+
+    PNG input is returned unchanged; other formats are converted.
+
+    Raises
+    ------
+    MalformedAnswer
+        ``empty`` or ``not_an_image``.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    if not data:
+        raise MalformedAnswer(REJECT_EMPTY)
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            img.load()
+            fmt, (w, h) = img.format, img.size
+            if fmt == "PNG":
+                return data, w, h
+            buf = io.BytesIO()
+            img.convert("RGBA" if img.mode in ("RGBA", "LA", "P") else "RGB").save(buf, format="PNG")
+            return buf.getvalue(), w, h
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
+        raise MalformedAnswer(REJECT_NOT_AN_IMAGE) from None
+
+
+@dataclass(frozen=True)
+class GeneratedImage:
+    """One generated image, ready for the store.
+
+    Attributes
+    ----------
+    png : bytes
+        The image as PNG (excluded from ``to_dict``).
+    sha256 : str
+        Hash of ``png`` (the store's file name).
+    image_term, prompt, prompt_name, generator, model : str
+    width, height : int
+    seed : int or None
+        The seed the image was drawn with (None when the service cannot be
+        seeded; the run seed is then in ``provenance``).
+    spec_name : str
+    provenance : dict
+    """
+
+    png: bytes = field(repr=False)
+    sha256: str
+    image_term: str
+    prompt: str
+    prompt_name: str
+    generator: str
+    model: str
+    width: int
+    height: int
+    seed: int | None
+    spec_name: str = ""
+    provenance: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def to_test_image(self, path: str | None = None) -> TestImage:
+        """The store record for this image (``path`` default ``images/<sha256>.png``)."""
+        return TestImage(
+            path=path or f"images/{self.sha256}.png", sha256=self.sha256, image_term=self.image_term,
+            prompt=self.prompt, generator=self.generator, model=self.model, width=self.width, height=self.height,
+            seed=self.seed, source="generated", spec_name=self.spec_name,
+            provenance={**self.provenance, "prompt_name": self.prompt_name},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sha256": self.sha256, "image_term": self.image_term, "prompt": self.prompt,
+                "prompt_name": self.prompt_name, "generator": self.generator, "model": self.model,
+                "width": self.width, "height": self.height, "seed": self.seed, "spec_name": self.spec_name,
+                "bytes": len(self.png), "provenance": self.provenance}
+
+
+@dataclass(frozen=True)
+class ImageRun:
+    """The result of :func:`generate_images`: new images and the report."""
+
+    images: tuple[GeneratedImage, ...]
+    report: GenerationReport
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"images": [i.to_dict() for i in self.images], "report": self.report.to_dict()}
+
+
+def _check_size(size: Sequence[int], minimum: int = 8) -> tuple[int, int]:
+    try:
+        w, h = size
+    except (TypeError, ValueError):
+        raise GenerationError(MSG_BAD_SIZE.format(minimum=minimum, value=size)) from None
+    for v in (w, h):
+        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+            raise GenerationError(MSG_BAD_SIZE.format(minimum=minimum, value=size))
+    return int(w), int(h)
+
+
+# -------------------------------------------------------------- OpenAI API
+class OpenAIImageGenerator(_OpenAIClientMixin, ImageGenerator):
+    """Images from the OpenAI image API.
+
+    Parameters
+    ----------
+    model : str
+        ``gpt-image-1`` (answers base64), ``dall-e-3`` or ``dall-e-2``
+        (asked for ``b64_json``).
+    api_key : str, optional
+        The user's key for this session (default: ``OPENAI_API_KEY``).
+    size : (int, int)
+        Width and height; the service accepts only some sizes (e.g.
+        1024×1024).
+    quality : str, optional
+        Passed through (``standard``/``hd`` for DALL-E 3; ``low``/``medium``/
+        ``high`` for gpt-image-1).
+    request_timeout : float
+    base_url : str, optional
+        Only for tests and proxies of the official API.
+    """
+
+    kind = "openai-image"
+    honours_seed = False
+
+    def __init__(
+        self,
+        model: str = "gpt-image-1",
+        *,
+        api_key: str | None = None,
+        size: Sequence[int] = (1024, 1024),
+        quality: str | None = None,
+        request_timeout: float = 120.0,
+        base_url: str | None = None,
+    ) -> None:
+        self.model = model
+        self.width, self.height = _check_size(size)
+        self.quality = quality
+        self._init_client(api_key=api_key, base_url=base_url, require_key=self._requires_key(),
+                          organization=None, timeout=request_timeout)
+
+    def _requires_key(self) -> bool:
+        return True
+
+    def _params(self, seed: int | None) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": self.model, "n": 1, "size": f"{self.width}x{self.height}"}
+        if not self.model.startswith("gpt-image"):
+            params["response_format"] = "b64_json"  # gpt-image models always answer base64 and refuse this
+        if self.quality:
+            params["quality"] = self.quality
+        return params
+
+    def _generate(self, prompt: str, *, seed: int | None, timeout: float) -> bytes:
+        try:
+            response = self._client.images.generate(prompt=prompt, timeout=timeout, **self._params(seed))
+            data = response.data or []
+        except Exception as exc:
+            mapped = translate_openai_error(exc, where=self.where, model=self.model)
+            if isinstance(mapped, GenerationError) and getattr(exc, "code", None) == "content_policy_violation":
+                raise MalformedAnswer(REJECT_FILTERED) from None
+            if mapped is exc:
+                raise
+            raise mapped from None
+        if not data:
+            raise MalformedAnswer(REJECT_MALFORMED)
+        item = data[0]
+        b64 = getattr(item, "b64_json", None)
+        if b64:
+            try:
+                return base64.b64decode(b64, validate=True)
+            except (binascii.Error, ValueError):
+                raise MalformedAnswer(REJECT_NOT_AN_IMAGE) from None
+        url = getattr(item, "url", None)
+        if url:
+            return self._download(url, timeout)
+        raise MalformedAnswer(REJECT_EMPTY)
+
+    def _download(self, url: str, timeout: float) -> bytes:
+        if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+            raise MalformedAnswer(REJECT_MALFORMED)
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as resp:
+                data = resp.read(MAX_DOWNLOAD_BYTES + 1)
+        except TimeoutError:
+            raise TransientError("timeout") from None
+        except urllib.error.HTTPError as exc:
+            if exc.code == 429 or exc.code >= 500:
+                raise TransientError("server_error", status=exc.code) from None
+            raise MalformedAnswer(REJECT_MALFORMED) from None
+        except (urllib.error.URLError, OSError):
+            raise TransientError("connection") from None
+        if len(data) > MAX_DOWNLOAD_BYTES:
+            raise MalformedAnswer(REJECT_MALFORMED)
+        return data
+
+    def describe(self) -> dict[str, Any]:
+        return {"generator": self.kind, "model": self.model, "width": self.width, "height": self.height,
+                "quality": self.quality, "endpoint": self.where, "honours_seed": self.honours_seed}
+
+
+class OpenAICompatibleImageGenerator(OpenAIImageGenerator):
+    """Images from any server speaking ``/v1/images/generations``.
+
+    Parameters
+    ----------
+    base_url : str
+    model : str
+    api_key : str, optional
+        Only if the server wants one; ``OPENAI_API_KEY`` is never sent here.
+    send_seed : bool
+        Send each image's seed as an extra ``seed`` field (some servers,
+        e.g. LocalAI, honour it; the official API rejects unknown fields).
+    size, request_timeout : as :class:`OpenAIImageGenerator`.
+    """
+
+    kind = "openai-compatible-image"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        size: Sequence[int] = (512, 512),
+        send_seed: bool = False,
+        request_timeout: float = 120.0,
+    ) -> None:
+        self.send_seed = send_seed
+        self.honours_seed = send_seed
+        super().__init__(model, api_key=api_key, size=size, request_timeout=request_timeout, base_url=base_url)
+
+    def _requires_key(self) -> bool:
+        return False
+
+    def _params(self, seed: int | None) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": self.model, "n": 1, "size": f"{self.width}x{self.height}",
+                                  "response_format": "b64_json"}
+        if self.send_seed and seed is not None:
+            params["extra_body"] = {"seed": int(seed)}
+        return params
+
+
+# -------------------------------------------------------------- diffusers
+@dataclass(frozen=True)
+class _PipelineBundle:
+    pipeline: Any
+    name: str
+    pipeline_class: str
+
+
+def _load_pipeline(model: str, revision: str | None, device: str) -> _PipelineBundle:
+    import torch
+    from diffusers import AutoPipelineForText2Image
+
+    location, is_local = resolve_model_location(model)
+    try:
+        pipe = AutoPipelineForText2Image.from_pretrained(location, revision=revision, dtype=torch.float32)
+    except OSError:
+        if is_local:
+            raise ModelLoadError(MSG_PIPELINE_LOAD_FAILED.format(model=model, problem="files missing or unreadable"),
+                                 model=model) from None
+        raise ModelLoadError(MSG_PIPELINE_HUB_UNAVAILABLE.format(model=model), model=model) from None
+    except (ValueError, KeyError, AttributeError) as exc:
+        raise ModelKindError(MSG_NOT_TEXT_TO_IMAGE.format(model=model, problem=type(exc).__name__),
+                             model=model) from None
+    except (RuntimeError, TypeError) as exc:
+        raise ModelLoadError(MSG_PIPELINE_LOAD_FAILED.format(model=model, problem=type(exc).__name__),
+                             model=model) from None
+    pipe.to(device)
+    if hasattr(pipe, "set_progress_bar_config"):
+        pipe.set_progress_bar_config(disable=True)
+    return _PipelineBundle(pipeline=pipe, name=model, pipeline_class=type(pipe).__name__)
+
+
+def load_diffusion_pipeline(model: str, *, revision: str | None = None, device: str = "cpu") -> Any:
+    """Load (once per process) a text-to-image pipeline.
+
+    Raises
+    ------
+    ModelLoadError
+        Unknown path or id, no network, missing files.
+    ModelKindError
+        The folder or id is not a text-to-image pipeline.
+    """
+    return MODEL_CACHE.get(("text-to-image", model, revision, device), lambda: _load_pipeline(model, revision, device))
+
+
+_DRAW_LOCK = threading.Lock()
+
+
+class LocalDiffusionGenerator(ImageGenerator):
+    """Images from a local ``diffusers`` text-to-image pipeline.
+
+    Parameters
+    ----------
+    model : str
+        Hub id (e.g. ``stabilityai/sd-turbo``) or local directory.
+    size : (int, int)
+        Width and height (multiples of 8).
+    num_inference_steps : int
+    guidance_scale : float
+    revision : str, optional
+    device : str
+    """
+
+    kind = "local-diffusers"
+    honours_seed = True
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        size: Sequence[int] = (512, 512),
+        num_inference_steps: int = 25,
+        guidance_scale: float = 7.5,
+        revision: str | None = None,
+        device: str = "cpu",
+    ) -> None:
+        self.model = model
+        self.width, self.height = _check_size(size)
+        self.num_inference_steps = int(num_inference_steps)
+        self.guidance_scale = float(guidance_scale)
+        self.revision = revision
+        self.device = device
+        self._bundle = load_diffusion_pipeline(model, revision=revision, device=device)
+
+    def _generate(self, prompt: str, *, seed: int | None, timeout: float) -> bytes:
+        import torch
+
+        generator = torch.Generator(device="cpu").manual_seed(0 if seed is None else int(seed))
+        try:
+            with _DRAW_LOCK, torch.inference_mode():
+                out = self._bundle.pipeline(
+                    prompt=prompt, height=self.height, width=self.width,
+                    num_inference_steps=self.num_inference_steps, guidance_scale=self.guidance_scale,
+                    generator=generator, output_type="pil",
+                )
+        except (RuntimeError, ValueError, IndexError, TypeError) as exc:
+            raise GenerationError(MSG_IMAGE_FAILED.format(model=self.model, problem=type(exc).__name__)) from None
+        flagged = getattr(out, "nsfw_content_detected", None)
+        if flagged and flagged[0]:
+            raise MalformedAnswer(REJECT_FILTERED)
+        buf = io.BytesIO()
+        out.images[0].save(buf, format="PNG")
+        return buf.getvalue()
+
+    def describe(self) -> dict[str, Any]:
+        return {"generator": self.kind, "model": self.model, "revision": self.revision, "width": self.width,
+                "height": self.height, "num_inference_steps": self.num_inference_steps,
+                "guidance_scale": self.guidance_scale, "pipeline": self._bundle.pipeline_class,
+                "honours_seed": True}
+
+
+# ------------------------------------------------------------ orchestration
+def plan_missing_images(
+    terms: Sequence[str],
+    *,
+    existing_counts: Mapping[str, int] | None = None,
+    target_per_term: int | None = None,
+    min_per_term: int = 1,
+) -> dict[str, int]:
+    """How many images each term still needs (balanced up to the best-covered term by default)."""
+    from biastest.generate.sentences import count_key
+
+    clean = [t.strip() for t in terms if isinstance(t, str) and t.strip()]
+    if not clean:
+        raise GenerationError(MSG_BAD_TERMS)
+    given = [*(existing_counts or {}).values(), min_per_term]
+    if target_per_term is not None:
+        given.append(target_per_term)
+    for v in given:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise GenerationError(MSG_BAD_COUNT.format(value=v))
+    counts = {count_key(k): v for k, v in (existing_counts or {}).items()}
+    unique = list(dict.fromkeys(clean))
+    have = {t: counts.get(count_key(t), 0) for t in unique}
+    target = max(max(have.values(), default=0), min_per_term) if target_per_term is None else target_per_term
+    return {t: max(0, target - have[t]) for t in unique}
+
+
+def generate_images(
+    terms: Sequence[str],
+    generator: ImageGenerator,
+    *,
+    seed: int,
+    existing_counts: Mapping[str, int] | None = None,
+    target_per_term: int | None = None,
+    min_per_term: int = 1,
+    prompt: str = "portrait",
+    spec_name: str = "",
+    limits: RunLimits | None = None,
+    retry: RetryPolicy | None = None,
+    progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> ImageRun:
+    """Generate the images each term is missing.
+
+    Parameters
+    ----------
+    terms : sequence of str
+        Image terms (e.g. professions, or the social-group terms).
+    generator : ImageGenerator
+    seed : int
+        Seeds the per-image seeds (used by generators that honour them) and
+        the backoff jitter.
+    existing_counts, target_per_term, min_per_term :
+        See :func:`plan_missing_images`.
+    prompt : str
+        Name of an image prompt (``portrait``, ``face``, ``working``).
+    spec_name : str
+    limits, retry, progress, cancel :
+        As for :func:`~biastest.generate.sentences.generate_sentences`.
+
+    Returns
+    -------
+    ImageRun
+        PNG images with prompt, generator, model and seed, and the report.
+        Terms are served round-robin, so a run cut short covers them evenly.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise GenerationError(MSG_BAD_SEED.format(value=seed))
+    template = get_image_prompt(prompt)
+    limits = limits or RunLimits()
+    retry = retry or RetryPolicy()
+    wanted = plan_missing_images(terms, existing_counts=existing_counts, target_per_term=target_per_term,
+                                 min_per_term=min_per_term)
+    rng = random.Random(seed)
+    run = RunState(limits, retry, seed=seed, cancel=cancel)
+    total = sum(wanted.values())
+    left = dict(wanted)
+    accepted = dict.fromkeys(wanted, 0)
+    rejected: dict[str, int] = {}
+    seen: set[str] = set()
+    images: list[GeneratedImage] = []
+    base_prov = provenance(method="image-generation", run_seed=seed, prompt_name=template.name, spec=spec_name,
+                           limits=limits.to_dict(), **generator.describe())
+    done, gave_up = 0, False
+    stop_reason, stop_error = STOP_COMPLETED, None
+
+    def notify(message: str) -> None:
+        if progress is not None:
+            progress(done, total, message)
+
+    notify(MSG_PROGRESS_START.format(total=total, terms=sum(1 for v in wanted.values() if v)))
+    try:
+        while any(v > 0 for v in left.values()):
+            for term in [t for t in wanted if left[t] > 0]:
+                notify(MSG_PROGRESS_ITEM.format(done=done + 1, total=total, term=term))
+                text = template.render(term)
+                result = None
+                for attempt in range(1, limits.attempts_per_item + 1):
+                    image_seed = rng.randrange(2**31)
+                    try:
+                        raw = generator.ask(text, run=run, seed=image_seed)
+                        png, w, h = to_png(raw)
+                    except MalformedAnswer as exc:
+                        rejected[exc.reason] = rejected.get(exc.reason, 0) + 1
+                        continue
+                    digest = hashlib.sha256(png).hexdigest()
+                    if digest in seen:
+                        rejected["duplicate"] = rejected.get("duplicate", 0) + 1
+                        continue
+                    result = (png, w, h, digest, image_seed, attempt)
+                    break
+                done += 1
+                left[term] -= 1
+                if result is None:
+                    gave_up = True
+                    continue
+                png, w, h, digest, image_seed, attempt = result
+                seen.add(digest)
+                accepted[term] += 1
+                recorded_seed = image_seed if generator.honours_seed else None
+                images.append(GeneratedImage(
+                    png=png, sha256=digest, image_term=term, prompt=text, prompt_name=template.name,
+                    generator=generator.kind, model=generator.model, width=w, height=h, seed=recorded_seed,
+                    spec_name=spec_name, provenance={**base_prov, "seed": recorded_seed, "attempt": attempt},
+                ))
+    except RunStopped as stop:
+        stop_reason = stop.reason
+    except GenerationError as exc:
+        stop_reason, stop_error = STOP_ERROR, exc
+        log.warning("image generation stopped: %s", type(exc).__name__)
+    if stop_reason == STOP_COMPLETED and gave_up:
+        stop_reason = STOP_ATTEMPTS
+    missing = {t: wanted[t] - accepted[t] for t in wanted}
+    n = sum(accepted.values())
+    message = report_message(stop_reason, accepted=n, missing=missing, rejected=rejected, items="images",
+                             unit="term", run=run, error=stop_error)
+    report = GenerationReport(
+        accepted=n, rejected=rejected, requested=dict(wanted), missing=missing, requests_used=run.requests_used,
+        max_requests=limits.max_requests, transient_failures=dict(run.transient), elapsed_s=round(run.elapsed, 3),
+        stopped_because=stop_reason, message=message, items="images", seed=seed, provenance=base_prov,
+    )
+    notify(MSG_PROGRESS_DONE.format(accepted=n))
+    return ImageRun(tuple(images), report)
