@@ -20,7 +20,7 @@ time-out), ``empty`` (empty content), ``null`` (null content), ``malformed``
 ``missing_attribute`` (a sentence with the target term only). ``always`` sets
 a fault that repeats for every request (e.g. a server that is down).
 
-The server records every request (path, headers, JSON body) so tests can
+The server records every request (path, lower-cased headers, JSON body) so tests can
 check what the real ``openai`` client sent.
 """
 
@@ -176,6 +176,7 @@ class OpenAIStub:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            wbufsize = 1 << 16  # headers and body leave in one write (no Nagle / delayed-ACK stall)
 
             def log_message(self, format: str, *args: Any) -> None:  # silence the default stderr log
                 return
@@ -190,6 +191,7 @@ class OpenAIStub:
                         self.send_header(k, v)
                     self.end_headers()
                     self.wfile.write(body)
+                    self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (time-out)
                     pass
 
@@ -300,8 +302,8 @@ class OpenAIStub:
 
     def _record(self, handler: BaseHTTPRequestHandler, body: Any) -> None:
         with self._lock:
-            self.requests.append({"path": handler.path.rstrip("/"), "headers": dict(handler.headers.items()),
-                                  "body": body})
+            headers = {k.lower(): v for k, v in handler.headers.items()}
+            self.requests.append({"path": handler.path.rstrip("/"), "headers": headers, "body": body})
 
     def stop(self) -> None:
         self._stop.set()

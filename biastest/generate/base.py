@@ -109,7 +109,7 @@ MSG_RUN_BUDGET = (
     "still missing: {missing}. Raise the request budget or run again to generate the rest."
 )
 MSG_RUN_TIME = (
-    "Stopped at the time limit ({seconds:.0f} s). {accepted} new {items} were kept; still missing: "
+    "Stopped at the time limit ({seconds:g} s). {accepted} new {items} were kept; still missing: "
     "{missing}. Run again later or allow more time."
 )
 MSG_RUN_ATTEMPTS = (
