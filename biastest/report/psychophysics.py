@@ -1,0 +1,690 @@
+"""Tables, figures, exports and plain-language readings for the word-embedding app.
+
+Turns typed results (:class:`~biastest.metrics.twoafc.TwoAFCResult`,
+:class:`~biastest.metrics.twoafc.LaborCorrelation`,
+:class:`~biastest.metrics.weat.WEATResult`, :class:`~biastest.metrics.weat.MACResult`,
+:class:`~biastest.metrics.bayes.BayesResult`, the posterior sampler's result)
+into pandas DataFrames, plotly figures with per-item hover, CSV/JSON files in a
+private per-request folder, and short readings for a social scientist.
+
+Saturated PSEs (the psychometric curve never crosses 0.5 inside the stimulus
+range) are drawn at their raw value with a distinct marker and named in the
+hover and the tables — never shown as 0.5. Every user-typed word that reaches
+a hover label is HTML-escaped (:func:`biastest.report.figures.hover_safe`).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from biastest.report.export import private_dir, write_csv, write_json
+from biastest.report.figures import FONT, hover_safe
+
+__all__ = [
+    "SATURATED_LABEL",
+    "bayes_contrast_figure",
+    "bayes_contrast_frame",
+    "bayes_diagnostics_markdown",
+    "bayes_exports",
+    "bayes_interval_figure",
+    "bayes_priors_markdown",
+    "curve_figure",
+    "labour_figure",
+    "labour_markdown",
+    "mac_frame",
+    "pse_error_bars",
+    "pse_figure",
+    "spectrum_figure",
+    "twoafc_csv_rows",
+    "twoafc_exports",
+    "twoafc_frame",
+    "twoafc_interpretation",
+    "weat_exports",
+    "weat_figure",
+    "weat_frame",
+    "weat_interpretation",
+    "weat_words_frame",
+]
+
+SATURATED_LABEL = {
+    "above": "saturated above 1 (never answers the second cue inside the range)",
+    "below": "saturated below 0 (always answers the second cue inside the range)",
+}
+C1_COLOR = "#c026d3"
+C2_COLOR = "#0d9488"
+NEUTRAL = "#6366f1"
+SAT_COLOR = "#dc2626"
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "—"
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _p(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "—"
+    return f"{value:.2g}" if value < 0.001 else f"{value:.3f}"
+
+
+def _sat_text(flag: str | None) -> str:
+    return SATURATED_LABEL.get(flag or "", "")
+
+
+def _esc(text: Any) -> str:
+    return html.escape("" if text is None else str(text), quote=True)
+
+
+# --------------------------------------------------------------------------- 2AFC
+def pse_error_bars(result) -> tuple[list[float | None], str]:
+    """Half-widths of the error bars of the PSE plot and what they are, by mode.
+
+    ``replicates``: the JND (SD of the PSE across replicate models, the paper's
+    definition). ``thurstonian``: the spread of the psychometric curve implied
+    by the user's σ, averaged over cue pairs (an assumption, not data).
+    ``single``: no JND exists; the bars are the SD of the PSE across cue pairs.
+    """
+    if result.mode == "replicates":
+        return [t.jnd_sd for t in result.targets], "JND = standard deviation of the PSE across replicate models"
+    if result.mode == "thurstonian":
+        out: list[float | None] = []
+        for t in result.targets:
+            sds = [p.curve_sd for p in result.pairs_of(t.target) if p.curve_sd is not None]
+            out.append(float(np.mean(sds)) if sds else None)
+        return out, f"spread implied by your perceptual noise σ = {result.noise_sigma:g} (an assumption, not data)"
+    return (
+        [t.pse_sd_over_pairs for t in result.targets],
+        "no JND with a single model: bars show the spread (SD) of the PSE across cue pairs",
+    )
+
+
+def _pair_lines(result, target: str) -> str:
+    lines = []
+    for p in result.pairs_of(target):
+        flag = f" ({p.saturated})" if p.saturated else ""
+        lines.append(f"{hover_safe(p.cue_pair)}: {p.pse:.3f}{flag}")
+    return "<br>".join(lines)
+
+
+def twoafc_frame(result) -> pd.DataFrame:
+    """One display row per target: PSE, saturation, spread, per-cue-pair PSEs."""
+    bars, _ = pse_error_bars(result)
+    rows = []
+    for t, bar in zip(result.targets, bars, strict=True):
+        row = {
+            "target": t.target,
+            "PSE": round(t.pse, 4),
+            "saturated": _sat_text(t.saturated) or "no",
+            "JND (SD across replicates)": None if t.jnd_sd is None else round(t.jnd_sd, 4),
+            "error bar": None if bar is None else round(bar, 4),
+            "cue pairs": t.n_pairs,
+            "saturated cue pairs": t.n_saturated_pairs,
+        }
+        if t.fit is not None:
+            row["fitted PSE"] = None if t.fit.pse is None else round(t.fit.pse, 4)
+            row["fit status"] = t.fit.status
+        for k, v in t.pair_pse.items():
+            row[f"PSE {k}"] = round(v, 4)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def twoafc_csv_rows(result, *, source: str) -> list[dict[str, Any]]:
+    """CSV rows: the result's per-target records plus the embedding, mode and seed."""
+    out = []
+    for rec in result.target_records():
+        out.append({**rec, "embedding": source, "mode": result.mode, "noise_sigma": result.noise_sigma,
+                    "n_replicates": result.n_replicates, "seed": result.seed})
+    return out
+
+
+def pse_figure(result) -> go.Figure:
+    """PSE per target with error bars (the paper's Fig. 3); hover shows every cue pair's PSE."""
+    order = sorted(range(len(result.targets)), key=lambda i: result.targets[i].pse)
+    bars, bar_label = pse_error_bars(result)
+    targets = [result.targets[i] for i in order]
+    errs = [bars[i] for i in order]
+    x = [hover_safe(t.target) for t in targets]
+    custom = [
+        [
+            hover_safe(t.target),
+            f"{t.pse:.3f}",
+            _sat_text(t.saturated) or "no",
+            _fmt(err),
+            _pair_lines(result, t.target),
+        ]
+        for t, err in zip(targets, errs, strict=True)
+    ]
+    template = (
+        "<b>%{customdata[0]}</b><br>PSE: %{customdata[1]}<br>saturated: %{customdata[2]}<br>"
+        "error bar: ±%{customdata[3]}<br><b>PSE per cue pair</b><br>%{customdata[4]}<extra></extra>"
+    )
+    fig = go.Figure()
+    for sat, name, color, symbol in (
+        (False, "PSE", NEUTRAL, "circle"),
+        (True, "saturated PSE (curve never crosses inside 0–1)", SAT_COLOR, "triangle-up"),
+    ):
+        idx = [i for i, t in enumerate(targets) if bool(t.saturated) == sat]
+        if not idx and sat:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=[x[i] for i in idx],
+                y=[targets[i].pse for i in idx],
+                mode="markers",
+                name=name,
+                marker={"color": color, "size": 9, "symbol": symbol},
+                error_y={"type": "data", "array": [errs[i] or 0.0 for i in idx], "visible": True,
+                         "color": "#94a3b8"},
+                customdata=[custom[i] for i in idx],
+                hovertemplate=template,
+            )
+        )
+    fig.add_hline(y=0.5, line_dash="dash", line_color="#64748b", annotation_text="0.5 = no preference",
+                  annotation_position="bottom right")
+    lo = min([0.0, *(t.pse for t in targets)])
+    hi = max([1.0, *(t.pse for t in targets)])
+    if lo < 0:
+        fig.add_hrect(y0=lo - 0.05, y1=0, fillcolor=SAT_COLOR, opacity=0.06, line_width=0)
+    if hi > 1:
+        fig.add_hrect(y0=1, y1=hi + 0.05, fillcolor=SAT_COLOR, opacity=0.06, line_width=0)
+    fig.update_layout(
+        title=(
+            f"PSE per target word: above 0.5 leans {hover_safe(result.cue1_label)}, below leans "
+            f"{hover_safe(result.cue2_label)}<br><sup>{bar_label}</sup>"
+        ),
+        yaxis_title="PSE (point of subjective equality)",
+        font_family=FONT,
+        height=480,
+        margin={"l": 10, "r": 10, "t": 80, "b": 110},
+        xaxis={"tickangle": -60, "categoryorder": "array", "categoryarray": x},
+        hovermode="x",
+        hoverlabel={"align": "left"},
+        legend={"orientation": "h", "y": 1.02, "x": 0},
+        yaxis={"range": [lo - 0.05, hi + 0.05]},
+    )
+    return fig
+
+
+def curve_figure(curve) -> go.Figure:
+    """Ψ(α) for one target (the paper's Fig. 2): pooled, per cue pair, fitted; the PSE marked."""
+    fig = go.Figure()
+    alpha = list(curve.alpha)
+    for pair, values in curve.per_pair.items():
+        fig.add_trace(
+            go.Scatter(x=alpha, y=list(values), mode="lines", name=hover_safe(pair), line={"width": 1},
+                       opacity=0.45, hovertemplate=f"{hover_safe(pair)}<br>α=%{{x:.2f}}<br>Ψ=%{{y:.2f}}<extra></extra>")
+        )
+    what = {
+        "replicates": "share of replicate × cue-pair answers",
+        "thurstonian": "Ψ implied by your noise σ (mean over cue pairs)",
+        "single": "share of cue pairs answering the second cue",
+    }.get(curve.mode, "proportion")
+    fig.add_trace(
+        go.Scatter(x=alpha, y=list(curve.proportion), mode="lines+markers", name=what,
+                   line={"width": 3, "color": NEUTRAL}, marker={"size": 4},
+                   hovertemplate="α=%{x:.2f}<br>Ψ=%{y:.3f}<extra></extra>")
+    )
+    if curve.fitted is not None:
+        fig.add_trace(
+            go.Scatter(x=alpha, y=list(curve.fitted), mode="lines", name="fitted psychometric function",
+                       line={"width": 2, "dash": "dot", "color": "#0f172a"},
+                       hovertemplate="fit: α=%{x:.2f}, Ψ=%{y:.3f}<extra></extra>")
+        )
+    if curve.saturated:
+        note = f"PSE {curve.pse:.3f}: {_sat_text(curve.saturated)}"
+    else:
+        fig.add_vline(x=curve.pse, line_dash="dash", line_color=SAT_COLOR)
+        note = f"PSE {curve.pse:.3f}"
+    fig.add_hline(y=0.5, line_dash="dot", line_color="#94a3b8")
+    fig.update_layout(
+        title=f"Psychometric curve of '{hover_safe(curve.target)}' — {hover_safe(note)}",
+        xaxis_title=(
+            f"α: mix of the cue (0 = all {hover_safe(curve.cue1_label)}, 1 = all {hover_safe(curve.cue2_label)})"
+        ),
+        yaxis_title=f"P(answer = {hover_safe(curve.cue2_label)})",
+        yaxis={"range": [-0.03, 1.03]},
+        xaxis={"range": [0, 1]},
+        font_family=FONT,
+        height=420,
+        margin={"l": 10, "r": 10, "t": 60, "b": 50},
+        legend={"font": {"size": 10}},
+    )
+    return fig
+
+
+def spectrum_figure(spectrum) -> go.Figure:
+    """Targets along one axis from the second cue to the first (the paper's Fig. 4 love–hate spectrum).
+
+    The x position is the PSE clipped to [0, 1]; saturated targets sit at the
+    ends with a distinct marker and their raw PSE in the hover.
+    """
+    rows = list(spectrum.rows)
+    ys = [(i % 6) - 2.5 for i in range(len(rows))]  # stagger labels so they do not overlap
+    custom = [
+        [hover_safe(r["target"]), f"{r['pse']:.3f}", _sat_text(r["saturated"]) or "no", _fmt(r.get("jnd_sd")),
+         "<br>".join(f"{hover_safe(k)}: {v:.3f}" for k, v in r.get("pair_pse", {}).items())]
+        for r in rows
+    ]
+    fig = go.Figure()
+    for sat in (False, True):
+        idx = [i for i, r in enumerate(rows) if bool(r["saturated"]) == sat]
+        if not idx:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=[rows[i]["position"] for i in idx],
+                y=[ys[i] for i in idx],
+                mode="markers+text",
+                text=[hover_safe(rows[i]["target"]) + (" ⚠" if sat else "") for i in idx],
+                textposition="top center",
+                textfont={"size": 10},
+                name="saturated (drawn at the end of the axis)" if sat else "target",
+                marker={"size": 9, "color": SAT_COLOR if sat else [rows[i]["position"] for i in idx],
+                        "colorscale": [[0, C2_COLOR], [1, C1_COLOR]], "cmin": 0, "cmax": 1,
+                        "symbol": "diamond" if sat else "circle"},
+                customdata=[custom[i] for i in idx],
+                hovertemplate=(
+                    "<b>%{customdata[0]}</b><br>PSE: %{customdata[1]}<br>saturated: %{customdata[2]}<br>"
+                    "JND: %{customdata[3]}<br>%{customdata[4]}<extra></extra>"
+                ),
+            )
+        )
+    c1, c2 = hover_safe(spectrum.cue1_label), hover_safe(spectrum.cue2_label)
+    fig.add_vline(x=0.5, line_dash="dash", line_color="#64748b")
+    fig.update_layout(
+        title=f"Spectrum: ← leans {c2} · · · leans {c1} →",
+        xaxis={"range": [-0.05, 1.05], "title": f"PSE (0 = fully {c2} side, 0.5 = no preference, 1 = fully {c1} side)"},
+        yaxis={"visible": False, "range": [-3.5, 4]},
+        font_family=FONT,
+        height=420,
+        margin={"l": 10, "r": 10, "t": 60, "b": 50},
+        showlegend=any(r["saturated"] for r in rows),
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return fig
+
+
+def labour_figure(corr, *, cue1_label: str) -> go.Figure:
+    """PSE vs % women in the occupation (labour statistics), with Pearson and Spearman r and p in the title."""
+    used = list(corr.used)
+    custom = [
+        [hover_safe(u["occupation"]), f"{u['pse']:.3f}", f"{u['pct_female']:.1f}", _sat_text(u["saturated"]) or "no"]
+        for u in used
+    ]
+    fig = go.Figure(
+        go.Scatter(
+            x=[u["pct_female"] for u in used],
+            y=[u["pse"] for u in used],
+            mode="markers",
+            marker={"size": 9, "color": [SAT_COLOR if u["saturated"] else NEUTRAL for u in used],
+                    "symbol": ["triangle-up" if u["saturated"] else "circle" for u in used]},
+            customdata=custom,
+            hovertemplate=(
+                "<b>%{customdata[0]}</b><br>% women: %{customdata[2]}<br>PSE: %{customdata[1]}<br>"
+                "saturated: %{customdata[3]}<extra></extra>"
+            ),
+            name="occupation",
+        )
+    )
+    x = np.array([u["pct_female"] for u in used])
+    y = np.array([u["pse"] for u in used])
+    if len(used) >= 2 and np.ptp(x) > 0:
+        slope, intercept = np.polyfit(x, y, 1)
+        xs = np.array([x.min(), x.max()])
+        fig.add_trace(go.Scatter(x=xs, y=slope * xs + intercept, mode="lines", name="least-squares line",
+                                 line={"dash": "dash", "color": "#64748b"}, hoverinfo="skip"))
+    fig.update_layout(
+        title=(
+            f"PSE vs % women (BLS): Pearson r = {corr.pearson_r:.3f} (p = {_p(corr.pearson_p)}), "
+            f"Spearman ρ = {corr.spearman_rho:.3f} (p = {_p(corr.spearman_p)}), n = {corr.n}"
+        ),
+        xaxis_title="% of workers who are women (U.S. BLS)",
+        yaxis_title=f"PSE (higher = leans {hover_safe(cue1_label)})",
+        font_family=FONT,
+        height=420,
+        margin={"l": 10, "r": 10, "t": 60, "b": 50},
+        showlegend=False,
+    )
+    return fig
+
+
+def labour_markdown(corr) -> str:
+    """What the labour-statistics correlation says, in words."""
+    strength = abs(corr.pearson_r)
+    word = "weak" if strength < 0.3 else ("moderate" if strength < 0.6 else "strong")
+    sig = "statistically significant" if corr.pearson_p < 0.05 else "not statistically significant"
+    sat = sum(1 for u in corr.used if u["saturated"])
+    lines = [
+        f"**Labour statistics:** across {corr.n} occupations in the shipped U.S. BLS table, the PSE and the share "
+        f"of women in the occupation correlate with Pearson r = {corr.pearson_r:.3f} (p = {_p(corr.pearson_p)}) "
+        f"and Spearman ρ = {corr.spearman_rho:.3f} (p = {_p(corr.spearman_p)}): a {word} association, {sig} at "
+        "the 5% level. A positive r means occupations with more women sit closer to the female cue in the "
+        "embedding. (The paper reports r = 0.368, p = 0.049 on its own embeddings.)"
+    ]
+    if sat:
+        lines.append(f"{sat} saturated PSE(s) enter with their raw value (policy: {corr.saturated_policy}).")
+    if corr.dropped:
+        lines.append(f"Occupations in the table but not tested: {len(corr.dropped)}.")
+    return " ".join(lines)
+
+
+def twoafc_interpretation(result, *, source: str) -> str:
+    """A plain-language reading of a 2AFC result."""
+    c1, c2 = _esc(result.cue1_label), _esc(result.cue2_label)
+    n = len(result.targets)
+    lean1 = [t for t in result.targets if t.pse > 0.5]
+    sat = [t for t in result.targets if t.saturated]
+    ranked = sorted(result.targets, key=lambda t: t.pse)
+    top1 = ", ".join(_esc(t.target) for t in ranked[::-1][:5])
+    top2 = ", ".join(_esc(t.target) for t in ranked[:5])
+    if result.mode == "replicates":
+        mode = (f"{result.n_replicates} replicate embedding models (error bars: JND, the SD of the PSE across "
+                "them)")
+    elif result.mode == "thurstonian":
+        mode = (f"one model with a perceptual noise σ = {result.noise_sigma:g} that you chose — an assumption "
+                "about the observer, not a measurement")
+    else:
+        mode = "one model without noise (each answer is deterministic, so there is no JND)"
+    lines = [
+        f"### What this shows\nIn the embedding `{_esc(source)}`, **{len(lean1)} of {n}** target words lean towards "
+        f"**{c1}** (PSE above 0.5) and **{n - len(lean1)}** towards **{c2}**. Leaning most to {c1}: {top1}. "
+        f"Leaning most to {c2}: {top2}.",
+        f"The PSE is the mix of the two cues at which the embedding is equally likely to answer either; 0.5 means "
+        f"no preference. Noise: {mode}.",
+    ]
+    if sat:
+        lines.append(
+            f"<span class='bt-warn'>⚠ {len(sat)} target(s) are **saturated**: the embedding picks the same side "
+            f"across the whole range, so their PSE lies outside 0–1 ({', '.join(_esc(t.target) for t in sat)}). "
+            "They are shown with their raw value and a red marker, never as 0.5.</span>"
+        )
+    if result.dropped_targets or result.dropped_pairs:
+        dropped = [*result.dropped_targets, *result.dropped_pairs]
+        lines.append(f"Left out because a word is missing from the embedding: {_esc(', '.join(dropped))}.")
+    lines.append(
+        "A lean is an association learned from text; it does not say whether the text was right or fair."
+    )
+    return "\n\n".join(lines)
+
+
+def twoafc_exports(result, *, source: str, corr=None, spec: Mapping[str, Any] | None = None) -> tuple[Path, Path]:
+    """CSV (one row per target) and JSON (everything, with provenance) in a fresh private folder."""
+    folder = private_dir("biastest-2afc-")
+    csv_path = write_csv(twoafc_csv_rows(result, source=source), folder / "psychophysics_2afc.csv")
+    payload = {"test": "2afc", "embedding": source, "spec": dict(spec) if spec else None, "result": result.to_dict(),
+               "labour_statistics": corr.to_dict() if corr is not None else None}
+    json_path = write_json(payload, folder / "psychophysics_2afc.json")
+    return csv_path, json_path
+
+
+# --------------------------------------------------------------------------- WEAT / MAC
+def weat_frame(weat, mac) -> pd.DataFrame:
+    """The headline numbers, each named (the test statistic and the effect size are different things)."""
+    perm = weat.permutation
+    how = (f"exact: all {perm.n_partitions:,} partitions" if perm.exact
+           else f"sampled: {perm.n_evaluated:,} of {perm.n_partitions:,} partitions, seed {perm.seed}")
+    rows = [
+        ("WEAT effect size d", weat.effect_size,
+         "Difference of the mean associations of X and Y, in standard deviations (0 = none; |d| ≥ 0.8 is large)."),
+        ("WEAT test statistic s(X, Y, A, B)", weat.test_statistic,
+         "Sum over X minus sum over Y of each word's association; not the effect size."),
+        ("p-value, one-sided (X more associated with A)", weat.p_one_sided, f"Permutation test ({how})."),
+        ("p-value, two-sided", weat.p_two_sided, f"Permutation test ({how})."),
+        ("MAC (mean cosine distance)", mac.mac,
+         "Mean over target words and attribute lists of the mean cosine distance (0 = same direction, 1 = unrelated)."),
+    ]
+    for r in mac.per_class:
+        rows.append((f"MAC for attribute list '{r['class']}'", r["mean_distance"],
+                     "Mean cosine distance of all target words to this list."))
+    return pd.DataFrame(
+        [{"quantity": q, "value": round(float(v), 6), "what it means": m} for q, v, m in rows]
+    )
+
+
+def weat_words_frame(weat) -> pd.DataFrame:
+    """Per target word: its association s(w, A, B) and mean similarities to A and B."""
+    names = weat.names
+    rows = [
+        {
+            "word": r["word"],
+            "list": f"{r['set']} ({names.get(r['set'], r['set'])})",
+            "s(w, A, B)": round(float(r["s"]), 6),
+            "mean cos to A": round(float(r["mean_cos_A"]), 6),
+            "mean cos to B": round(float(r["mean_cos_B"]), 6),
+        }
+        for r in weat.word_scores
+    ]
+    return pd.DataFrame(rows)
+
+
+def mac_frame(mac) -> pd.DataFrame:
+    """Per target word × attribute list: mean and SD of the cosine distance."""
+    return pd.DataFrame(
+        [
+            {
+                "word": r["word"],
+                "attribute list": r["class"],
+                "mean cosine distance": round(float(r["mean_distance"]), 6),
+                "SD": None if r.get("sd_distance") is None else round(float(r["sd_distance"]), 6),
+                "attribute words": r["n_attributes"],
+            }
+            for r in mac.per_word_class
+        ]
+    )
+
+
+def weat_figure(weat) -> go.Figure:
+    """Each target word's association s(w, A, B), coloured by its list; hover shows its similarities."""
+    names = weat.names
+    rows = sorted(weat.word_scores, key=lambda r: r["s"])
+    fig = go.Figure()
+    for key, color in (("X", C1_COLOR), ("Y", C2_COLOR)):
+        sel = [r for r in rows if r["set"] == key]
+        label = hover_safe(f"{key}: {names.get(key, key)}")
+        fig.add_trace(
+            go.Bar(
+                x=[r["s"] for r in sel],
+                y=[hover_safe(r["word"]) for r in sel],
+                orientation="h",
+                name=label,
+                marker_color=color,
+                customdata=[[hover_safe(r["word"]), label, f"{r['s']:.4f}", f"{r['mean_cos_A']:.4f}",
+                             f"{r['mean_cos_B']:.4f}"] for r in sel],
+                hovertemplate=(
+                    "<b>%{customdata[0]}</b> (%{customdata[1]})<br>s(w, A, B): %{customdata[2]}<br>"
+                    "mean cos to A: %{customdata[3]}<br>mean cos to B: %{customdata[4]}<extra></extra>"
+                ),
+            )
+        )
+    fig.add_vline(x=0, line_color="#64748b")
+    a, b = hover_safe(names.get("A", "A")), hover_safe(names.get("B", "B"))
+    fig.update_layout(
+        title=f"Association of each target word: right = closer to {a}, left = closer to {b}",
+        xaxis_title="s(w, A, B) = mean cos to A − mean cos to B",
+        font_family=FONT,
+        height=max(320, 60 + 16 * len(rows)),
+        margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        yaxis={"categoryorder": "array", "categoryarray": [hover_safe(r["word"]) for r in rows]},
+        barmode="overlay",
+    )
+    return fig
+
+
+def weat_interpretation(weat, mac, *, source: str) -> str:
+    """A plain-language reading of WEAT and MAC."""
+    n = weat.names
+    x, y, a, b = (_esc(n.get(k, k)) for k in ("X", "Y", "A", "B"))
+    d = weat.effect_size
+    size = "small" if abs(d) < 0.5 else ("medium" if abs(d) < 0.8 else "large")
+    direction = f"{x} is closer to {a} (and {y} to {b})" if d > 0 else f"{x} is closer to {b} (and {y} to {a})"
+    sig = "unlikely to be chance" if weat.p_one_sided < 0.05 else "could well be chance"
+    lines = [
+        f"### What this shows\nIn the embedding `{_esc(source)}`, **{direction}**: WEAT effect size d = {d:.2f} "
+        f"({size}; 0 = no difference, ±2 is the maximum). The one-sided permutation p-value is "
+        f"{_p(weat.p_one_sided)}, so the pattern is {sig} given these word lists.",
+        f"MAC, the mean cosine distance of the target words to the attribute words, is {mac.mac:.3f} "
+        "(lower = closer). Unlike WEAT it does not compare the two groups; see the per-word table.",
+        "Both are averages of averages: they hide how much single words vary. The Bayesian estimate below uses "
+        "every word pair and neutral control words.",
+    ]
+    missing = {k: v for k, v in weat.missing.items() if v}
+    if missing:
+        lines.append("Left out (not in the embedding): " + "; ".join(
+            f"{_esc(n.get(k, k))}: {_esc(', '.join(v))}" for k, v in missing.items()))
+    return "\n\n".join(lines)
+
+
+def weat_exports(weat, mac, *, source: str, spec: Mapping[str, Any] | None = None) -> tuple[Path, Path]:
+    """CSV (one row per target word: WEAT association and MAC distances) and JSON in a private folder."""
+    folder = private_dir("biastest-weat-")
+    mac_by_word: dict[str, dict[str, float]] = {}
+    for r in mac.per_word_class:
+        mac_by_word.setdefault(r["word"], {})[f"mac_distance[{r['class']}]"] = r["mean_distance"]
+    rows = []
+    for r in weat.word_scores:
+        rows.append({"word": r["word"], "list": r["set"], "list_name": weat.names.get(r["set"], r["set"]),
+                     "s_wAB": r["s"], "mean_cos_A": r["mean_cos_A"], "mean_cos_B": r["mean_cos_B"],
+                     **mac_by_word.get(r["word"], {}), "weat_effect_size_d": weat.effect_size,
+                     "weat_test_statistic": weat.test_statistic, "p_one_sided": weat.p_one_sided,
+                     "p_two_sided": weat.p_two_sided, "mac": mac.mac, "embedding": source, "seed": weat.seed})
+    csv_path = write_csv(rows, folder / "weat_mac.csv")
+    json_path = write_json({"test": "weat_mac", "embedding": source, "spec": dict(spec) if spec else None,
+                            "weat": weat.to_dict(), "mac": mac.to_dict()}, folder / "weat_mac.json")
+    return csv_path, json_path
+
+
+# --------------------------------------------------------------------------- Bayesian estimate
+CONNECTION_COLORS = {"associated": "#dc2626", "different": "#2563eb", "human": "#16a34a", "none": "#64748b"}
+
+
+def bayes_priors_markdown(info: Mapping[str, Any]) -> str:
+    """The model's likelihood and priors, as the app shows them before and after sampling."""
+    lines = [f"**{_esc(info['title'])}**", "", f"`{_esc(info['likelihood'])}`", ""]
+    lines += [f"- `{_esc(p)} ~ {_esc(prior)}`" for p, prior in info["priors"]]
+    lines += ["", f"<span class='bt-hint'>{_esc(info['notes'])} Reference: {_esc(info['reference'])}.</span>"]
+    return "\n".join(lines)
+
+
+def _interval_trace(rows: Sequence[Mapping[str, Any]], *, name: str, color: str, offset: float,
+                    labels: Sequence[str]) -> go.Scatter:
+    index = {lab: i for i, lab in enumerate(labels)}
+    return go.Scatter(
+        x=[r["mean"] for r in rows],
+        y=[index[r["label"]] + offset for r in rows],
+        mode="markers",
+        name=hover_safe(name),
+        marker={"color": color, "size": 8},
+        error_x={"type": "data", "symmetric": False,
+                 "array": [r["hdi_high"] - r["mean"] for r in rows],
+                 "arrayminus": [r["mean"] - r["hdi_low"] for r in rows], "color": color},
+        customdata=[[hover_safe(r["label"]), hover_safe(name), f"{r['mean']:.4f}", f"{r['hdi_low']:.4f}",
+                     f"{r['hdi_high']:.4f}", hover_safe(r.get("extra", ""))] for r in rows],
+        hovertemplate=(
+            "<b>%{customdata[0]}</b> · %{customdata[1]}<br>posterior mean: %{customdata[2]}<br>"
+            "HPDI: %{customdata[3]} – %{customdata[4]}<br>%{customdata[5]}<extra></extra>"
+        ),
+    )
+
+
+def bayes_interval_figure(result) -> go.Figure:
+    """Expected cosine distance per protected word and connection with HPDI (the seed's per-word figure)."""
+    pct = round(result.hdi_prob * 100)
+    words = list(dict.fromkeys(r["protected_word"] for r in result.cells))
+    labels = [hover_safe(w) for w in words]
+    fig = go.Figure()
+    conns = list(dict.fromkeys(r["connection"] for r in result.cells))
+    for k, conn in enumerate(conns):
+        rows = [
+            {**r, "label": hover_safe(r["protected_word"]),
+             "extra": f"group: {r['group']}; {r['n_rows']} word pairs, observed mean {r['observed_mean']:.4f}; "
+                      f"R-hat {r['rhat']:.3f}"}
+            for r in result.cells if r["connection"] == conn
+        ]
+        offset = (k - (len(conns) - 1) / 2) * 0.18
+        fig.add_trace(_interval_trace(rows, name=conn, color=CONNECTION_COLORS.get(conn, NEUTRAL), offset=offset,
+                                      labels=labels))
+    fig.update_layout(
+        title=f"Expected cosine distance per protected word and connection ({pct}% highest posterior density)",
+        xaxis_title="cosine distance (lower = closer)",
+        yaxis={"tickmode": "array", "tickvals": list(range(len(labels))), "ticktext": labels, "autorange": "reversed"},
+        font_family=FONT,
+        height=max(340, 80 + 34 * len(labels)),
+        margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        legend={"orientation": "h", "y": -0.12},
+        hoverlabel={"align": "left"},
+    )
+    return fig
+
+
+def bayes_contrast_figure(result) -> go.Figure:
+    """Contrasts (associated − control) per protected word and overall; an interval wholly below 0 = credible bias."""
+    pct = round(result.hdi_prob * 100)
+    words = list(dict.fromkeys(r["protected_word"] for r in result.contrasts))
+    labels = [hover_safe(w) for w in words]
+    fig = go.Figure()
+    names = list(dict.fromkeys(r["contrast"] for r in result.contrasts))
+    palette = ["#dc2626", "#16a34a", "#2563eb", "#9333ea"]
+    for k, name in enumerate(names):
+        rows = [{**r, "label": hover_safe(r["protected_word"]), "extra": f"verdict: {r['verdict']}"}
+                for r in result.contrasts if r["contrast"] == name]
+        offset = (k - (len(names) - 1) / 2) * 0.2
+        fig.add_trace(_interval_trace(rows, name=name, color=palette[k % len(palette)], offset=offset, labels=labels))
+    fig.add_vline(x=0, line_dash="dash", line_color="#64748b")
+    fig.update_layout(
+        title=f"Contrasts with {pct}% HPDI: wholly below 0 = stereotype attributes credibly closer than controls",
+        xaxis_title="difference in cosine distance",
+        yaxis={"tickmode": "array", "tickvals": list(range(len(labels))), "ticktext": labels, "autorange": "reversed"},
+        font_family=FONT,
+        height=max(340, 80 + 34 * len(labels)),
+        margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        legend={"orientation": "h", "y": -0.12},
+        hoverlabel={"align": "left"},
+    )
+    return fig
+
+
+def bayes_contrast_frame(result) -> pd.DataFrame:
+    """Contrasts per protected word with HPDI, R-hat, ESS and verdict."""
+    cols = ["protected_word", "group", "contrast", "mean", "hdi_low", "hdi_high", "rhat", "ess_bulk", "verdict"]
+    return pd.DataFrame([{c: r.get(c) for c in cols} for r in result.contrasts], columns=cols)
+
+
+def bayes_diagnostics_markdown(result) -> str:
+    """Sampler diagnostics and the plain-language reading."""
+    d = result.diagnostics
+    ok = "✅ converged" if d.get("converged") else "⚠️ not converged — run more draws before relying on this"
+    lines = [
+        f"**Sampler:** NUTS, {result.chains} chains × {result.draws} draws (+{result.tune} tuning), seed "
+        f"{result.seed}, {result.seconds:.1f} s. {ok}.",
+        f"Largest R-hat {d.get('max_rhat')} (≤ 1.01 wanted), smallest bulk ESS {d.get('min_ess_bulk')}, "
+        f"smallest tail ESS {d.get('min_ess_tail')}, divergent transitions {d.get('divergences')}.",
+        "",
+        "### Reading",
+        *[f"- {_esc(line)}" for line in result.reading],
+    ]
+    return "\n".join(lines)
+
+
+def bayes_exports(result, *, source: str) -> tuple[Path, Path]:
+    """CSV (intervals per word, connection and contrast) and JSON (everything) in a private folder."""
+    folder = private_dir("biastest-bayes-")
+    rows = [{**r, "embedding": source, "model": result.model["name"], "seed": result.seed}
+            for r in result.interval_records()]
+    csv_path = write_csv(rows, folder / "bayes_estimate.csv")
+    json_path = write_json({"test": "bayes", "embedding": source, "result": result.to_dict()},
+                           folder / "bayes_estimate.json")
+    return csv_path, json_path

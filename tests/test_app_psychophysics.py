@@ -1,0 +1,330 @@
+"""The word-embedding app's handlers, called directly (the browser walk is in ``test_app_psychophysics_browser.py``).
+
+Every number the app shows is checked against a deliberately naive
+re-implementation on the raw GloVe vectors written here (cosines by hand, the
+closed-form PSE, scipy's Pearson r), not against the library's own code.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from biastest.errors import DataError, EmbeddingError, SpecError
+from biastest.metrics.twoafc import load_occupations_bls
+from biastest.models.embeddings import MSG_MOSTLY_MISSING, load_embeddings
+from biastest.spec import MSG_CUE_PAIR_SHAPE, MSG_EMPTY_LIST
+from biastest.specs import get_twoafc_spec, list_specs
+from biastest.ui import psychophysics as app
+
+SEED = 0
+PAPER = "Occupations vs gender (Liang & Acuna 2020)"
+LOVE_HATE = "Occupations vs love/hate (Liang & Acuna 2020)"
+WEAT_NAMES = "WEAT 1: Flowers vs insects, pleasant vs unpleasant"
+
+
+def step1(kind=app.KIND_TWOAFC, twoafc=("", "", "", "", ""), weat=("",) * 9, source=("glove-6b-50d", None, "")):
+    """The 18 step-1 values in the order the app passes them."""
+    lib2 = twoafc[0] or app.CUSTOM
+    libw = weat[0] or app.CUSTOM
+    return [kind, lib2, *twoafc[1:], libw, *weat[1:], *source]
+
+
+def library_step1(name: str = PAPER) -> list:
+    return step1(twoafc=(name, *app.fill_twoafc(name)))
+
+
+def custom_step1(targets: str, cues: str, c1: str = "female", c2: str = "male") -> list:
+    return step1(twoafc=(app.CUSTOM, targets, cues, c1, c2))
+
+
+@pytest.fixture(scope="module")
+def glove():
+    return load_embeddings("glove-6b-50d")
+
+
+def naive_cos(glove, a: str, b: str) -> float:
+    va, vb = (glove.vectors([w])[0][0].astype(np.float64) for w in (a, b))
+    return float(va @ vb / math.sqrt((va @ va) * (vb @ vb)))
+
+
+def naive_target_pse(glove, target: str, pairs) -> float:
+    """Mean over cue pairs of 1/2 + (cos(c1,w) − cos(c2,w)) / (2(1 − cos(c1,c2))) (Liang & Acuna eq. 8)."""
+    out = []
+    for c1, c2 in pairs:
+        out.append(
+            0.5 + (naive_cos(glove, c1, target) - naive_cos(glove, c2, target)) / (2 * (1 - naive_cos(glove, c1, c2)))
+        )
+    return float(np.mean(out))
+
+
+@pytest.fixture(scope="module")
+def paper_run():
+    session, message, _reports, notes = app.confirm_spec_core(app.new_session(), *library_step1(), allow_paths=False)
+    assert message.startswith("✅") and notes == []
+    run = app.run_core(session, app.REPLICATES_NONE, 0.05, None, "norm", False, 200, 10_000, SEED)
+    return run, app.results_view(run)
+
+
+# --------------------------------------------------------------------------- step 1
+def test_library_specs_fill_the_boxes_and_are_kept_when_unedited():
+    assert PAPER in list_specs("twoafc") and WEAT_NAMES in list_specs("weat")
+    targets, cues, c1, c2 = app.fill_twoafc(PAPER)
+    spec = app.twoafc_spec_from_inputs(PAPER, targets, cues, c1, c2)
+    assert spec == get_twoafc_spec(PAPER)
+    edited = app.twoafc_spec_from_inputs(PAPER, targets + ", astronaut", cues, c1, c2)
+    assert edited.name == f"{PAPER} (edited)" and edited.targets[-1] == "astronaut"
+    assert edited.cue_pairs == spec.cue_pairs
+    assert app.fill_twoafc(app.CUSTOM) == ("", "", "", "")
+    x, y, a, b, *names = app.fill_weat(WEAT_NAMES)
+    weat = app.weat_spec_from_inputs(WEAT_NAMES, x, y, a, b, *names)
+    assert weat.name == WEAT_NAMES and weat.group1_name == "Flowers"
+
+
+def test_custom_spec_with_a_bad_cue_pair_gets_the_exact_message():
+    values = step1(twoafc=(app.CUSTOM, "nurse, engineer", "woman/woman", "", ""))
+    with pytest.raises(SpecError) as err:
+        app.twoafc_spec_from_inputs(*values[1:6])
+    assert err.value.message == MSG_CUE_PAIR_SHAPE.format(value=("woman", "woman"))
+    assert app.validate_step1(*values[:15]) == "⚠️ " + app.escape(err.value.message)
+    empty = app.validate_step1(*step1(twoafc=(app.CUSTOM, "nurse", "", "", ""))[:15])
+    assert empty == "⚠️ " + MSG_EMPTY_LIST.format(list_name="Cue pairs")
+    ok = app.validate_step1(*step1(twoafc=(app.CUSTOM, "nurse, engineer", "she/he, girl/boy", "f", "m"))[:15])
+    assert ok == app.MSG_SPEC_OK_TWOAFC.format(n_targets=2, n_pairs=2, cue1="f", cue2="m")
+    assert app.validate_step1(*step1()[:15]) == ""  # nothing typed yet: no message
+
+
+def test_embedding_source_choices_and_refusals():
+    assert app.embedding_source_id("glove-6b-50d", None, "", allow_paths=False) == "glove-6b-50d"
+    with pytest.raises(EmbeddingError) as err:
+        app.embedding_source_id(app.SOURCE_UPLOAD, None, "", allow_paths=True)
+    assert err.value.message == app.MSG_NO_UPLOAD
+    with pytest.raises(EmbeddingError) as err:
+        app.embedding_source_id(app.SOURCE_PATH, None, "/etc/passwd", allow_paths=False)
+    assert err.value.message == app.MSG_PATHS_DISABLED
+    assert app.embedding_source_id(app.SOURCE_PATH, None, " /x/v.txt ", allow_paths=True) == "file:/x/v.txt"
+    values = [c[1] for c in app.source_choices(allow_paths=False)]
+    assert values[0] == "glove-6b-50d" and app.SOURCE_PATH not in values
+
+
+# --------------------------------------------------------------------------- step 2
+def test_found_and_missing_words_are_reported_per_word():
+    values = custom_step1("nurse, engineer, qzxqvbnonword", "woman/man, qzxfemme/he")
+    session, _, reports, notes = app.confirm_spec_core(app.new_session(), *values, allow_paths=False)
+    frame = app.lookup_frame(reports)
+    status = dict(zip(frame["word"], frame["found"], strict=True))
+    assert status == {
+        "qzxqvbnonword": "MISSING",
+        "qzxfemme": "MISSING",
+        "nurse": "found",
+        "engineer": "found",
+        "woman": "found",
+        "man": "found",
+        "he": "found",
+    }
+    assert list(frame["found"])[:2] == ["MISSING", "MISSING"]  # missing words listed first
+    assert notes == [app.MSG_CUE_PAIRS_DROPPED.format(pairs="qzxfemme/he")]
+    summary = app.lookup_markdown(session["source"], reports, notes)
+    assert "2 of 3 found" in summary and "qzxqvbnonword" in summary
+    assert session["kind"] == "twoafc" and session["result"] is None
+
+
+def test_a_spec_with_mostly_missing_words_is_refused_with_the_list():
+    values = custom_step1("qzxaa, qzxbb, nurse", "woman/man")
+    with pytest.raises(EmbeddingError) as err:
+        app.confirm_spec_core(app.new_session(), *values, allow_paths=False)
+    assert err.value.message == MSG_MOSTLY_MISSING.format(
+        n_missing=2, n_terms=3, role="target words", source="glove-6b-50d", limit=0.5, missing="qzxaa, qzxbb"
+    )
+
+
+def test_sigma_must_be_zero_or_positive(paper_run):
+    session = paper_run[0]
+    with pytest.raises(DataError) as err:
+        app.run_core(session, app.REPLICATES_NONE, -1, None, "norm", False, 200, 10_000, SEED)
+    assert err.value.message == app.MSG_BAD_SIGMA.format(value=-1)
+    single = app.run_core(session, app.REPLICATES_NONE, 0, None, "norm", False, 200, 10_000, SEED)
+    assert single["result"].mode == "single" and single["result"].noise_sigma is None
+    with pytest.raises(DataError) as err:
+        app.run_core(session, app.REPLICATES_UPLOAD, 0.05, [], "norm", False, 200, 10_000, SEED)
+    assert err.value.message == app.MSG_NO_REPLICATE_FILES
+    with pytest.raises(DataError) as err:
+        app.run_core(session, app.REPLICATES_TRAIN, 0.05, None, "norm", False, 200, 10_000, SEED)
+    assert err.value.message == app.MSG_TRAIN_FIRST
+    with pytest.raises(DataError) as err:
+        app.run_core(app.new_session(), app.REPLICATES_NONE, 0.05, None, "norm", False, 200, 10_000, SEED)
+    assert err.value.message == app.MSG_SPEC_FIRST
+
+
+# --------------------------------------------------------------------------- results
+def test_paper_experiment_pse_table_and_csv_equal_a_naive_computation(paper_run, glove):
+    session, view = paper_run
+    spec = get_twoafc_spec(PAPER)
+    result = session["result"]
+    assert result.mode == "thurstonian" and result.noise_sigma == 0.05 and result.seed == SEED
+    naive = {t: naive_target_pse(glove, t, spec.cue_pairs) for t in spec.targets}
+    table = view[9]
+    assert set(table["target"]) == set(spec.targets)
+    for target, pse in zip(table["target"], table["PSE"], strict=True):
+        assert pse == pytest.approx(naive[target], abs=1e-4)
+    csv_path = view[-2]["value"]
+    rows = list(csv.DictReader(open(csv_path, encoding="utf-8")))
+    assert [r["target"] for r in rows] == list(spec.targets)
+    for r in rows:
+        assert float(r["pse"]) == pytest.approx(naive[r["target"]], abs=1e-5)
+        assert r["embedding"] == "glove-6b-50d" and r["mode"] == "thurstonian" and r["seed"] == str(SEED)
+    payload = json.loads(open(view[-1]["value"], encoding="utf-8").read())
+    assert payload["result"]["provenance"]["seed"] == SEED and payload["spec"]["name"] == PAPER
+
+
+def test_saturated_pse_is_flagged_and_drawn_at_its_raw_value_never_half(paper_run, glove):
+    session, view = paper_run
+    result = session["result"]
+    saturated = [t for t in result.targets if t.saturated]
+    assert saturated, "GloVe 6B 50d has at least one saturated occupation (dietitian)"
+    for t in saturated:
+        naive = naive_target_pse(glove, t.target, result.cue_pairs)
+        assert (naive > 1 or naive < 0) and t.pse == pytest.approx(naive, abs=1e-6)
+    table = view[9].set_index("target")
+    for t in saturated:
+        assert table.loc[t.target, "saturated"].startswith("saturated")
+    fig = view[3]
+    sat_trace = next(tr for tr in fig.data if tr.name.startswith("saturated"))
+    assert list(sat_trace.y) == pytest.approx([t.pse for t in sorted(saturated, key=lambda t: t.pse)])
+    assert all(abs(y - 0.5) > 0.5 for y in sat_trace.y)
+    assert "saturated" in view[0]  # the reading names them
+
+
+def test_pse_hover_lists_every_cue_pair_value(paper_run):
+    session, view = paper_run
+    result = session["result"]
+    fig = view[3]
+    trace = fig.data[0]
+    row = trace.customdata[0]
+    target = row[0]
+    for p in result.pairs_of(target):
+        assert f"{p.cue_pair}: {p.pse:.3f}" in row[4]
+    assert "customdata[4]" in trace.hovertemplate
+
+
+def test_labour_statistics_match_scipy_on_naive_pses(paper_run, glove):
+    session, view = paper_run
+    corr = session["labour"]
+    spec = get_twoafc_spec(PAPER)
+    table = {r["occupation"]: r["pct_female"] for r in load_occupations_bls()}
+    occ = [t for t in spec.targets if t in table]
+    x = [naive_target_pse(glove, t, spec.cue_pairs) for t in occ]
+    y = [table[t] for t in occ]
+    r, p = stats.pearsonr(x, y)
+    rho, p_rho = stats.spearmanr(x, y)
+    assert corr.n == len(occ) and corr.pearson_r == pytest.approx(r, abs=1e-6)
+    assert corr.pearson_p == pytest.approx(p, rel=1e-4) and corr.spearman_rho == pytest.approx(rho, abs=1e-6)
+    assert view[8]["visible"] is True and f"r = {r:.3f}" in view[7]
+    assert p_rho < 0.05
+
+
+def test_no_labour_scatter_for_love_hate_and_curves_per_target():
+    session, *_ = app.confirm_spec_core(app.new_session(), *library_step1(LOVE_HATE), allow_paths=False)
+    run = app.run_core(session, app.REPLICATES_NONE, 0, None, "norm", False, 0, 10_000, SEED)
+    view = app.results_view(run)
+    assert run["labour"] is None and view[8]["visible"] is False and view[7] == ""
+    target = view[4]["value"]
+    fig = app.curve_handler(run, "nurse")
+    assert "nurse" in fig.layout.title.text and target in view[4]["choices"]
+
+
+def write_w2v(path, words, vectors):
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(f"{len(words)} {vectors.shape[1]}\n")
+        for w, v in zip(words, vectors, strict=True):
+            fh.write(w + " " + " ".join(f"{x:.6f}" for x in v) + "\n")
+
+
+def test_uploaded_replicates_give_the_jnd_as_sd_across_files(tmp_path, glove):
+    targets, pairs = ["nurse", "engineer", "teacher"], [("woman", "man"), ("she", "he")]
+    words = targets + [c for p in pairs for c in p]
+    base = glove.vectors(words)[0].astype(np.float64)
+    rng = np.random.default_rng(7)
+    files = []
+    for r in range(3):
+        path = tmp_path / f"rep{r}.txt"
+        write_w2v(path, words, base + rng.normal(0, 0.3, base.shape))
+        files.append(str(path))
+    session, *_ = app.confirm_spec_core(
+        app.new_session(), *custom_step1(", ".join(targets), "woman/man, she/he"), allow_paths=False
+    )
+    run = app.run_core(session, app.REPLICATES_UPLOAD, 0.05, files, "norm", False, 50, 10_000, SEED)
+    result = run["result"]
+    assert result.mode == "replicates" and result.n_replicates == 3
+
+    def pse_in(vecs, t):
+        def cos(a, b):
+            va, vb = vecs[words.index(a)], vecs[words.index(b)]
+            return va @ vb / math.sqrt((va @ va) * (vb @ vb))
+
+        return np.mean([0.5 + (cos(c1, t) - cos(c2, t)) / (2 * (1 - cos(c1, c2))) for c1, c2 in pairs])
+
+    reps = [np.loadtxt(f, skiprows=1, usecols=range(1, 51)) for f in files]
+    for t in result.targets:
+        per_file = [pse_in(v, t.target) for v in reps]
+        assert t.pse == pytest.approx(np.mean(per_file), abs=1e-5)
+        assert t.jnd_sd == pytest.approx(np.std(per_file, ddof=1), abs=1e-5)
+    view = app.results_view(run)
+    assert "3 replicate embedding models" in view[0]
+
+
+SENTENCES = ["the nurse said she", "the engineer said he", "she met the nurse", "he met the engineer",
+             "a nurse and she", "an engineer and he"]
+
+
+def test_training_replicates_on_a_corpus_then_running(tmp_path):
+    rng = np.random.default_rng(3)
+    lines = []
+    for _ in range(300):
+        lines.append(str(rng.choice(SENTENCES)))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(lines), encoding="utf-8")
+    session, *_ = app.confirm_spec_core(
+        app.new_session(), *custom_step1("nurse, engineer", "she/he"), allow_paths=False
+    )
+    with pytest.raises(DataError) as err:
+        app.train_replicates_core(session, None, 2, 10, 1, 1, SEED)
+    assert err.value.message == app.MSG_NO_CORPUS
+    ticks = []
+    trained, note = app.train_replicates_core(
+        session, str(corpus), 2, 10, 2, 1, SEED, progress=lambda d, t, m: ticks.append((d, t))
+    )
+    assert ticks[0] == (0, 2) and ticks[-1] == (2, 2)
+    assert len(trained["replicates"]) == 2 and note.startswith("✅ Trained 2 replicate models")
+    assert set(trained["replicates"][0].vocabulary()) == {"nurse", "engineer", "she", "he"}
+    run = app.run_core(trained, app.REPLICATES_TRAIN, 0.05, None, "norm", False, 20, 10_000, SEED)
+    assert run["result"].mode == "replicates" and run["result"].n_replicates == 2
+
+
+def test_weat_and_mac_tables_name_statistic_and_effect_size_separately(glove):
+    x, y, a, b, *names = app.fill_weat(WEAT_NAMES)
+    values = step1(kind=app.KIND_WEAT, weat=(WEAT_NAMES, x, y, a, b, *names))
+    session, _message, reports, _ = app.confirm_spec_core(app.new_session(), *values, allow_paths=False)
+    assert session["kind"] == "weat" and set(reports) == {"Flowers", "Insects", "Pleasant", "Unpleasant"}
+    run = app.run_core(session, app.REPLICATES_NONE, 0.05, None, "norm", False, 0, 1000, SEED)
+    view = app.results_view(run)
+    weat = run["weat"]
+    table = view[10].set_index("quantity")["value"]
+    assert table["WEAT effect size d"] == pytest.approx(weat.effect_size, abs=1e-6)
+    assert table["WEAT test statistic s(X, Y, A, B)"] == pytest.approx(weat.test_statistic, abs=1e-6)
+    assert table["WEAT effect size d"] != table["WEAT test statistic s(X, Y, A, B)"]
+    # naive s(w, A, B) for the first word of the per-word breakdown
+    words = view[12]
+    w = words["word"].iloc[0]
+    a_used = [t for t in a.split(", ") if glove.has(t)]
+    b_used = [t for t in b.split(", ") if glove.has(t)]
+    s = np.mean([naive_cos(glove, w, t) for t in a_used]) - np.mean([naive_cos(glove, w, t) for t in b_used])
+    assert words["s(w, A, B)"].iloc[0] == pytest.approx(s, abs=1e-5)
+    rows = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8")))
+    assert {r["word"] for r in rows} == set(weat.x) | set(weat.y)
+    assert "effect size d" in view[0]
