@@ -1,0 +1,363 @@
+"""WEAT (Caliskan et al. 2017) and MAC (Manzini et al. 2019) on word vectors.
+
+WEAT, for target sets X, Y and attribute sets A, B, with cosine ``cos``:
+
+    s(w, A, B)    = mean_{a∈A} cos(w, a) − mean_{b∈B} cos(w, b)
+    s(X, Y, A, B) = Σ_{x∈X} s(x, A, B) − Σ_{y∈Y} s(y, A, B)          (test statistic)
+    d             = (mean_{x∈X} s(x, A, B) − mean_{y∈Y} s(y, A, B))
+                    / std_{w∈X∪Y} s(w, A, B)                          (effect size, std with ddof=1)
+
+The p-value is a permutation test over re-partitions of X ∪ Y into groups of
+sizes |X| and |Y| (:func:`biastest.stats.permutation.partition_permutation_test`):
+one-sided ``P(s(X_i, Y_i, A, B) ≥ s(X, Y, A, B))`` and two-sided. The test
+statistic and the effect size are reported separately (WEFE's default
+returns the statistic, which is often mistaken for d).
+
+MAC, for protected words T and attribute classes A_1 … A_K:
+
+    MAC = 1/(|T|·K) Σ_{t∈T} Σ_j mean_{a∈A_j} (1 − cos(t, a))
+
+reported with the full per-word × per-class table (and the raw distances
+per word × attribute word), not only the mean of means.
+
+References
+----------
+Caliskan, Bryson & Narayanan (2017), Semantics derived automatically from
+language corpora contain human-like biases. Science 356(6334).
+Manzini, Lim, Tsvetkov & Black (2019), Black is to criminal as Caucasian is
+to police: detecting and removing multiclass bias in word embeddings. NAACL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from biastest.errors import DataError
+from biastest.models.embeddings import cosine_matrix
+from biastest.stats.permutation import PermutationResult, partition_permutation_test
+
+__all__ = [
+    "WEATResult",
+    "MACResult",
+    "weat",
+    "weat_association",
+    "weat_statistic",
+    "weat_effect_size",
+    "mac",
+    "MSG_WEAT_TOO_FEW",
+    "MSG_WEAT_NO_SPREAD",
+    "MSG_MAC_EMPTY",
+]
+
+MSG_WEAT_TOO_FEW = (
+    "WEAT needs at least {need} word(s) in '{role}' with vectors; it has {n}. Add words or choose another embedding."
+)
+MSG_WEAT_NO_SPREAD = (
+    "All target words have exactly the same association score, so the WEAT effect size is undefined "
+    "(division by a zero standard deviation). Use more varied target words."
+)
+MSG_MAC_EMPTY = (
+    "MAC needs at least one protected word and one attribute class with words; got {n_words} and {n_classes}."
+)
+
+
+def weat_association(w: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """s(w, A, B) = mean_a cos(w, a) − mean_b cos(w, b) for each row w."""
+    return cosine_matrix(w, a).mean(axis=1) - cosine_matrix(w, b).mean(axis=1)
+
+
+def weat_statistic(s_x: np.ndarray, s_y: np.ndarray) -> float:
+    """s(X, Y, A, B) = Σ_x s(x, A, B) − Σ_y s(y, A, B)."""
+    return float(np.sum(s_x) - np.sum(s_y))
+
+
+def weat_effect_size(s_x: np.ndarray, s_y: np.ndarray) -> float:
+    """d = (mean s_X − mean s_Y) / std(s over X ∪ Y, ddof=1)."""
+    pooled = np.concatenate([s_x, s_y])
+    sd = float(np.std(pooled, ddof=1))
+    if not np.isfinite(sd) or sd == 0.0:
+        raise DataError(MSG_WEAT_NO_SPREAD)
+    return float((np.mean(s_x) - np.mean(s_y)) / sd)
+
+
+@dataclass(frozen=True)
+class WEATResult:
+    """A WEAT outcome.
+
+    Attributes
+    ----------
+    effect_size : float
+        Caliskan's d (ddof=1 over X ∪ Y).
+    test_statistic : float
+        s(X, Y, A, B) (a sum, not the effect size).
+    p_value : float
+        For ``alternative`` (one-sided "greater" by default, as Caliskan).
+    p_one_sided, p_two_sided : float
+    permutation : PermutationResult
+    word_scores : tuple of dict
+        Per target word: ``word``, ``set`` ("X"/"Y"), ``s`` = s(w,A,B),
+        ``mean_cos_A``, ``mean_cos_B``.
+    x, y, a, b : tuple of str
+        The words used (with vectors).
+    missing : dict
+        Words without vectors, per role.
+    """
+
+    effect_size: float
+    test_statistic: float
+    p_value: float
+    p_one_sided: float
+    p_two_sided: float
+    alternative: str
+    permutation: PermutationResult
+    word_scores: tuple[dict[str, Any], ...]
+    x: tuple[str, ...]
+    y: tuple[str, ...]
+    a: tuple[str, ...]
+    b: tuple[str, ...]
+    missing: Mapping[str, tuple[str, ...]]
+    names: Mapping[str, str]
+    seed: int | None
+    provenance: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "effect_size": self.effect_size,
+            "test_statistic": self.test_statistic,
+            "p_value": self.p_value,
+            "p_one_sided": self.p_one_sided,
+            "p_two_sided": self.p_two_sided,
+            "alternative": self.alternative,
+            "permutation": self.permutation.to_dict(),
+            "word_scores": [dict(r) for r in self.word_scores],
+            "x": list(self.x),
+            "y": list(self.y),
+            "a": list(self.a),
+            "b": list(self.b),
+            "missing": {k: list(v) for k, v in self.missing.items()},
+            "names": dict(self.names),
+            "seed": self.seed,
+            "provenance": dict(self.provenance),
+        }
+
+    def records(self) -> list[dict[str, Any]]:
+        """Per-word rows for a table."""
+        return [dict(r) for r in self.word_scores]
+
+
+def weat(
+    x_vectors: np.ndarray,
+    y_vectors: np.ndarray,
+    a_vectors: np.ndarray,
+    b_vectors: np.ndarray,
+    *,
+    x_words: Sequence[str],
+    y_words: Sequence[str],
+    a_words: Sequence[str],
+    b_words: Sequence[str],
+    seed: int | None,
+    alternative: Literal["greater", "less", "two-sided"] = "greater",
+    n_permutations: int = 10_000,
+    exact_limit: int = 100_000,
+    names: Mapping[str, str] | None = None,
+    missing: Mapping[str, Sequence[str]] | None = None,
+    provenance: Mapping[str, Any] | None = None,
+) -> WEATResult:
+    """The Word Embedding Association Test on given vectors.
+
+    ``s(w,A,B) = mean_a cos(w,a) − mean_b cos(w,b)``;
+    ``s(X,Y,A,B) = Σ_x s(x,A,B) − Σ_y s(y,A,B)``;
+    ``d = (mean_x s − mean_y s) / std_{X∪Y}(s)`` (ddof=1). Reference:
+    Caliskan et al. (2017), Science 356(6334):183–186.
+
+    Parameters
+    ----------
+    x_vectors, y_vectors, a_vectors, b_vectors : arrays [n, dim]
+    x_words, y_words, a_words, b_words : sequence of str
+        The words of the rows (for the per-word table).
+    seed : int or None
+        Seed of the permutation sampling (needed when partitions are sampled).
+    alternative : {"greater", "less", "two-sided"}
+    n_permutations : int
+        Distinct partitions sampled without replacement when there are more
+        than ``exact_limit``.
+    exact_limit : int
+        Enumerate all partitions when there are at most this many.
+
+    Returns
+    -------
+    WEATResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.1], [0.9, 0.2]]); Y = np.array([[0.1, 1.0], [0.2, 0.9]])
+    >>> A = np.array([[1.0, 0.0]]); B = np.array([[0.0, 1.0]])
+    >>> r = weat(X, Y, A, B, x_words=["x1", "x2"], y_words=["y1", "y2"], a_words=["a"], b_words=["b"], seed=0)
+    >>> r.p_one_sided
+    0.16666666666666666
+    """
+    for role, arr, need in (("X", x_vectors, 1), ("Y", y_vectors, 1), ("A", a_vectors, 1), ("B", b_vectors, 1)):
+        if len(arr) < need:
+            label = (names or {}).get(role, role)
+            raise DataError(MSG_WEAT_TOO_FEW.format(need=need, role=label, n=len(arr)), role=role)
+    if len(x_vectors) + len(y_vectors) < 3:
+        raise DataError(MSG_WEAT_TOO_FEW.format(need=2, role="X and Y together (3 in all)", n=1))
+    cos_xa, cos_xb = cosine_matrix(x_vectors, a_vectors), cosine_matrix(x_vectors, b_vectors)
+    cos_ya, cos_yb = cosine_matrix(y_vectors, a_vectors), cosine_matrix(y_vectors, b_vectors)
+    s_x = cos_xa.mean(axis=1) - cos_xb.mean(axis=1)
+    s_y = cos_ya.mean(axis=1) - cos_yb.mean(axis=1)
+    d = weat_effect_size(s_x, s_y)
+    stat = weat_statistic(s_x, s_y)
+    perm = partition_permutation_test(
+        np.concatenate([s_x, s_y]),
+        n_first=len(s_x),
+        statistic="difference_of_sums",
+        alternative=alternative,
+        exact_limit=exact_limit,
+        n_samples=n_permutations,
+        seed=seed,
+    )
+    rows = []
+    for label, words, s, ca, cb in (("X", x_words, s_x, cos_xa, cos_xb), ("Y", y_words, s_y, cos_ya, cos_yb)):
+        for i, w in enumerate(words):
+            rows.append(
+                {
+                    "word": w,
+                    "set": label,
+                    "s": float(s[i]),
+                    "mean_cos_A": float(ca[i].mean()),
+                    "mean_cos_B": float(cb[i].mean()),
+                }
+            )
+    return WEATResult(
+        effect_size=d,
+        test_statistic=stat,
+        p_value=perm.p_value,
+        p_one_sided=perm.p_greater,
+        p_two_sided=perm.p_two_sided,
+        alternative=alternative,
+        permutation=perm,
+        word_scores=tuple(rows),
+        x=tuple(x_words),
+        y=tuple(y_words),
+        a=tuple(a_words),
+        b=tuple(b_words),
+        missing={k: tuple(v) for k, v in (missing or {}).items()},
+        names=dict(names or {"X": "X", "Y": "Y", "A": "A", "B": "B"}),
+        seed=seed,
+        provenance=dict(provenance or {}),
+    )
+
+
+@dataclass(frozen=True)
+class MACResult:
+    """A MAC outcome.
+
+    Attributes
+    ----------
+    mac : float
+        Mean over protected words and attribute classes of the mean cosine
+        distance (Manzini et al. 2019).
+    per_word_class : tuple of dict
+        One row per (protected word, class): ``word``, ``class``,
+        ``mean_distance``, ``sd_distance`` (ddof=1; None for one word),
+        ``n_attributes``.
+    per_word : tuple of dict
+        Per protected word: mean over classes.
+    per_class : tuple of dict
+        Per class: mean over protected words.
+    distances : tuple of dict
+        Every (protected word, class, attribute word, distance).
+    """
+
+    mac: float
+    per_word_class: tuple[dict[str, Any], ...]
+    per_word: tuple[dict[str, Any], ...]
+    per_class: tuple[dict[str, Any], ...]
+    distances: tuple[dict[str, Any], ...]
+    words: tuple[str, ...]
+    classes: Mapping[str, tuple[str, ...]]
+    missing: Mapping[str, tuple[str, ...]]
+    provenance: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mac": self.mac,
+            "per_word_class": [dict(r) for r in self.per_word_class],
+            "per_word": [dict(r) for r in self.per_word],
+            "per_class": [dict(r) for r in self.per_class],
+            "distances": [dict(r) for r in self.distances],
+            "words": list(self.words),
+            "classes": {k: list(v) for k, v in self.classes.items()},
+            "missing": {k: list(v) for k, v in self.missing.items()},
+            "provenance": dict(self.provenance),
+        }
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.per_word_class]
+
+
+def mac(
+    word_vectors: np.ndarray,
+    class_vectors: Mapping[str, np.ndarray],
+    *,
+    words: Sequence[str],
+    class_words: Mapping[str, Sequence[str]],
+    missing: Mapping[str, Sequence[str]] | None = None,
+    provenance: Mapping[str, Any] | None = None,
+) -> MACResult:
+    """Mean Average Cosine distance with per-word × per-class breakdowns.
+
+    ``MAC = 1/(|T|·K) Σ_t Σ_j mean_{a∈A_j} (1 − cos(t, a))``. Reference:
+    Manzini et al. (2019), NAACL, §3.
+
+    Parameters
+    ----------
+    word_vectors : array [|T|, dim]
+        Protected words.
+    class_vectors : mapping class name → array [|A_j|, dim]
+    words : sequence of str
+    class_words : mapping class name → sequence of str
+
+    Returns
+    -------
+    MACResult
+    """
+    classes = [c for c in class_vectors if len(class_vectors[c])]
+    if len(word_vectors) == 0 or not classes:
+        raise DataError(MSG_MAC_EMPTY.format(n_words=len(word_vectors), n_classes=len(classes)))
+    table = np.zeros((len(word_vectors), len(classes)))
+    per_wc, dist_rows = [], []
+    for j, c in enumerate(classes):
+        dist = 1.0 - cosine_matrix(word_vectors, class_vectors[c])
+        table[:, j] = dist.mean(axis=1)
+        for i, w in enumerate(words):
+            per_wc.append(
+                {
+                    "word": w,
+                    "class": c,
+                    "mean_distance": float(table[i, j]),
+                    "sd_distance": float(dist[i].std(ddof=1)) if dist.shape[1] > 1 else None,
+                    "n_attributes": int(dist.shape[1]),
+                }
+            )
+            for q, aw in enumerate(class_words[c]):
+                dist_rows.append({"word": w, "class": c, "attribute": aw, "distance": float(dist[i, q])})
+    per_word = tuple({"word": w, "mean_distance": float(table[i].mean())} for i, w in enumerate(words))
+    per_class = tuple({"class": c, "mean_distance": float(table[:, j].mean())} for j, c in enumerate(classes))
+    return MACResult(
+        mac=float(table.mean()),
+        per_word_class=tuple(per_wc),
+        per_word=per_word,
+        per_class=per_class,
+        distances=tuple(dist_rows),
+        words=tuple(words),
+        classes={c: tuple(class_words[c]) for c in classes},
+        missing={k: tuple(v) for k, v in (missing or {}).items()},
+        provenance=dict(provenance or {}),
+    )

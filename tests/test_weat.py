@@ -1,0 +1,195 @@
+"""WEAT, MAC and the partition permutation test against naive re-implementations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from biastest.errors import DataError, EmbeddingError, MethodError
+from biastest.metrics.weat import MSG_WEAT_NO_SPREAD, mac, weat
+from biastest.models.embeddings import MSG_MOSTLY_MISSING, InMemoryEmbeddings
+from biastest.runner.embeddings import run_mac, run_weat
+from biastest.stats.permutation import count_partitions, partition_permutation_test
+from tests.embeddings_helpers import (
+    WEAT_TESTS,
+    glove_vec,
+    load_weat_lists,
+    naive_mac,
+    naive_partition_pvalue,
+    naive_weat,
+)
+
+SEED = 20260501
+
+
+@pytest.mark.parametrize("number", sorted(WEAT_TESTS))
+def test_weat_1_to_10_on_glove_equal_naive_loops(number, shared_data):
+    lists = load_weat_lists(shared_data)
+    xn, yn, an, bn = WEAT_TESTS[number]
+    X, Y, A, B = lists[xn], lists[yn], lists[an], lists[bn]
+    res = run_weat(X=X, Y=Y, A=A, B=B, source="glove-6b-50d", seed=SEED, n_permutations=2000)
+    # naive: look every word up in the raw package files, drop the missing ones, loop
+    vx = [glove_vec(w) for w in X if glove_vec(w) is not None]
+    vy = [glove_vec(w) for w in Y if glove_vec(w) is not None]
+    va = [glove_vec(w) for w in A if glove_vec(w) is not None]
+    vb = [glove_vec(w) for w in B if glove_vec(w) is not None]
+    d, stat = naive_weat(vx, vy, va, vb)
+    print(f"WEAT {number}: d={res.effect_size:.4f} (naive {d:.4f}), p={res.p_value:.4g}, seed={SEED}")
+    assert res.effect_size == pytest.approx(d, abs=1e-9)
+    assert res.test_statistic == pytest.approx(stat, abs=1e-9)
+    assert len(res.x) == len(vx) and len(res.y) == len(vy)
+    assert set(res.missing["X"]) == {w for w in X if glove_vec(w) is None}
+    assert res.provenance["seed"] == SEED and res.provenance["model_id"] == "glove-6b-50d"
+    # per-word breakdown matches the naive s(w, A, B)
+    row = res.word_scores[0]
+    assert row["s"] == pytest.approx(
+        sum(_cos(vx[0], a) for a in va) / len(va) - sum(_cos(vx[0], b) for b in vb) / len(vb), abs=1e-9
+    )
+
+
+def _cos(u, v):
+    return sum(a * b for a, b in zip(u, v, strict=True)) / math.sqrt(sum(a * a for a in u) * sum(b * b for b in v))
+
+
+def test_weat_glove_directions_are_the_published_ones(shared_data):
+    # published d on GloVe 840B are all positive (1.06 – 1.81); the small GloVe should agree in sign for the
+    # clear-cut tests 1, 2 and 6
+    lists = load_weat_lists(shared_data)
+    for number in (1, 2, 6):
+        xn, yn, an, bn = WEAT_TESTS[number]
+        r = run_weat(X=lists[xn], Y=lists[yn], A=lists[an], B=lists[bn], seed=SEED, n_permutations=1000)
+        assert r.effect_size > 0.5, number
+
+
+def test_permutation_p_exact_on_a_case_enumerated_by_hand():
+    # X = {x1, x2}, Y = {y1, y2} with s(w, A, B) = 0.9, 0.4, 0.1, -0.2.
+    # The 6 first groups and T = Σ_first − Σ_second (total 1.2):
+    #   {x1,x2}: 1.3-(-0.1)=1.4   {x1,y1}: 1.0-0.2=0.8   {x1,y2}: 0.7-0.5=0.2
+    #   {x2,y1}: 0.5-0.7=-0.2     {x2,y2}: 0.2-1.0=-0.8  {y1,y2}: -0.1-1.3=-1.4
+    # observed T = 1.4, the largest of 6: one-sided p = 1/6; two-sided |T| ≥ 1.4: 2/6.
+    r = partition_permutation_test([0.9, 0.4, 0.1, -0.2], n_first=2, alternative="greater")
+    assert r.exact and r.n_partitions == 6 and r.n_evaluated == 6
+    assert r.observed == pytest.approx(1.4)
+    assert r.p_value == pytest.approx(1 / 6)
+    assert r.p_two_sided == pytest.approx(2 / 6)
+    assert r.p_less == pytest.approx(1.0)
+    # observed in the middle: X = {x1, y2}-like ordering (0.9, -0.2 | 0.4, 0.1): T = 0.7-0.5 = 0.2
+    r2 = partition_permutation_test([0.9, -0.2, 0.4, 0.1], n_first=2)
+    assert r2.observed == pytest.approx(0.2)
+    assert r2.p_greater == pytest.approx(3 / 6)  # 1.4, 0.8, 0.2
+    assert r2.p_less == pytest.approx(4 / 6)  # 0.2, -0.2, -0.8, -1.4
+    # |T| over the six partitions: 1.4, 0.8, 0.2, 0.2, 0.8, 1.4 — all six are ≥ |0.2|
+    assert r2.p_two_sided == pytest.approx(6 / 6)
+
+
+def test_permutation_matches_naive_enumeration_random_cases():
+    rng = np.random.default_rng(SEED)
+    for n_first, n_second in ((3, 3), (4, 5), (2, 6), (5, 5)):
+        v = rng.normal(size=n_first + n_second).round(3).tolist()
+        r = partition_permutation_test(v, n_first=n_first)
+        g, two = naive_partition_pvalue(v, n_first)
+        assert r.exact and r.n_partitions == math.comb(n_first + n_second, n_first)
+        assert r.p_greater == pytest.approx(g)
+        assert r.p_two_sided == pytest.approx(two)
+
+
+def test_permutation_sampled_without_replacement_is_seeded_and_close_to_exact():
+    rng = np.random.default_rng(1)
+    v = rng.normal(size=16) + np.r_[np.full(8, 0.5), np.zeros(8)]
+    exact = partition_permutation_test(v, n_first=8)
+    assert exact.exact and exact.n_partitions == count_partitions(8, 8) == 12870
+    s1 = partition_permutation_test(v, n_first=8, exact_limit=100, n_samples=5000, seed=7)
+    s2 = partition_permutation_test(v, n_first=8, exact_limit=100, n_samples=5000, seed=7)
+    s3 = partition_permutation_test(v, n_first=8, exact_limit=100, n_samples=5000, seed=8)
+    assert not s1.exact and s1.n_evaluated == 5001 and s1.seed == 7
+    assert s1.p_value == s2.p_value
+    assert s1.p_value != s3.p_value or s1.p_two_sided != s3.p_two_sided
+    assert s1.p_value == pytest.approx(exact.p_value, abs=0.03)
+    # asking for more samples than other partitions exist: all of them, each once → the exact p (with the +1 rule)
+    small = [0.9, 0.4, 0.1, -0.2]
+    all_drawn = partition_permutation_test(small, n_first=2, exact_limit=1, n_samples=50, seed=3)
+    assert all_drawn.n_evaluated == 6 and all_drawn.p_value == pytest.approx(1 / 6)
+
+
+def test_sampled_partitions_are_distinct():
+    from biastest.stats.permutation import _sample_first_groups
+
+    masks = _sample_first_groups(10, 5, 251, np.random.default_rng(0))  # 252 partitions − the observed one
+    keys = {m.tobytes() for m in masks}
+    assert len(keys) == 251 and all(m.sum() == 5 for m in masks)
+    observed = np.r_[np.ones(5, bool), np.zeros(5, bool)]
+    assert observed.tobytes() not in keys
+
+
+def test_permutation_errors():
+    with pytest.raises(MethodError):
+        partition_permutation_test([1.0, 2.0], n_first=1, alternative="bigger")
+    with pytest.raises(DataError):
+        partition_permutation_test([1.0, 2.0], n_first=2)
+    with pytest.raises(MethodError):
+        partition_permutation_test(np.arange(40.0), n_first=20, exact_limit=10, seed=None)
+
+
+def test_weat_small_and_errors():
+    X = np.array([[1.0, 0.1], [0.9, 0.2]])
+    Y = np.array([[0.1, 1.0], [0.2, 0.9]])
+    A, B = np.array([[1.0, 0.0]]), np.array([[0.0, 1.0]])
+    r = weat(X, Y, A, B, x_words=["x1", "x2"], y_words=["y1", "y2"], a_words=["a"], b_words=["b"], seed=0)
+    d, stat = naive_weat(X.tolist(), Y.tolist(), A.tolist(), B.tolist())
+    assert r.effect_size == pytest.approx(d) and r.test_statistic == pytest.approx(stat)
+    assert r.p_one_sided == pytest.approx(1 / 6) and r.permutation.exact
+    same = np.array([[1.0, 0.0], [1.0, 0.0]])
+    with pytest.raises(DataError) as e:
+        weat(same, same, A, B, x_words=["a", "b"], y_words=["c", "d"], a_words=["a"], b_words=["b"], seed=0)
+    assert e.value.message == MSG_WEAT_NO_SPREAD
+
+
+def test_mac_equals_naive_on_glove():
+    T = ["he", "she", "man", "woman"]
+    classes = {"career": ["executive", "salary", "office"], "family": ["home", "children", "wedding"]}
+    r = run_mac(words=T, attribute_classes=classes, source="glove-6b-50d")
+    value, table = naive_mac([glove_vec(t) for t in T], [[glove_vec(a) for a in v] for v in classes.values()])
+    assert r.mac == pytest.approx(value, abs=1e-9)
+    cells = {(row["word"], row["class"]): row["mean_distance"] for row in r.per_word_class}
+    for i, t in enumerate(T):
+        for j, c in enumerate(classes):
+            assert cells[(t, c)] == pytest.approx(table[i][j], abs=1e-9)
+    assert len(r.distances) == len(T) * 6
+    assert r.per_word[0]["mean_distance"] == pytest.approx(sum(table[0]) / 2, abs=1e-9)
+    assert "created_at" in r.provenance
+
+
+def test_mac_direct_and_empty():
+    emb = InMemoryEmbeddings("toy", ["a", "b", "c"], np.array([[1.0, 0], [0, 1.0], [1.0, 1.0]]))
+    v, _ = emb.vectors(["a"])
+    cv, _ = emb.vectors(["b", "c"])
+    r = mac(v, {"k": cv}, words=["a"], class_words={"k": ["b", "c"]})
+    assert r.mac == pytest.approx(((1 - 0.0) + (1 - 1 / math.sqrt(2))) / 2)
+    with pytest.raises(DataError):
+        mac(v[:0], {"k": cv}, words=[], class_words={"k": ["b", "c"]})
+
+
+def test_run_weat_refuses_mostly_missing_lists():
+    with pytest.raises(EmbeddingError) as e:
+        run_weat(X=["qqxxzz1", "qqxxzz2", "flower"], Y=["bee", "ant"], A=["good"], B=["bad"], seed=SEED)
+    assert e.value.message == MSG_MOSTLY_MISSING.format(
+        n_missing=2, n_terms=3, role="words of 'X'", source="glove-6b-50d", limit=0.5, missing="qqxxzz1, qqxxzz2"
+    )
+
+
+def test_run_weat_from_a_bias_spec():
+    from biastest.spec import BiasSpec
+
+    spec = BiasSpec.from_dict(
+        {
+            "name": "toy",
+            "social_groups": {"male": ["he", "man", "boy"], "female": ["she", "woman", "girl"]},
+            "attributes": {"career": ["office", "salary"], "family": ["home", "children"]},
+        }
+    )
+    r = run_weat(spec=spec, seed=SEED)
+    assert r.names["X"] == "male" and r.x == ("he", "man", "boy") and r.permutation.n_partitions == 20
+    assert r.records()[0]["set"] == "X"
+    assert r.to_dict()["provenance"]["spec"]["name"] == "toy"
