@@ -1,0 +1,190 @@
+"""Process-wide services the apps share, and the glue from UI inputs to the library.
+
+No gradio here and no per-user data: the dataset store is built once per
+process (like the model cache) and every function takes the user's inputs
+as arguments and returns typed records. The CLI calls the same runners.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from biastest.errors import DataError, GenerationError
+from biastest.records import SentencePair
+from biastest.spec import BiasSpec
+
+__all__ = [
+    "IMPORT_FORMATS",
+    "Found",
+    "generate_pairs",
+    "import_pairs",
+    "retrieve_pairs",
+    "run_lm_test",
+    "sentence_prompt_choices",
+    "shared_store",
+    "text_generator_choices",
+]
+
+Progress = Callable[[int, int, str], None]
+
+#: File formats the import accepts (``auto`` guesses from the columns).
+IMPORT_FORMATS = ("auto", "biastestgpt-pairs", "biastestgpt-sentences", "crows-pairs", "stereoset")
+
+MSG_NEED_KEY = (
+    "Type your OpenAI API key (it is used for this session only and never stored), or choose another generator."
+)
+MSG_NEED_BASE_URL = "Type the address of the OpenAI-compatible server, e.g. http://localhost:8000/v1."
+MSG_NEED_MODEL = "Type the name of the generator model."
+MSG_BAD_COUNT = "The number of sentences per attribute term must be between 1 and {limit}, got {value!r}."
+MSG_COVERAGE_HEAD = "| attribute term | sentences | |\n|---|---|---|"
+MSG_THIN = "⚠️ thin: generate more"
+
+MAX_PER_ATTRIBUTE = 50
+THIN_BELOW = 2
+
+_store_lock = threading.Lock()
+_stores: dict[str, Any] = {}
+
+
+def shared_store():
+    """The process-wide local dataset store (``BIASTEST_DATA_DIR``), built once."""
+    from biastest.store import DatasetStore, default_store_root
+
+    root = str(Path(os.environ.get("BIASTEST_DATA_DIR") or default_store_root()).expanduser())
+    with _store_lock:
+        if root not in _stores:
+            _stores[root] = DatasetStore(root)
+        return _stores[root]
+
+
+@dataclass(frozen=True)
+class Found:
+    """Pairs found in the store for a spec, and how well each attribute is covered."""
+
+    pairs: tuple[SentencePair, ...]
+    n_sentences: int
+    counts: dict[str, int]
+    coverage_markdown: str
+
+
+def _coverage_markdown(spec: BiasSpec, counts: dict[str, int]) -> str:
+    from biastest.report.text import md_escape
+
+    rows = [MSG_COVERAGE_HEAD]
+    for term in spec.attribute_terms:
+        n = counts.get(term, 0)
+        rows.append(f"| {md_escape(term)} | {n} | {MSG_THIN if n < THIN_BELOW else ''} |")
+    return "\n".join(rows)
+
+
+def retrieve_pairs(spec: BiasSpec) -> Found:
+    """Every stored pair and template sentence that matches the spec's terms."""
+    from biastest.store.retrieval import retrieve_for_spec
+
+    found = retrieve_for_spec(shared_store(), spec)
+    counts = dict(found.coverage.per_attribute)
+    return Found(
+        pairs=tuple(found.pairs),
+        n_sentences=len(found.sentences),
+        counts=counts,
+        coverage_markdown=_coverage_markdown(spec, counts),
+    )
+
+
+def import_pairs(path: str | Path, *, fmt: str, spec: BiasSpec | None) -> list[SentencePair]:
+    """Read sentence pairs from a BiasTestGPT, CrowS-Pairs or StereoSet file."""
+    from biastest.store import importers
+
+    if fmt not in IMPORT_FORMATS:
+        raise DataError(f"Unknown file format '{fmt}'. Choose one of: {', '.join(IMPORT_FORMATS)}.")
+    return list(importers.import_pairs_file(path, fmt=fmt, spec=spec))
+
+
+def text_generator_choices() -> list[tuple[str, str]]:
+    """(kind, description) of every sentence generator."""
+    from biastest.generate import TEXT_GENERATORS
+
+    return [(k, v[2]) for k, v in TEXT_GENERATORS.items()]
+
+
+def sentence_prompt_choices() -> list[tuple[str, str]]:
+    """(label, name) of every sentence prompt."""
+    from biastest.generate.prompts import SENTENCE_PROMPTS
+
+    return [(f"{p.name} — {p.description}", p.name) for p in SENTENCE_PROMPTS.values()]
+
+
+def generate_pairs(
+    spec: BiasSpec,
+    *,
+    kind: str,
+    api_key: str | None,
+    base_url: str | None,
+    model: str,
+    per_attribute: int,
+    prompt: str,
+    seed: int,
+    progress: Progress | None = None,
+):
+    """Generate the sentences the spec is missing, store them, return the run.
+
+    The key is handed to the client and forgotten; it is not stored or logged.
+    """
+    from biastest.generate import generate_sentences, make_text_generator
+
+    if not isinstance(per_attribute, int) or not 1 <= per_attribute <= MAX_PER_ATTRIBUTE:
+        raise GenerationError(MSG_BAD_COUNT.format(limit=MAX_PER_ATTRIBUTE, value=per_attribute))
+    model = (model or "").strip()
+    if not model:
+        raise GenerationError(MSG_NEED_MODEL)
+    if kind == "openai":
+        key = (api_key or "").strip() or os.environ.get("OPENAI_API_KEY", "")
+        if not key:
+            raise GenerationError(MSG_NEED_KEY)
+        options: dict[str, Any] = {"model": model, "api_key": key}
+    elif kind == "openai-compatible":
+        if not (base_url or "").strip():
+            raise GenerationError(MSG_NEED_BASE_URL)
+        options = {"base_url": base_url.strip(), "model": model}
+        if (api_key or "").strip():
+            options["api_key"] = api_key.strip()
+    else:
+        options = {"model": model}
+    generator = make_text_generator(kind, options)
+    found = retrieve_pairs(spec)
+    run = generate_sentences(
+        spec,
+        generator,
+        seed=seed,
+        existing_counts=found.counts,
+        target_per_attribute=per_attribute,
+        prompt=prompt,
+        existing_texts=[p.stereotyped for p in found.pairs] + [p.anti_stereotyped for p in found.pairs],
+        progress=progress,
+    )
+    store = shared_store()
+    if run.sentences:
+        store.add_sentences(run.sentences)
+    if run.pairs:
+        store.add_pairs(run.pairs)
+    return run
+
+
+def run_lm_test(
+    *,
+    pairs: Sequence[SentencePair],
+    model_id: str,
+    method: str,
+    seed: int,
+    spec: BiasSpec | None,
+    progress: Progress | None = None,
+):
+    """The language-model test, exactly as the CLI runs it."""
+    from biastest.runner.lm import run_stereotype_test
+
+    return run_stereotype_test(pairs=pairs, model_id=model_id, method=method, seed=seed, spec=spec, progress=progress)
