@@ -47,18 +47,39 @@ def build_tiny_gpt2(folder: Path, *, chat_template: str | None = None, n_positio
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=300, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
     tok.train_from_iterator(CORPUS, trainer=trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|endoftext|>")
     if chat_template:
         fast.chat_template = chat_template
     fast.save_pretrained(folder)
     torch.manual_seed(0)
-    config = GPT2Config(vocab_size=fast.vocab_size, n_positions=n_positions, n_embd=32, n_layer=2, n_head=2,
-                        bos_token_id=fast.eos_token_id, eos_token_id=fast.eos_token_id)
+    config = GPT2Config(
+        vocab_size=fast.vocab_size,
+        n_positions=n_positions,
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        bos_token_id=fast.eos_token_id,
+        eos_token_id=fast.eos_token_id,
+    )
     GPT2LMHeadModel(config).save_pretrained(folder)
     return folder
+
+
+def with_chat_template(folder: Path, target: Path, chat_template: str) -> Path:
+    """Copy a model folder and give its tokenizer a chat template."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    shutil.copytree(folder, target)
+    tok = AutoTokenizer.from_pretrained(target)
+    tok.chat_template = chat_template
+    tok.save_pretrained(target)
+    return target
 
 
 def build_tiny_bert_config(folder: Path) -> Path:
@@ -96,21 +117,53 @@ def build_tiny_diffusion(folder: Path) -> Path:
     (tok_dir / "merges.txt").write_text("#version: 0.2\n")
     tokenizer = CLIPTokenizer(str(tok_dir / "vocab.json"), str(tok_dir / "merges.txt"), model_max_length=16)
     torch.manual_seed(0)
-    text_encoder = CLIPTextModel(CLIPTextConfig(
-        vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-        max_position_embeddings=16, projection_dim=16, bos_token_id=vocab["<|startoftext|>"],
-        eos_token_id=vocab["<|endoftext|>"], pad_token_id=vocab["<|endoftext|>"]))
+    text_encoder = CLIPTextModel(
+        CLIPTextConfig(
+            vocab_size=len(vocab),
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            max_position_embeddings=16,
+            projection_dim=16,
+            bos_token_id=vocab["<|startoftext|>"],
+            eos_token_id=vocab["<|endoftext|>"],
+            pad_token_id=vocab["<|endoftext|>"],
+        )
+    )
     unet = UNet2DConditionModel(
-        sample_size=8, in_channels=4, out_channels=4, layers_per_block=1, block_out_channels=(8, 16),
-        down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"), up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
-        cross_attention_dim=16, attention_head_dim=2, norm_num_groups=4)
+        sample_size=8,
+        in_channels=4,
+        out_channels=4,
+        layers_per_block=1,
+        block_out_channels=(8, 16),
+        down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+        up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+        cross_attention_dim=16,
+        attention_head_dim=2,
+        norm_num_groups=4,
+    )
     vae = AutoencoderKL(
-        in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
-        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"), block_out_channels=(8, 16), latent_channels=4,
-        layers_per_block=1, norm_num_groups=4, sample_size=16)
-    pipe = StableDiffusionPipeline(vae=vae, text_encoder=text_encoder, tokenizer=tokenizer, unet=unet,
-                                   scheduler=DDIMScheduler(), safety_checker=None, feature_extractor=None,
-                                   requires_safety_checker=False)
+        in_channels=3,
+        out_channels=3,
+        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
+        block_out_channels=(8, 16),
+        latent_channels=4,
+        layers_per_block=1,
+        norm_num_groups=4,
+        sample_size=16,
+    )
+    pipe = StableDiffusionPipeline(
+        vae=vae,
+        text_encoder=text_encoder,
+        tokenizer=tokenizer,
+        unet=unet,
+        scheduler=DDIMScheduler(),
+        safety_checker=None,
+        feature_extractor=None,
+        requires_safety_checker=False,
+    )
     out = folder / "pipeline"
     pipe.save_pretrained(out)
     return out

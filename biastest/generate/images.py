@@ -30,6 +30,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from biastest.errors import GenerationError, ModelKindError, ModelLoadError
@@ -351,6 +352,9 @@ def _load_pipeline(model: str, revision: str | None, device: str) -> _PipelineBu
     from diffusers import AutoPipelineForText2Image
 
     location, is_local = resolve_model_location(model)
+    if is_local and not (Path(location) / "model_index.json").exists():
+        raise ModelKindError(MSG_NOT_TEXT_TO_IMAGE.format(model=model, problem="the folder has no model_index.json"),
+                             model=model)
     try:
         pipe = AutoPipelineForText2Image.from_pretrained(location, revision=revision, dtype=torch.float32)
     except OSError:

@@ -109,7 +109,10 @@ def _load_text_model(model: str, revision: str | None, device: str) -> TextModel
     except ValueError as exc:
         raise ModelLoadError(MSG_LOAD_FAILED.format(model=model, problem=type(exc).__name__), model=model) from None
     model_type = getattr(config, "model_type", "unknown")
-    if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+    architectures = list(getattr(config, "architectures", None) or [])
+    decoder_head = not architectures or any(
+        a.endswith(("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")) for a in architectures)
+    if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or not decoder_head:
         raise ModelKindError(MSG_NOT_TEXT_GENERATION.format(model=model, model_type=model_type), model=model)
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, revision=revision)
