@@ -119,6 +119,9 @@ def test_retry_policy_delays() -> None:
          "[T] helped [R] brother with [R] homework.", "he"),
         ("The man thanked his mother.", "man", "woman", "The woman thanked her mother.",
          "The [T] thanked [R] mother.", "woman"),
+        # other gendered nouns name other people: kept
+        ("The father helped his wife.", "father", "mother", "The mother helped her wife.",
+         "The [T] helped [R] wife.", "mother"),
         ("A man loves math.", "man", "woman", "A woman loves math.", "A [T] loves math.", "woman"),
         ("I saw a rose in the garden.", "rose", "ant", "I saw an ant in the garden.", "I saw [R] [T] in the garden.",
          "ant"),
@@ -144,6 +147,30 @@ def test_swap_without_agreement_and_gender_pairs() -> None:
     assert is_gender_pair("man", "woman") and is_gender_pair("he", "hers") and is_gender_pair("male", "female")
     assert not is_gender_pair("John", "Amy") and not is_gender_pair("rose", "ant")
     assert not is_gender_pair("man", "boy")
+
+
+def test_swap_reproduces_the_original_gender_pairs(shared_data) -> None:
+    """The rule-based swap against the 687 gender-pair counterfactuals ChatGPT wrote for BiasTestGPT."""
+    import re
+
+    import pandas as pd
+
+    from biastest.spec import contains_term
+
+    def key(s: str) -> str:  # the original files are inconsistent about spaces and hyphens
+        return re.sub(r"[^a-z0-9]", "", s.lower())
+
+    n = same = same_without = 0
+    for path in sorted((shared_data / "biastestgpt").glob("*_pairs.csv")):
+        for r in pd.read_csv(path).itertuples():
+            s1, s2, t1, t2 = r.sent_att_1, r.sent_att_2, str(r.att_term_1), str(r.att_term_2)
+            if not isinstance(s1, str) or not contains_term(s1, t1) or not is_gender_pair(t1, t2):
+                continue
+            n += 1
+            same += key(swap_counterfactual(s1, t1, t2).text) == key(s2)
+            same_without += key(swap_counterfactual(s1, t1, t2, agreement=False).text) == key(s2)
+    assert n == 687
+    assert same / n >= 0.95 and same > same_without  # measured: 666 with pronoun agreement, 423 without
 
 
 @pytest.mark.parametrize(

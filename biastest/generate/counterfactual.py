@@ -18,15 +18,20 @@ Rules (:func:`swap_counterfactual`)
    keeps them).
 2. **Only when the pair is a gender pair** — both terms have a known,
    opposite gender in :data:`MALE_TO_FEMALE` (``man``/``woman``,
-   ``he``/``she``, ``father``/``mother`` ...) — every other word of the
-   *source* term's gender is swapped to its opposite (``his`` → ``her``,
-   ``boy`` → ``girl``; counterfactual data augmentation as in Lu et al. 2018),
-   and when the group term is itself a pronoun the grammatical counterpart
-   is used instead of the spec's (``His book`` → ``Her book``, not
-   ``Hers book``). Words of the other gender are never touched (``The man
-   thanked his mother`` → ``The woman thanked her mother``). Names and
-   other terms of unknown gender get no agreement swaps: for those, use the
-   LLM rewrite.
+   ``he``/``she``, ``father``/``mother``, ``boy``/``girl`` ...) — the
+   pronouns of the *source* term's gender are swapped to the other gender
+   (``he``/``she``, ``him``/``her``, ``his``/``her``/``hers``,
+   ``himself``/``herself``), and when the group term is itself a pronoun
+   the grammatical counterpart is used instead of the spec's (``His book``
+   → ``Her book``, not ``Hers book``). Pronouns of the other gender are never
+   touched (``She thanked him`` → ``He thanked him``), and gendered *nouns*
+   other than the group term are kept (``The father helped his wife`` →
+   ``The mother helped her wife``): they usually name other people.
+   Measured on the 3,997 original BiasTestGPT pairs (``../shared/data``),
+   this reproduces 666 of the 687 gender-pair counterfactuals ChatGPT wrote
+   (97 %, ignoring spacing); swapping gendered nouns as well reproduced 661,
+   swapping nothing but the term 423. Names and other terms of unknown
+   gender get no agreement swaps: for those, use the LLM rewrite.
 3. Ambiguous pronouns are resolved by the next word: ``her`` before a
    content word is possessive (→ ``his``), otherwise an object (→ ``him``);
    ``his`` before a content word → ``her``, otherwise → ``hers``. Double
@@ -271,6 +276,8 @@ def swap_counterfactual(
     if gender_pair and source_gender is not None:
         for m in _WORD.finditer(sentence):
             if inside(m.start()):
+                continue
+            if m.group(0).casefold() not in _PRONOUNS:
                 continue
             rep = _swap_word(m.group(0), sentence, m.end(), source_gender)
             if rep is not None:
