@@ -80,13 +80,15 @@ def naive_partition_pvalue(values, n_first: int) -> tuple[float, float]:
     return greater, two
 
 
-def naive_pse_by_sweep(c1, c2, w, steps: int = 20001, lo: float = -3.0, hi: float = 4.0) -> float | None:
+def naive_pse_by_sweep(c1, c2, w, steps: int = 7001, lo: float = -3.0, hi: float = 4.0) -> float | None:
     """First α on a fine grid where the eq. 8 answer switches from c1 to c2, refined by bisection."""
+    s11, s21, sw1 = cos(c1, c1), cos(c2, c1), cos(w, c1)
+    s12, s22, sw2 = cos(c1, c2), cos(c2, c2), cos(w, c2)
 
     def answer_is_c2(alpha: float) -> bool:
-        s1 = (1 - alpha) * cos(c1, c1) + alpha * cos(c2, c1) + cos(w, c1)
-        s2 = (1 - alpha) * cos(c1, c2) + alpha * cos(c2, c2) + cos(w, c2)
-        return s2 > s1
+        score1 = (1 - alpha) * s11 + alpha * s21 + sw1
+        score2 = (1 - alpha) * s12 + alpha * s22 + sw2
+        return score2 > score1
 
     prev_a, prev = lo, answer_is_c2(lo)
     for i in range(1, steps):
