@@ -358,3 +358,19 @@ def test_prompt_variants_reach_the_server(stub: OpenAIStub) -> None:
     s = run.sentences[0]
     assert s.prompt == get_sentence_prompt("gender-neutral").render(s.group_term, "poetry")
     assert chat_bodies(stub)[0]["messages"][0]["content"] == s.prompt
+
+
+def test_nothing_missing_sends_nothing(stub: OpenAIStub) -> None:
+    spec = small_spec()
+    run = generate_sentences(spec, gen(stub), seed=1, existing_counts=dict.fromkeys(spec.attribute_terms, 2))
+    assert run.report.requests_used == 0 == stub.count(CHAT) and run.report.accepted == 0
+    assert run.report.message == base.MSG_RUN_NOTHING_MISSING.format(unit="attribute")
+
+
+def test_unequal_groups_pair_with_any_counterpart(stub: OpenAIStub) -> None:
+    spec = BiasSpec.from_terms(group1="man, boy, father", group2="woman", stereotype1="math",
+                               antistereotype1="art", name="unequal")
+    run = generate_sentences(spec, gen(stub), seed=1, target_per_attribute=4)
+    assert run.report.accepted == 8
+    for p in run.pairs:
+        assert {spec.group_of(p.group_term_stereotyped), spec.group_of(p.group_term_anti)} == {1, 2}
