@@ -671,8 +671,16 @@ def twoafc(
         )
         k_tpa = choose_c2.sum(axis=0)  # [T, P, A]
         if fit_pairs:
+            # start each fit at the replicates' mean PSE and spread (a concave problem: only speeds it up)
+            spread = np.maximum(sd_tp if sd_tp is not None else np.full((T, P), 0.1), 1e-3).reshape(-1)
             pair_fits = list(
-                fit_psychometric_many(grid, k_tpa.reshape(T * P, -1), np.full((T * P, grid.size), R), sigmoid=sigmoid)
+                fit_psychometric_many(
+                    grid,
+                    k_tpa.reshape(T * P, -1),
+                    np.full((T * P, grid.size), R),
+                    sigmoid=sigmoid,
+                    start=(pse_tp.reshape(-1), spread),
+                )
             )
         k_ta = k_tpa.sum(axis=1)  # [T, A]
         target_fits = list(
@@ -687,6 +695,7 @@ def twoafc(
             )
         )
 
+    m1w, m2w, m12 = s1w_a.mean(axis=0), s2w_a.mean(axis=0), s12_a.mean(axis=0)
     pairs = []
     for t, w in enumerate(targets):
         for p, (c1, c2) in enumerate(cue_pairs):
@@ -698,18 +707,19 @@ def twoafc(
                     cue2=c2,
                     pse=pv,
                     saturated=saturation(pv),
-                    pse_replicates=tuple(float(v) for v in pse_rtp[:, t, p]),
+                    pse_replicates=tuple(pse_rtp[:, t, p].tolist()),
                     n_saturated_replicates=int(sat_count[t, p]),
                     jnd_sd=None if sd_tp is None else float(sd_tp[t, p]),
                     pse_variance=None if var_tp is None else float(var_tp[t, p]),
                     curve_sd=(float(noise_sigma / (2.0 * (1.0 - s12_a[0, p]))) if mode == "thurstonian" else None),
-                    sim_c1_w=float(s1w_a[:, t, p].mean()),
-                    sim_c2_w=float(s2w_a[:, t, p].mean()),
-                    sim_c1_c2=float(s12_a[:, p].mean()),
+                    sim_c1_w=float(m1w[t, p]),
+                    sim_c2_w=float(m2w[t, p]),
+                    sim_c1_c2=float(m12[p]),
                     fit=pair_fits[t * P + p],
                 )
             )
     target_rows = []
+    pse_tp_list = pse_tp.tolist()
     for t, w in enumerate(targets):
         pv = float(pse_t[t])
         target_rows.append(
@@ -721,8 +731,8 @@ def twoafc(
                 pse_variance=None if sd_t is None else float(sd_t[t] ** 2),
                 pse_sd_over_pairs=None if sd_over_pairs is None else float(sd_over_pairs[t]),
                 n_pairs=P,
-                n_saturated_pairs=int(sum(saturation(float(v)) is not None for v in pse_tp[t])),
-                pair_pse={f"{c1}/{c2}": float(pse_tp[t, p]) for p, (c1, c2) in enumerate(cue_pairs)},
+                n_saturated_pairs=int(sum(saturation(v) is not None for v in pse_tp_list[t])),
+                pair_pse={f"{c1}/{c2}": pse_tp_list[t][p] for p, (c1, c2) in enumerate(cue_pairs)},
                 fit=target_fits[t],
             )
         )

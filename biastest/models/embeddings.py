@@ -136,6 +136,9 @@ def cosine_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a / na) @ (b / nb).T
 
 
+_MULTI = re.compile(r"[\s_]")
+
+
 def _split_words(term: str) -> list[str]:
     return [w for w in re.split(r"[\s_]+", term.strip()) if w]
 
@@ -353,7 +356,12 @@ class WordEmbeddings(ABC):
         missing : list of str
             The terms with no vector (never NaN rows).
         """
-        lookups, rows, subword = self._plan(list(terms))
+        terms = list(terms)
+        if terms and all(isinstance(t, str) and t and t.strip() == t and not _MULTI.search(t) for t in terms):
+            idx, _ = self._resolve_words(terms)  # fast path: single words, all found
+            if np.all(idx >= 0):
+                return np.asarray(self._rows(idx), dtype=np.float32), []
+        lookups, rows, subword = self._plan(terms)
         out = []
         flat_rows = sorted({j for r in rows for j in r})
         lut = {}
