@@ -810,7 +810,9 @@ def resolve_source(source: str) -> str:
     if low.startswith("spacy:"):
         return "spacy:" + s.split(":", 1)[1].strip()
     choices = ", ".join(EMBEDDING_SOURCES)
-    close = difflib.get_close_matches(low, list(EMBEDDING_SOURCES), n=1, cutoff=0.6)
+    close = [n for n in EMBEDDING_SOURCES if n.startswith(low)] or difflib.get_close_matches(
+        low, list(EMBEDDING_SOURCES), n=1, cutoff=0.5
+    )
     if close:
         raise EmbeddingError(
             MSG_UNKNOWN_SOURCE_SUGGEST.format(name=s, suggestion=close[0], choices=choices),
