@@ -1,0 +1,385 @@
+"""The vision-language app's handlers, called directly (the browser walk is in ``test_app_vqa_browser.py``).
+
+Uploads are real files written here (good ones in every awkward mode, bad
+ones of every kind); the model is a tiny CLIP built from a config, saved and
+loaded through the product's own loading path; the per-image numbers are
+checked against a naive zero-shot computation written here with
+``transformers`` directly.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import struct
+import zlib
+from pathlib import Path
+
+import gradio as gr
+import numpy as np
+import pytest
+from PIL import Image
+
+from biastest.errors import DataError, GenerationError, MethodError, SpecError
+from biastest.models import images as imgmod
+from biastest.models.vlm import MSG_NOT_A_VLM
+from biastest.report import vqa as rep
+from biastest.runner.vlm import MSG_NO_IMAGES_FOR_TERM
+from biastest.specs import get_spec, list_specs
+from biastest.ui import vqa as app
+from biastest.ui.spec_step import CUSTOM, fill_from_library
+
+SEED = 20240611
+SPEC_TERMS = (CUSTOM, "man", "woman", "doctor", "nurse")
+
+
+# --------------------------------------------------------------------------- fixtures and builders
+@pytest.fixture(scope="module")
+def tiny_clip(tmp_path_factory) -> Path:
+    from tests.vlm_helpers import save_tiny_clip
+
+    return save_tiny_clip(tmp_path_factory.mktemp("vqa-app-clip") / "clip", seed=SEED)
+
+
+def _save(img: Image.Image, path: Path, fmt: str = "PNG", **kw) -> Path:
+    img.save(path, format=fmt, **kw)
+    return path
+
+
+def _rgb(colour, size=(24, 20)) -> Image.Image:
+    return Image.new("RGB", size, colour)
+
+
+def _session(*terms: str) -> dict:
+    session, msg = app.confirm_spec(app.new_session(), *(terms or SPEC_TERMS))
+    assert msg.startswith("✅")
+    return session
+
+
+def _huge_png(path: Path, width: int, height: int) -> Path:
+    """A valid PNG header declaring width × height pixels (1-bit), with a tiny data stream."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 8))
+                     + chunk(b"IEND", b""))
+    return path
+
+
+def _files_in(session: dict) -> list[str]:
+    if not session.get("dir"):
+        return []
+    return sorted(p.name for p in Path(session["dir"]).rglob("*") if p.is_file())
+
+
+# --------------------------------------------------------------------------- step 1
+def test_predefined_spec_fills_the_boxes_and_is_kept_unedited():
+    name = list_specs("bias")[0]
+    boxes = fill_from_library(name)
+    session, msg = app.confirm_spec(app.new_session(), name, *boxes[:4])
+    assert session["spec"] == get_spec(name)
+    assert msg.startswith("✅")
+
+
+def test_custom_spec_problem_is_shown_inline_and_step_2_stays_locked():
+    with pytest.raises(SpecError) as info:
+        app.confirm_spec(app.new_session(), CUSTOM, "man", "", "doctor", "nurse")
+    expected = info.value.message
+    out = app.confirm_handler(app.new_session(), CUSTOM, "man", "", "doctor", "nurse")
+    assert out[1] == "⚠️ " + app.escape(expected)
+    assert out[0] == app.new_session()
+    assert all(isinstance(v, type(gr.skip())) for v in out[2:])
+
+
+def test_changing_the_spec_sets_aside_images_of_terms_no_longer_in_it(tmp_path):
+    session = _session()
+    session, _ = app.add_uploads(session, [_save(_rgb((200, 0, 0)), tmp_path / "a.png")], "man")
+    session, _ = app.add_uploads(session, [_save(_rgb((0, 0, 200)), tmp_path / "b.png")], "woman")
+    new, msg = app.confirm_spec(session, CUSTOM, "man", "girl", "doctor", "nurse")
+    assert [i.image_term for i in new["images"]] == ["man"]
+    assert app.MSG_DROPPED_IMAGES.format(count=1, terms="woman") in msg
+
+
+# --------------------------------------------------------------------------- uploads
+def test_awkward_but_valid_uploads_are_normalised_to_rgb_png(tmp_path):
+    gray = _save(Image.new("L", (30, 20), 90), tmp_path / "gray.png")
+    gray16 = _save(Image.fromarray(np.full((10, 12), 40000, dtype=np.uint16)), tmp_path / "gray16.png")
+    rgba = Image.new("RGBA", (16, 16), (255, 0, 0, 255))
+    rgba.putpixel((0, 0), (0, 0, 0, 0))  # fully transparent black must become white, not black
+    rgba = _save(rgba, tmp_path / "transparent.png")
+    cmyk = _save(Image.new("CMYK", (20, 20), (0, 255, 255, 0)), tmp_path / "cmyk.jpg", "JPEG")
+    pal = _save(_rgb((10, 200, 10)).convert("P"), tmp_path / "palette.gif", "GIF")
+    session = _session()
+    new, md = app.add_uploads(session, [gray, gray16, rgba, cmyk, pal], "woman")
+    assert md == "✅ " + app.escape(app.MSG_UPLOAD_ADDED.format(added=5, term="woman"))
+    assert [i.image_term for i in new["images"]] == ["woman"] * 5
+    assert session["images"] == []  # the handler returns a new session; the old one is unchanged
+    for rec in new["images"]:
+        path = Path(new["dir"]) / rec.path
+        with Image.open(path) as im:
+            assert (im.format, im.mode) == ("PNG", "RGB")
+            assert (rec.width, rec.height) == im.size
+            if rec.provenance["original_name"] == "transparent.png":
+                assert im.getpixel((0, 0)) == (255, 255, 255)
+                assert im.getpixel((5, 5)) == (255, 0, 0)
+            if rec.provenance["original_name"] == "cmyk.jpg":
+                r, g, b = im.getpixel((10, 10))
+                assert r > 200 and g < 60 and b < 60  # CMYK (0, 255, 255, 0) is red
+        assert rec.source == "upload" and rec.generator == "upload" and rec.spec_name == new["spec"].name
+        assert rec.path == f"images/{rec.sha256}.png"
+
+
+def test_bad_uploads_get_exact_messages_and_nothing_is_written(tmp_path):
+    text = tmp_path / "notes.png"
+    text.write_text("this is not a picture\n")
+    empty = tmp_path / "empty.jpg"
+    empty.write_bytes(b"")
+    good = io.BytesIO()
+    _rgb((1, 2, 3), (64, 64)).save(good, format="PNG")
+    corrupt = tmp_path / "cut.png"
+    corrupt.write_bytes(good.getvalue()[: len(good.getvalue()) // 2])
+    huge = _huge_png(tmp_path / "huge.png", 10_000, 9_000)
+    expected = [
+        imgmod.MSG_NOT_AN_IMAGE.format(name="notes.png"),
+        imgmod.MSG_IMAGE_EMPTY.format(name="empty.jpg"),
+        None,  # corrupt: Pillow's own words inside our sentence, checked by pattern below
+        imgmod.MSG_IMAGE_TOO_MANY_PIXELS.format(name="huge.png", width=10_000, height=9_000, megapixels=90.0,
+                                                limit=imgmod.DEFAULT_MAX_PIXELS / 1e6),
+    ]
+    session = _session()
+    with pytest.raises(DataError) as info:
+        app.add_uploads(session, [text, empty, corrupt, huge], "man")
+    problems = info.value.details["problems"]
+    for got, want in zip(problems, expected, strict=True):
+        if want is None:
+            head, tail = imgmod.MSG_IMAGE_CORRUPT.split("{problem}")
+            assert re.fullmatch(re.escape(head.format(name="cut.png")) + r".+" + re.escape(tail), got), got
+        else:
+            assert got == want
+    assert info.value.message == app.MSG_NONE_ADDED.format(count=4, problems=" ".join(problems))
+    assert session["dir"] is None and session["images"] == []
+    # through the handler: inline message, session unchanged, no traceback
+    out = app.upload_handler(session, [str(text)], "man")
+    assert out[0] is session
+    assert out[1] == "⚠️ " + app.escape(app.MSG_NONE_ADDED.format(count=1, problems=expected[0]))
+
+
+def test_a_mixed_batch_keeps_the_good_files_and_lists_the_bad(tmp_path):
+    good = _save(_rgb((9, 9, 9)), tmp_path / "good.png")
+    text = tmp_path / "readme.txt"
+    text.write_text("hello")
+    session = _session()
+    new, md = app.add_uploads(session, [good, text], "man")
+    assert len(new["images"]) == 1
+    assert _files_in(new) == [f"{new['images'][0].sha256}.png"]  # no partial or temporary file left
+    assert app.escape(app.MSG_UPLOAD_PROBLEMS.format(count=1)) in md
+    assert "- " + app.escape(imgmod.MSG_NOT_AN_IMAGE.format(name="readme.txt")) in md
+
+
+def test_duplicates_terms_and_order_of_steps_are_checked(tmp_path):
+    a = _save(_rgb((50, 60, 70)), tmp_path / "a.png")
+    with pytest.raises(DataError) as info:
+        app.add_uploads(app.new_session(), [a], "man")
+    assert info.value.message == app.MSG_SPEC_FIRST
+    session = _session()
+    with pytest.raises(DataError) as info:
+        app.add_uploads(session, [a], None)
+    assert info.value.message == app.MSG_CHOOSE_TERM
+    with pytest.raises(DataError) as info:
+        app.add_uploads(session, [a], "nurse")
+    assert info.value.message == app.MSG_TERM_NOT_IN_SPEC.format(term="nurse", terms="man, woman")
+    with pytest.raises(DataError) as info:
+        app.add_uploads(session, [], "man")
+    assert info.value.message == app.MSG_NO_FILES
+    session, _ = app.add_uploads(session, [a], "MAN")  # the spec's own spelling is recorded
+    assert session["images"][0].image_term == "man"
+    with pytest.raises(DataError) as info:
+        app.add_uploads(session, [a], "woman")
+    assert info.value.details["problems"] == [app.MSG_DUPLICATE.format(name="a.png", term="man")]
+
+
+def test_two_sessions_never_share_images(tmp_path):
+    s1, s2 = _session(), _session()
+    s1, _ = app.add_uploads(s1, [_save(_rgb((1, 1, 1)), tmp_path / "one.png")], "man")
+    assert s2["dir"] is None and app.gallery_items(s2) == []
+    s2, _ = app.add_uploads(s2, [_save(_rgb((2, 2, 2)), tmp_path / "two.png")], "woman")
+    assert s1["dir"] != s2["dir"]
+    assert {Path(p).parent.parent for p, _ in app.gallery_items(s1)} == {Path(s1["dir"])}
+    assert [c for _, c in app.gallery_items(s2)] == ["woman · upload"]
+    app.discard_session(s1)
+    assert not Path(s1["dir"]).exists() and Path(s2["dir"]).is_dir()
+    app.discard_session(s2)
+
+
+def test_gallery_remove_and_coverage_hints(tmp_path):
+    session = _session()
+    for i in range(3):
+        session, _ = app.add_uploads(session, [_save(_rgb((i, 0, 0)), tmp_path / f"m{i}.png")], "man")
+    rows, md = app.coverage_view(session)
+    assert [(r["image term"], r["images in this test"], r["status"]) for r in rows] == [
+        ("man", 3, "few"), ("woman", 0, "missing")]
+    assert "No images yet for 'woman'" in md and "Few images" in md
+    with pytest.raises(DataError) as info:
+        app.remove_image(session, None)
+    assert info.value.message == app.MSG_NOTHING_SELECTED
+    gone = session["images"][1]
+    new, msg = app.remove_image(session, 1)
+    assert msg == app.MSG_REMOVED.format(term="man", name="m1.png")
+    assert gone not in new["images"] and len(new["images"]) == 2
+    assert not (Path(new["dir"]) / gone.path).exists()
+    assert len(session["images"]) == 3  # the previous state is not mutated
+
+
+# --------------------------------------------------------------------------- generation (stub service)
+def test_generation_through_a_compatible_endpoint_fills_every_term(tmp_path):
+    from tests.openai_stub import OpenAIStub
+
+    session = _session()
+    session, _ = app.add_uploads(session, [_save(_rgb((3, 3, 3)), tmp_path / "m.png")], "man")
+    with OpenAIStub() as stub:
+        new, md = app.generate_core(session, app.GEN_COMPATIBLE, "", stub.base_url, "tiny-image-model", "",
+                                    "64x64", 2, "portrait", 7)
+        assert stub.count("/v1/images/generations") == 3  # man needs 1 more, woman 2
+    assert app.image_counts(new) == {"man": 2, "woman": 2}
+    generated = [i for i in new["images"] if i.source == "generated"]
+    assert {i.model for i in generated} == {"tiny-image-model"} and all(i.prompt for i in generated)
+    assert "woman" in generated[-1].prompt
+    assert md.strip()
+
+
+def test_openai_generation_needs_a_typed_key_and_never_keeps_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-server-key-must-not-be-used")
+    session = _session()
+    with pytest.raises(GenerationError) as info:
+        app.generate_core(session, app.GEN_OPENAI, "  ", "", "gpt-image-1", "", "1024x1024", 1, "portrait", 0)
+    assert info.value.message == app.MSG_NO_API_KEY_TYPED
+    with pytest.raises(GenerationError) as info:
+        app.generate_core(session, app.GEN_COMPATIBLE, "", "", "m", "", "512x512", 1, "portrait", 0)
+    assert info.value.message == app.MSG_NO_BASE_URL
+    with pytest.raises(MethodError) as info:
+        app.generate_core(session, app.GEN_LOCAL, "", "", "", "", "512x512", 0, "portrait", 0)
+    assert info.value.message == app.MSG_BAD_INT.format(name="Images per term", low=1,
+                                                        high=app.MAX_PER_TERM_GENERATE, value=0)
+
+
+# --------------------------------------------------------------------------- run and results
+def _colour_uploads(session: dict, tmp_path: Path, per_term: int = 3) -> dict:
+    rng = np.random.default_rng(SEED)
+    for term, base in (("man", (220, 30, 30)), ("woman", (30, 60, 220))):
+        files = []
+        for k in range(per_term):
+            arr = np.clip(np.array(base) + rng.normal(0, 25, size=(32, 32, 3)), 0, 255).astype(np.uint8)
+            files.append(_save(Image.fromarray(arr, "RGB"), tmp_path / f"{term}{k}.png"))
+        session, _ = app.add_uploads(session, files, term)
+    return session
+
+
+def _naive_clip(model_dir: Path, paths: list[Path], prompts: list[str]) -> np.ndarray:
+    """P(prompt | image) by the textbook zero-shot recipe, one image at a time."""
+    import torch
+    from transformers import CLIPModel, CLIPProcessor
+
+    model = CLIPModel.from_pretrained(model_dir).eval()
+    proc = CLIPProcessor.from_pretrained(model_dir)
+    out = []
+    with torch.no_grad():
+        text = proc.tokenizer(prompts, return_tensors="pt", padding=True)
+        t = model.get_text_features(**text)
+        t = getattr(t, "pooler_output", t)
+        t = t / t.norm(dim=-1, keepdim=True)
+        for p in paths:
+            with Image.open(p) as im:
+                pix = proc.image_processor(images=[im.convert("RGB")], return_tensors="pt")["pixel_values"]
+            v = model.get_image_features(pixel_values=pix)
+            v = getattr(v, "pooler_output", v)
+            v = v / v.norm(dim=-1, keepdim=True)
+            logits = (model.logit_scale.exp() * v @ t.T)[0].double().numpy()
+            e = np.exp(logits - logits.max())
+            out.append(e / e.sum())
+    return np.array(out)
+
+
+@pytest.fixture(scope="module")
+def ran(tiny_clip, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("vqa-run")
+    session = _colour_uploads(_session(), tmp)
+    new = app.run_core(session, str(tiny_clip), ["a photo of a {term}"], "", "sum-prob", "", SEED, 4, 500)
+    yield new
+    app.discard_session(new)
+
+
+def test_run_matches_a_naive_zero_shot_computation_and_the_csv(ran, tiny_clip):
+    result = ran["result"]
+    paths = [Path(ran["dir"]) / i.path for i in ran["images"]]
+    naive = _naive_clip(tiny_clip, paths, ["a photo of a doctor", "a photo of a nurse"])
+    by_sha = {i.sha256: p for i, p in zip(ran["images"], naive, strict=True)}
+    groups = {i.sha256: (1 if i.image_term == "man" else 2) for i in ran["images"]}
+    csv_path, json_path = rep.write_exports(result)
+    with open(csv_path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == len(ran["images"]) == 6
+    for row in rows:
+        p = by_sha[row["sha256"]]
+        assert float(row["p_t1"]) == pytest.approx(p[0], abs=1e-5)
+        assert float(row["p_t2"]) == pytest.approx(p[1], abs=1e-5)
+        assert row["path"] == f"images/{row['sha256']}.png"
+        assert row["verdict"] == ("T1" if p[0] > p[1] else "T2")
+        assert row["image_term"] == ("man" if groups[row["sha256"]] == 1 else "woman")
+    stereo = [by_sha[s][0] if g == 1 else by_sha[s][1] for s, g in groups.items()]
+    assert result.soft.score == pytest.approx(100 * np.mean(stereo), abs=1e-4)
+    data = json.loads(Path(json_path).read_text())
+    assert data["seed"] == SEED and data["prompt_templates"] == ["a photo of a {term}"]
+    assert {i["path"] for i in data["images"]} == {r["path"] for r in rows}
+    assert "base64" not in Path(json_path).read_text() and "base64" not in Path(csv_path).read_text()
+    assert ran["settings"]["model_id"] == str(tiny_clip)
+
+
+def test_results_view_grid_hover_and_thumbnails(ran):
+    (summary, bars, grid, table, pick, picked, picked_md, csv_u, json_u) = app.results_view(ran)
+    result = ran["result"]
+    assert pick["choices"][0] == (f"#1 · man · P(T1) {result.images[0].p_t1:.2f} · {result.images[0].verdict}", 0)
+    assert f"{result.images[0].p_t2:.3f}" in picked_md and json_u["visible"]
+    assert f"**{result.soft.score:.1f}%**" in summary
+    assert f"{result.soft.ci_low:.1f}–{result.soft.ci_high:.1f}%" in summary
+    trace = grid.data[0]
+    assert len(trace.customdata) == 6
+    for img, cd in zip(result.images, trace.customdata, strict=True):
+        assert cd[1] == img.image_term and cd[2] == f"{img.p_t1:.3f}" and cd[3] == f"{img.p_t2:.3f}"
+        assert cd[-2] == img.image_id and cd[-1].startswith("data:image/jpeg;base64,")
+        assert cd[4] == ("doctor" if img.verdict == "T1" else "nurse")
+    assert "P(" in trace.hovertemplate and "verdict" in trace.hovertemplate and "image term" in trace.hovertemplate
+    assert list(bars.data[0].y) == ["All images", "images of 'man'", "images of 'woman'",
+                                    "target 'doctor' (doctor)", "target 'nurse' (nurse)"]
+    assert list(bars.data[0].x) == pytest.approx([result.soft.score, *(t.soft.score for t in result.per_image_term),
+                                                  *(t.soft.score for t in result.per_target_term)])
+    assert list(table["image_id"]) == [i.image_id for i in result.images]
+    assert picked == str(Path(ran["dir"]) / result.images[0].path)
+    assert csv_u["visible"] and Path(csv_u["value"]).is_file()
+    path, md = app.image_detail(ran, 3)
+    assert path == str(Path(ran["dir"]) / result.images[3].path) and f"{result.images[3].p_t1:.3f}" in md
+
+
+def test_zero_images_for_a_term_and_a_model_that_is_not_a_vlm(tiny_clip, tmp_path):
+    from tests.vlm_helpers import save_tiny_bert
+
+    session = _session(CUSTOM, "man, father", "woman", "doctor", "nurse")
+    session = _colour_uploads(session, tmp_path, per_term=1)
+    with pytest.raises(gr.Error) as info:
+        app.run_handler(session, str(tiny_clip), ["a photo of a {term}"], "", "sum-prob", "", 0, 4, 200)
+    assert info.value.message == MSG_NO_IMAGES_FOR_TERM.format(terms="'father'", group="Social group 1")
+    bert = save_tiny_bert(tmp_path / "bert")
+    session = _colour_uploads(_session(), tmp_path, per_term=1)
+    with pytest.raises(gr.Error) as info:
+        app.run_handler(session, str(bert), ["a photo of a {term}"], "", "sum-prob", "", 0, 4, 200)
+    assert info.value.message == MSG_NOT_A_VLM.format(model_id=str(bert), architecture="BertForMaskedLM")
+    with pytest.raises(gr.Error) as info:
+        app.run_handler(session, " ", ["a photo of a {term}"], "", "sum-prob", "", 0, 4, 200)
+    assert info.value.message == app.MSG_NO_MODEL.format(example=app.MODEL_SUGGESTIONS[0])
+    with pytest.raises(gr.Error) as info:
+        app.run_handler(session, str(tiny_clip), [], "", "sum-prob", "", 0, 4, 200)
+    assert info.value.message == app.MSG_NO_TEMPLATE
+    app.discard_session(session)
