@@ -89,7 +89,7 @@ def test_custom_spec_problem_is_shown_inline_and_step_2_stays_locked():
     with pytest.raises(SpecError) as info:
         app.confirm_spec(app.new_session(), CUSTOM, "man", "", "doctor", "nurse")
     expected = info.value.message
-    out = app.confirm_handler(app.new_session(), CUSTOM, "man", "", "doctor", "nurse")
+    out = app.VQAApp(use_store=False).confirm_handler(app.new_session(), CUSTOM, "man", "", "doctor", "nurse")
     assert out[1] == "⚠️ " + app.escape(expected)
     assert out[0] == app.new_session()
     assert all(isinstance(v, type(gr.skip())) for v in out[2:])
@@ -163,7 +163,7 @@ def test_bad_uploads_get_exact_messages_and_nothing_is_written(tmp_path):
     assert info.value.message == app.MSG_NONE_ADDED.format(count=4, problems=" ".join(problems))
     assert session["dir"] is None and session["images"] == []
     # through the handler: inline message, session unchanged, no traceback
-    out = app.upload_handler(session, [str(text)], "man")
+    out = app.VQAApp(use_store=False).upload_handler(session, [str(text)], "man")
     assert out[0] is session
     assert out[1] == "⚠️ " + app.escape(app.MSG_NONE_ADDED.format(count=1, problems=expected[0]))
 
@@ -383,3 +383,41 @@ def test_zero_images_for_a_term_and_a_model_that_is_not_a_vlm(tiny_clip, tmp_pat
         app.run_handler(session, str(tiny_clip), [], "", "sum-prob", "", 0, 4, 200)
     assert info.value.message == app.MSG_NO_TEMPLATE
     app.discard_session(session)
+
+
+# --------------------------------------------------------------------------- shared store
+def test_uploads_reach_the_shared_store_only_when_saved(tmp_path):
+    from biastest.store import DatasetStore, retrieve_images
+
+    store = DatasetStore(tmp_path / "store")
+    handlers = app.VQAApp(store)
+    alice = _session()
+    alice, _ = app.add_uploads(alice, [_save(_rgb((120, 0, 0)), tmp_path / "a1.png"),
+                                       _save(_rgb((121, 0, 0)), tmp_path / "a2.png")], "woman")
+    assert retrieve_images(store, ["woman"]).per_term == {"woman": 0}  # private until saved
+    bob = _session()
+    with pytest.raises(DataError) as info:
+        app.retrieve_from_store(bob, store, 5)
+    assert info.value.message == app.MSG_STORE_EMPTY_FOR_SPEC
+    out = handlers.save_handler(alice)
+    alice = out[0]
+    assert out[1] == app.escape(app.MSG_SAVED.format(count=2))
+    assert list(out[2]["in the shared store"]) == [0, 2]  # coverage table: man 0, woman 2
+    with pytest.raises(gr.Error) as err:
+        handlers.save_handler(alice)
+    assert err.value.message == app.MSG_NOTHING_TO_SAVE
+    stored = retrieve_images(store, ["woman"]).images
+    assert {i.sha256 for i in stored} == {i.sha256 for i in alice["images"]}
+    assert {i.source for i in stored} == {"upload"}
+    bob, md = app.retrieve_from_store(bob, store, 1)  # at most one per term
+    assert md == app.escape(app.MSG_RETRIEVED.format(added=1, already=0))
+    assert [(i.image_term, i.source) for i in bob["images"]] == [("woman", "store")]
+    assert bob["images"][0].provenance["store_id"] in {i.id for i in stored}
+    assert bob["dir"] != alice["dir"]
+    bob, md = app.retrieve_from_store(bob, store, 5)
+    assert md == app.escape(app.MSG_RETRIEVED.format(added=1, already=1))
+    with pytest.raises(DataError) as info:  # pictures taken from the store are not saved back
+        app.save_to_store(bob, store)
+    assert info.value.message == app.MSG_NOTHING_TO_SAVE
+    for s in (alice, bob):
+        app.discard_session(s)

@@ -19,15 +19,17 @@ components.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
-from biastest.errors import DataError, GenerationError, MethodError, SpecError
+from biastest.errors import DataError, GenerationError, MethodError, SpecError, StoreError
 from biastest.generate.prompts import IMAGE_PROMPTS
 from biastest.metrics.vlm_score import (
     COMBINE_CHOICES,
@@ -50,12 +52,15 @@ from biastest.ui.spec_step import (
     validate_message,
 )
 
+log = logging.getLogger("biastest.ui.vqa")
+
 __all__ = [
     "GEN_COMPATIBLE",
     "GEN_LOCAL",
     "GEN_OPENAI",
     "MAX_SESSION_IMAGES",
     "MODEL_SUGGESTIONS",
+    "VQAApp",
     "add_generated",
     "add_image",
     "add_uploads",
@@ -68,7 +73,9 @@ __all__ = [
     "new_session",
     "remove_image",
     "results_view",
+    "retrieve_from_store",
     "run_core",
+    "save_to_store",
     "session_root",
 ]
 
@@ -123,12 +130,22 @@ MSG_DROPPED_IMAGES = (
     "{count} image(s) made for terms that are not in the new specification were set aside: {terms}."
 )
 MSG_RUN_FIRST = "Run the test in step 2 first."
+MSG_RETRIEVED = "Took {added} picture(s) from the shared store ({already} were already among the test images)."
+MSG_STORE_EMPTY_FOR_SPEC = (
+    "The shared store has no pictures for these image terms yet. Generate or upload some instead."
+)
+MSG_NOTHING_TO_SAVE = "There are no new uploaded or generated pictures to save: all are already in the shared store."
+MSG_SAVED = (
+    "Saved {count} picture(s) to the shared store. Everyone who uses this store can now retrieve them for their "
+    "tests."
+)
 
 
 # --------------------------------------------------------------------------- session and its images
 def new_session() -> dict[str, Any]:
     """A fresh per-user session (what ``gr.State`` holds); no folder until the first image."""
-    return {"spec": None, "dir": None, "images": [], "selected": None, "result": None, "settings": None}
+    return {"spec": None, "dir": None, "images": [], "saved": [], "selected": None, "result": None,
+            "settings": None}
 
 
 def _copy(session: dict[str, Any] | None) -> dict[str, Any]:
@@ -136,6 +153,7 @@ def _copy(session: dict[str, Any] | None) -> dict[str, Any]:
     if session:
         base.update(session)
     base["images"] = list(base["images"])
+    base["saved"] = list(base.get("saved") or [])
     return base
 
 
@@ -224,7 +242,7 @@ def add_image(
     digest = hashlib.sha256(png).hexdigest()
     for img in session["images"]:
         if img.sha256 == digest:
-            raise DataError(MSG_DUPLICATE.format(name=name, term=img.image_term))
+            raise DataError(MSG_DUPLICATE.format(name=name, term=img.image_term), duplicate=True)
     root = session_root(session)
     rel = f"images/{digest}.png"
     _write_atomic(root / rel, png)
@@ -301,14 +319,85 @@ def gallery_items(session: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def coverage_view(session: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
-    """Rows and Markdown of images per image term (with a hint where few)."""
+def store_counts(store, spec: BiasSpec | None) -> dict[str, int] | None:
+    """Pictures per image term in the shared store (None without a store)."""
+    if store is None or spec is None:
+        return None
+    from biastest.store import retrieve_images
+
+    return dict(retrieve_images(store, list(spec.group_terms)).per_term)
+
+
+def coverage_view(session: dict[str, Any], store=None) -> tuple[list[dict[str, Any]], str]:
+    """Rows and Markdown of images per image term (with a hint where few), and the store's counts."""
     spec = session.get("spec")
     if spec is None:
         return [], ""
     rows = rep.coverage_rows(spec.group1, spec.group2, image_counts(session),
-                             group_names=(spec.group1_name, spec.group2_name))
+                             group_names=(spec.group1_name, spec.group2_name),
+                             store_counts=store_counts(store, spec))
     return rows, rep.coverage_markdown(rows) if session.get("images") else escape(MSG_NO_IMAGES_YET)
+
+
+# --------------------------------------------------------------------------- shared store
+def retrieve_from_store(session: dict[str, Any], store, per_term: Any) -> tuple[dict[str, Any], str]:
+    """Copy up to ``per_term`` pictures per image term from the shared store into the session.
+
+    Pictures are taken in store order (no randomness); each is validated and
+    normalised like an upload; the store's record is kept in the provenance.
+    """
+    from biastest.store import retrieve_images
+
+    new = _copy(session)
+    spec = _spec(new)
+    limit = _int_in(per_term, name="Pictures per term", low=1, high=MAX_SESSION_IMAGES)
+    found = retrieve_images(store, list(spec.group_terms))
+    if not found.images:
+        raise DataError(MSG_STORE_EMPTY_FOR_SPEC)
+    taken: dict[str, int] = {}
+    added = already = 0
+    problems = []
+    for rec in found.images:
+        term = _canonical_term(spec, rec.image_term)
+        if taken.get(term, 0) >= limit:
+            continue
+        taken[term] = taken.get(term, 0) + 1
+        if any(i.provenance.get("store_id") == rec.id for i in new["images"]):
+            already += 1
+            continue
+        try:
+            add_image(new, store.read_image(rec), name=Path(rec.path).name, term=term, generator=rec.generator,
+                      source_kind="store", prompt=rec.prompt, model=rec.model, seed=rec.seed,
+                      provenance={"store_id": rec.id, "store_path": rec.path, "store_source": rec.source,
+                                  "store_provenance": dict(rec.provenance or {})})
+            added += 1
+        except DataError as exc:
+            if exc.details.get("duplicate"):
+                already += 1
+            else:
+                problems.append(exc.message)
+    lines = [escape(MSG_RETRIEVED.format(added=added, already=already))]
+    lines += [f"- {escape(m)}" for m in problems]
+    return new, "\n".join(lines)
+
+
+def save_to_store(session: dict[str, Any], store) -> tuple[dict[str, Any], str]:
+    """Save the session's uploaded and generated pictures to the shared store (all validated before any write)."""
+    new = _copy(session)
+    _spec(new)
+    todo = [i for i in new["images"] if i.source in ("upload", "generated") and i.sha256 not in new["saved"]]
+    if not todo:
+        raise DataError(MSG_NOTHING_TO_SAVE)
+    root = session_root(new)
+    items = [
+        ((root / i.path).read_bytes(),
+         {"image_term": i.image_term, "prompt": i.prompt, "generator": i.generator, "model": i.model, "seed": i.seed,
+          "source": i.source, "spec_name": i.spec_name, "provenance": dict(i.provenance)})
+        for i in todo
+    ]
+    store.add_images(items)
+    new["saved"] = [*new["saved"], *(i.sha256 for i in todo)]
+    return new, MSG_SAVED.format(count=len(todo))
 
 
 # --------------------------------------------------------------------------- generation
@@ -525,49 +614,106 @@ def coverage_frame(rows: list[dict[str, Any]]):
     """The coverage rows as a DataFrame (fixed columns, also when empty)."""
     import pandas as pd
 
-    return pd.DataFrame(rows, columns=["image term", "group", "images in this test", "status"])
+    cols = ["image term", "group", "images in this test"]
+    if rows and "in the shared store" in rows[0]:
+        cols.append("in the shared store")
+    return pd.DataFrame(rows, columns=[*cols, "status"])
 
 
-def _step2_view(session: dict[str, Any]) -> tuple:
-    rows, md = coverage_view(session)
-    return coverage_frame(rows), md, gallery_items(session)
+class VQAApp:
+    """The step-2 handlers, bound to the shared store (a service built once per process, never user data).
 
+    Parameters
+    ----------
+    store : DatasetStore, optional
+        The shared store. Default: a :class:`~biastest.store.DatasetStore` at
+        its default folder, opened on first use.
+    use_store : bool
+        False: no shared store at all (no retrieval, no saving).
+    """
 
-@user_errors
-def confirm_handler(session, library, g1, g2, a1, a2):
-    """Step 1 → step 2: inline ⚠️ message (and a toast) on a problem; unlock the images tab otherwise."""
-    try:
-        new, msg = confirm_spec(session, library, g1, g2, a1, a2)
-    except (SpecError, DataError) as exc:
-        gr.Warning(exc.message)
-        skip = gr.skip()
-        return (session, f"⚠️ {escape(exc.message)}", *(skip,) * 7)
-    tabs, tab2 = unlock_step("data")
-    terms = list(new["spec"].group_terms)
-    return (new, msg, tabs, tab2, gr.Tab(interactive=False), gr.update(choices=terms, value=terms[0]),
-            *_step2_view(new))
+    def __init__(self, store=None, *, use_store: bool = True) -> None:
+        self._store = store
+        self._use_store = use_store or store is not None
+        self._lock = threading.Lock()
 
+    @property
+    def has_store(self) -> bool:
+        return self._use_store
 
-@user_errors
-def upload_handler(session, files, term):
-    """Add uploaded pictures for one image term: inline report; a toast when some or all were refused."""
-    try:
-        new, md = add_uploads(session, files, term)
-    except DataError as exc:
-        gr.Warning(exc.message)
-        return (session, f"⚠️ {escape(exc.message)}", gr.skip(), gr.skip(), gr.skip(), gr.skip())
-    if "bt-warn" in md:
-        gr.Warning(MSG_UPLOAD_PROBLEMS.format(count=md.count("\n- ")))
-    return (new, md, None, *_step2_view(new))
+    def store(self):
+        """The shared store (opened on first use); None when the app has none."""
+        if not self._use_store:
+            return None
+        with self._lock:
+            if self._store is None:
+                from biastest.store import DatasetStore
 
+                self._store = DatasetStore(writer="app_vqa")
+            return self._store
 
-@user_errors
-def generate_handler(session, source, api_key, base_url, model, local_model, size, per_term, prompt_name, seed,
-                     progress=gr.Progress()):
-    """Generate the missing images for every image term (the key is used for this request only)."""
-    new, md = generate_core(session, source, api_key, base_url, model, local_model, size, per_term, prompt_name,
-                            seed, progress=progress_callback(progress))
-    return (new, md, *_step2_view(new))
+    def _store_or_none(self):
+        try:
+            return self.store()
+        except StoreError:
+            log.warning("the shared store cannot be opened; counts are shown without it", exc_info=True)
+            return None
+
+    def step2_view(self, session: dict[str, Any]) -> tuple:
+        rows, md = coverage_view(session, self._store_or_none())
+        return coverage_frame(rows), md, gallery_items(session)
+
+    @user_errors
+    def confirm_handler(self, session, library, g1, g2, a1, a2):
+        """Step 1 → step 2: inline ⚠️ message (and a toast) on a problem; unlock the images tab otherwise."""
+        try:
+            new, msg = confirm_spec(session, library, g1, g2, a1, a2)
+        except (SpecError, DataError) as exc:
+            gr.Warning(exc.message)
+            skip = gr.skip()
+            return (session, f"⚠️ {escape(exc.message)}", *(skip,) * 7)
+        tabs, tab2 = unlock_step("data")
+        terms = list(new["spec"].group_terms)
+        return (new, msg, tabs, tab2, gr.Tab(interactive=False), gr.update(choices=terms, value=terms[0]),
+                *self.step2_view(new))
+
+    @user_errors
+    def upload_handler(self, session, files, term):
+        """Add uploaded pictures for one image term: inline report; a toast when some or all were refused."""
+        try:
+            new, md = add_uploads(session, files, term)
+        except DataError as exc:
+            gr.Warning(exc.message)
+            return (session, f"⚠️ {escape(exc.message)}", gr.skip(), gr.skip(), gr.skip(), gr.skip())
+        if "bt-warn" in md:
+            gr.Warning(MSG_UPLOAD_PROBLEMS.format(count=md.count("\n- ")))
+        return (new, md, None, *self.step2_view(new))
+
+    @user_errors
+    def generate_handler(self, session, source, api_key, base_url, model, local_model, size, per_term, prompt_name,
+                         seed, progress=gr.Progress()):
+        """Generate the missing images for every image term (the key is used for this request only)."""
+        new, md = generate_core(session, source, api_key, base_url, model, local_model, size, per_term, prompt_name,
+                                seed, progress=progress_callback(progress))
+        return (new, md, *self.step2_view(new))
+
+    @user_errors
+    def remove_handler(self, session):
+        """Remove the selected gallery image."""
+        new, msg = remove_image(session, (session or {}).get("selected"))
+        return (new, escape(msg), *self.step2_view(new))
+
+    @user_errors
+    def retrieve_handler(self, session, per_term):
+        """Copy pictures from the shared store into this session."""
+        new, md = retrieve_from_store(session, self.store(), per_term)
+        return (new, md, *self.step2_view(new))
+
+    @user_errors
+    def save_handler(self, session):
+        """Save this session's uploaded and generated pictures to the shared store."""
+        new, msg = save_to_store(session, self.store())
+        return (new, escape(msg), *self.step2_view(new))
 
 
 @user_errors
@@ -579,13 +725,6 @@ def gallery_select_handler(session, evt: gr.SelectData):
         else None
     md = "" if img is None else f"Selected: an image of **{escape(img.image_term)}** ({escape(img.source)})."
     return new, md
-
-
-@user_errors
-def remove_handler(session):
-    """Remove the selected gallery image."""
-    new, msg = remove_image(session, (session or {}).get("selected"))
-    return (new, escape(msg), *_step2_view(new))
 
 
 @user_errors
@@ -695,8 +834,18 @@ if (!window.__btVqaTimer) { window.__btVqaTimer = setInterval(attach, 300); }
 """
 
 
-def build_demo() -> gr.Blocks:
-    """The app's Blocks (no queue, no launch: :func:`biastest.ui.serve.configure_queue` does that)."""
+def build_demo(*, store=None, use_store: bool = True) -> gr.Blocks:
+    """The app's Blocks (no queue, no launch: :func:`biastest.ui.serve.configure_queue` does that).
+
+    Parameters
+    ----------
+    store : DatasetStore, optional
+        The shared store to retrieve pictures from and save them to (default:
+        the store at ``$BIASTEST_DATA_DIR``, opened on first use).
+    use_store : bool
+        False hides retrieval and saving (no shared store at all).
+    """
+    handlers = VQAApp(store, use_store=use_store)
     with gr.Blocks(title="biastest · vision-language models") as demo:
         session = gr.State(new_session(), delete_callback=discard_session)
         gr.Markdown(HEADER, elem_id="app-header")
@@ -723,6 +872,19 @@ def build_demo() -> gr.Blocks:
                 coverage_md = gr.Markdown("", elem_id="coverage-summary")
                 coverage_df = gr.Dataframe(label="Images per image term", interactive=False,
                                            elem_id="coverage-table")
+                with gr.Accordion("Pictures from the shared store", open=False, visible=handlers.has_store,
+                                  elem_id="store-section"):
+                    gr.Markdown(
+                        "The shared store holds pictures that users of this server saved for others (the column "
+                        "“in the shared store” above counts them). They are copied into your test; nothing in the "
+                        "store changes.",
+                        elem_classes=["bt-hint"],
+                    )
+                    with gr.Row():
+                        store_n = gr.Number(10, precision=0, label="Pictures per image term (at most)",
+                                            elem_id="store-per-term")
+                        store_btn = gr.Button("Take pictures from the shared store", elem_id="store-retrieve")
+                    store_md = gr.Markdown("", elem_id="store-message")
                 with gr.Accordion("Upload your own pictures", open=True, elem_id="upload-section"):
                     gr.Markdown(
                         "Choose the image term the pictures show, pick the files (PNG, JPEG, WebP, GIF, BMP, TIFF) "
@@ -766,6 +928,8 @@ def build_demo() -> gr.Blocks:
                                      allow_preview=False, elem_id="image-gallery")
                 with gr.Row():
                     remove_btn = gr.Button("Remove the selected image", elem_id="remove-image")
+                    save_btn = gr.Button("Save my uploaded and generated pictures to the shared store",
+                                         visible=handlers.has_store, elem_id="save-to-store")
                 gallery_md = gr.Markdown("", elem_id="gallery-message")
 
                 gr.Markdown("### The model to test")
@@ -832,17 +996,20 @@ def build_demo() -> gr.Blocks:
         for box in spec_in.term_boxes:
             box.blur(user_errors(validate_message), spec_boxes, spec_in.message, queue=False)
         step2_view = [coverage_df, coverage_md, gallery]
-        next1.click(confirm_handler, [session, *spec_boxes],
+        next1.click(handlers.confirm_handler, [session, *spec_boxes],
                     [session, spec_in.message, tabs, tab2, tab3, upload_term, *step2_view])
-        upload_btn.click(upload_handler, [session, upload_files, upload_term],
+        upload_btn.click(handlers.upload_handler, [session, upload_files, upload_term],
                          [session, upload_md, upload_files, *step2_view])
         gen_source.change(on_generator, gen_source, [gen_key, gen_url, gen_model, gen_local, gen_size], queue=False)
-        gen_btn.click(generate_handler,
+        gen_btn.click(handlers.generate_handler,
                       [session, gen_source, gen_key, gen_url, gen_model, gen_local, gen_size, gen_n, gen_prompt,
                        gen_seed],
                       [session, gen_md, *step2_view], concurrency_id="vqa-generate", concurrency_limit=1)
         gallery.select(gallery_select_handler, session, [session, gallery_md], queue=False)
-        remove_btn.click(remove_handler, session, [session, gallery_md, *step2_view])
+        remove_btn.click(handlers.remove_handler, session, [session, gallery_md, *step2_view])
+        store_btn.click(handlers.retrieve_handler, [session, store_n], [session, store_md, *step2_view])
+        save_btn.click(handlers.save_handler, session, [session, gallery_md, *step2_view],
+                       concurrency_id="vqa-store", concurrency_limit=1)
         result_outputs = [summary_md, bars, grid, table, pick, picked, picked_md, csv_btn, json_btn]
         run_btn.click(run_handler,
                       [session, model_id, templates, custom_template, combine, question, seed, batch, n_boot],
@@ -854,7 +1021,8 @@ def build_demo() -> gr.Blocks:
         # New bias test: back to step 1, every input and output cleared, a fresh session (old images deleted)
         resets: list[tuple[Any, Any]] = [
             (spec_in.library, CUSTOM), *((b, "") for b in spec_in.term_boxes), (spec_in.message, ""),
-            (coverage_md, ""), (coverage_df, coverage_frame([])), (upload_term, gr.update(choices=[], value=None)),
+            (coverage_md, ""), (coverage_df, coverage_frame([])), (store_n, 10), (store_md, ""),
+            (upload_term, gr.update(choices=[], value=None)),
             (upload_files, None), (upload_md, ""), (gen_source, GEN_OPENAI), (gen_key, ""), (gen_url, ""),
             (gen_model, DEFAULT_OPENAI_IMAGE_MODEL), (gen_local, ""), (gen_size, "1024x1024"), (gen_n, 4),
             (gen_prompt, "portrait"), (gen_seed, 0), (gen_md, ""), (gallery, []), (gallery_md, ""),
