@@ -1,0 +1,999 @@
+"""Bayesian estimate of cosine-distance bias with control groups.
+
+Reference: A. Dobrzeniecka and R. Urbaniak, *A Bayesian approach to
+uncertainty in word embedding bias estimation* (seed ``002``: "A bayesian
+method of cosine-based word2vec bias estimation"); companion code
+github.com/efemeryds/Bayesian-analysis-for-NLP-bias (MIT).
+
+Instead of means of means (WEAT, MAC), every (protected word, attribute word)
+pair is one data row carrying its cosine **distance** ``d = 1 − cos(t, a)``
+and its *connection* to the protected word:
+
+``associated``
+    the attribute is a stereotype of this word's own group (group 1 ↔
+    attribute list 1, group 2 ↔ attribute list 2);
+``different``
+    the attribute is a stereotype of the other group;
+``human``
+    a neutral human attribute (control);
+``none``
+    a neutral word (control).
+
+Two models are offered (:data:`BAYES_MODELS`):
+
+``additive`` (the seed's model)
+    ``d_i ~ Normal(m[word_i] + co[connection_i], σ)``, ``m ~ N(1, 0.5)``,
+    ``co ~ N(0, 1)``, ``σ ~ HalfCauchy(1)``.
+``hierarchical`` (the authors' final model)
+    ``d_i ~ Normal(μ[word_i, connection_i], σ[connection_i])``,
+    ``μ[w, c] ~ N(M[c], τ[c])`` (per-word means per connection, partially
+    pooled toward connection-level means), ``M[c] ~ N(1, 0.3)``,
+    ``τ[c] ~ Exponential(2)``, ``σ[c] ~ Exponential(2)``; sampled in the
+    variably centred form (:func:`centering_weights`), which leaves the
+    posterior unchanged.
+
+Both likelihoods are evaluated through the exact per-cell sufficient
+statistics (count, mean, sum of squared deviations of the rows of each
+(word, connection) cell), which equals the row-wise Normal log-likelihood
+(tests check this) and makes the cost independent of the number of rows.
+
+The read-outs are posterior means with 89% **highest posterior density**
+intervals (ArviZ ``hdi``; the original plots drew percentile intervals and
+called them HPDI), the contrasts ``associated − none`` and
+``associated − human`` (and ``associated − different``) per protected word
+and overall, R-hat, bulk and tail effective sample sizes (ArviZ) and the number
+of divergent transitions. A smaller distance means "closer", so a bias in the
+stereotyped direction shows as a **negative** contrast; it is called credible
+only where the whole 89% interval lies below 0.
+
+Sampler: NumPyro's NUTS on JAX, chosen by measurement (``benchmarks/bench_bayes.py``
+and ``STACK.md``): it reaches R-hat ≤ 1.01 on ~5,000 rows in a few seconds on 2
+CPU cores, where PyMC needs a compile step and Pyro runs chains one after the
+other.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from biastest.errors import DataError, EmbeddingError, MethodError
+from biastest.provenance import provenance
+
+__all__ = [
+    "BAYES_MODELS",
+    "CONNECTIONS",
+    "CONTRASTS",
+    "HDI_PROB",
+    "BayesModelInfo",
+    "BayesResult",
+    "ControlLists",
+    "DistanceData",
+    "build_distance_data",
+    "cell_statistics",
+    "centering_weights",
+    "configure_parallel_chains",
+    "cosine_distance",
+    "fit_bayes",
+    "load_controls",
+    "row_log_likelihood",
+    "sample_cell_posterior",
+    "sufficient_log_likelihood",
+]
+
+CONNECTIONS: tuple[str, ...] = ("associated", "different", "human", "none")
+"""Connection types, in the order used for every array axis."""
+
+CONTRASTS: tuple[tuple[str, str], ...] = (
+    ("associated", "none"),
+    ("associated", "human"),
+    ("associated", "different"),
+)
+"""Contrasts reported (first minus second); the first two are the seed's."""
+
+HDI_PROB = 0.89
+"""Probability mass of the highest posterior density intervals (the seed's 89%)."""
+
+MSG_UNKNOWN_MODEL = "There is no Bayesian model called '{name}'. Choose one of: {choices}."
+MSG_NO_VECTOR_LIST = (
+    "None of the words in {list_name} has a vector in this embedding ({missing}). "
+    "Use words the embedding knows (for GloVe: lower-case single words)."
+)
+MSG_EMPTY_CONTROL = "The control list '{list_name}' is empty. The Bayesian estimate needs both control lists."
+MSG_ZERO_VECTOR = "The word '{word}' has an all-zero vector, so its cosine distance is undefined. Remove it."
+MSG_WORD_IN_TWO_ROLES = (
+    "The word '{word}' is both a protected word and an attribute. Use each word in one role only."
+)
+MSG_BAD_VECTOR_SHAPE = (
+    "The vector of '{word}' has shape {shape}, but the others have {expected} numbers. "
+    "All words must come from the same embedding."
+)
+MSG_BAD_SAMPLER_SETTINGS = (
+    "The sampler settings are out of range: draws={draws}, tune={tune}, chains={chains}. "
+    "Use at least 100 draws, 100 tuning steps and 1 chain (at most 8 chains)."
+)
+MSG_NOT_FINITE = (
+    "The sampler produced non-finite values for {name}. The data may be degenerate "
+    "(for example all distances identical); check the word lists."
+)
+
+_CONTROL_FILES = {"human": "human_neutral.json", "none": "neutral_words.json"}
+
+
+# ---------------------------------------------------------------------------
+# Models
+
+
+@dataclass(frozen=True)
+class BayesModelInfo:
+    """A named Bayesian model with a printable statement of its priors.
+
+    Attributes
+    ----------
+    name : str
+        Identifier passed to :func:`fit_bayes` (``"additive"``, ``"hierarchical"``).
+    title : str
+        Short human title.
+    likelihood : str
+        The data model, one line.
+    priors : tuple of (str, str)
+        ``(parameter, prior)`` pairs.
+    notes : str
+        What the parameters mean, in plain words.
+    reference : str
+        Where the model comes from.
+    """
+
+    name: str
+    title: str
+    likelihood: str
+    priors: tuple[tuple[str, str], ...]
+    notes: str
+    reference: str
+
+    def describe(self) -> str:
+        """Return a multi-line plain-text description (what the app shows)."""
+        lines = [f"{self.title} ({self.name})", f"  {self.likelihood}"]
+        lines += [f"  {p} ~ {prior}" for p, prior in self.priors]
+        lines += [f"  {self.notes}", f"  Reference: {self.reference}"]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form."""
+        return {
+            "name": self.name,
+            "title": self.title,
+            "likelihood": self.likelihood,
+            "priors": [list(p) for p in self.priors],
+            "notes": self.notes,
+            "reference": self.reference,
+            "description": self.describe(),
+        }
+
+
+BAYES_MODELS: dict[str, BayesModelInfo] = {
+    "additive": BayesModelInfo(
+        name="additive",
+        title="Seed model: protected-word baseline plus connection effect",
+        likelihood="distance_i ~ Normal(m[word_i] + co[connection_i], sigma)",
+        priors=(("m[word]", "Normal(1, 0.5)"), ("co[connection]", "Normal(0, 1)"), ("sigma", "HalfCauchy(0, 1)")),
+        notes=(
+            "m is each protected word's baseline distance, co shifts it by connection type; a connection "
+            "effect is shared by all protected words, so per-word contrasts equal the overall contrast."
+        ),
+        reference="seed 002 (A bayesian method of cosine-based word2vec bias estimation), eqs. (1)-(5)",
+    ),
+    "hierarchical": BayesModelInfo(
+        name="hierarchical",
+        title="Authors' hierarchical model: per-word means per connection, partially pooled",
+        likelihood="distance_i ~ Normal(mu[word_i, connection_i], sigma[connection_i])",
+        priors=(
+            ("mu[word, connection]", "Normal(M[connection], tau[connection])"),
+            ("M[connection]", "Normal(1, 0.3)"),
+            ("tau[connection]", "Exponential(2)"),
+            ("sigma[connection]", "Exponential(2)"),
+        ),
+        notes=(
+            "mu is the expected distance between one protected word and one kind of attribute; words of "
+            "the same connection share strength through M (the connection-level mean) and tau (its spread)."
+        ),
+        reference="Dobrzeniecka & Urbaniak, A Bayesian approach to uncertainty in word embedding bias estimation",
+    ),
+}
+
+
+# ---------------------------------------------------------------------------
+# Data
+
+
+@dataclass(frozen=True)
+class ControlLists:
+    """The shipped control lists: neutral human attributes and neutral words."""
+
+    human: tuple[str, ...]
+    none: tuple[str, ...]
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form."""
+        return {"human": list(self.human), "none": list(self.none), "source": self.source}
+
+
+def load_controls() -> ControlLists:
+    """Load the shipped control lists (``biastest/data/controls``).
+
+    Returns
+    -------
+    ControlLists
+        85 neutral human attributes and 226 neutral words, as used by
+        Dobrzeniecka & Urbaniak (see ``biastest/data/controls/README.md``).
+    """
+    folder = resources.files("biastest") / "data" / "controls"
+    loaded = {}
+    source = ""
+    for key, name in _CONTROL_FILES.items():
+        doc = json.loads((folder / name).read_text(encoding="utf-8"))
+        loaded[key] = tuple(doc["words"])
+        source = doc["source"]
+    return ControlLists(human=loaded["human"], none=loaded["none"], source=source)
+
+
+def cosine_distance(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Cosine distance ``1 − u·v / (‖u‖ ‖v‖)`` between rows of ``u`` and rows of ``v``.
+
+    Parameters
+    ----------
+    u : ndarray, shape (n, d)
+    v : ndarray, shape (m, d)
+
+    Returns
+    -------
+    ndarray, shape (n, m)
+        Distances in ``[0, 2]``. Zero-norm rows must be rejected by the caller.
+    """
+    u = np.asarray(u, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    un = u / np.linalg.norm(u, axis=1, keepdims=True)
+    vn = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return 1.0 - un @ vn.T
+
+
+@dataclass(frozen=True, eq=False)
+class DistanceData:
+    """Rows ``(protected word, attribute word, connection, cosine distance)``.
+
+    Attributes
+    ----------
+    protected_words : tuple of str
+        Protected words kept (with a vector), group 1 first.
+    word_groups : tuple of int
+        1 or 2, the group of each protected word.
+    group_names, attribute_names : tuple of str
+        Names of the two groups and of their stereotype attribute lists.
+    word_index, connection_index : ndarray of int
+        Per row: index into ``protected_words`` and into :data:`CONNECTIONS`.
+    attributes : tuple of str
+        Per row: the attribute (or control) word.
+    distance : ndarray of float
+        Per row: cosine distance ``1 − cos``.
+    missing : tuple of str
+        Words (of any list) without a vector; they were left out.
+    excluded_controls : tuple of str
+        Control words left out because they also occur in the spec.
+    control_source : str
+        Provenance of the control lists.
+    """
+
+    protected_words: tuple[str, ...]
+    word_groups: tuple[int, ...]
+    group_names: tuple[str, str]
+    attribute_names: tuple[str, str]
+    word_index: np.ndarray
+    connection_index: np.ndarray
+    attributes: tuple[str, ...]
+    distance: np.ndarray
+    missing: tuple[str, ...]
+    excluded_controls: tuple[str, ...]
+    control_source: str
+
+    @property
+    def n_rows(self) -> int:
+        """Number of data rows."""
+        return int(self.distance.shape[0])
+
+    def counts(self) -> dict[str, int]:
+        """Rows per connection type."""
+        return {c: int(np.sum(self.connection_index == k)) for k, c in enumerate(CONNECTIONS)}
+
+    def records(self) -> list[dict[str, Any]]:
+        """Tidy rows (for CSV export and plotting)."""
+        return [
+            {
+                "protected_word": self.protected_words[w],
+                "group": self.group_names[self.word_groups[w] - 1],
+                "attribute": a,
+                "connection": CONNECTIONS[c],
+                "distance": float(d),
+            }
+            for w, c, a, d in zip(
+                self.word_index.tolist(), self.connection_index.tolist(), self.attributes, self.distance.tolist(),
+                strict=True,
+            )
+        ]
+
+    def summary(self) -> dict[str, Any]:
+        """Small JSON-able description (no rows)."""
+        return {
+            "n_rows": self.n_rows,
+            "rows_per_connection": self.counts(),
+            "protected_words": list(self.protected_words),
+            "word_groups": list(self.word_groups),
+            "group_names": list(self.group_names),
+            "attribute_names": list(self.attribute_names),
+            "missing": list(self.missing),
+            "excluded_controls": list(self.excluded_controls),
+            "control_source": self.control_source,
+        }
+
+
+def _dedupe(words: Sequence[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for w in words:
+        if w not in seen:
+            seen.add(w)
+            out.append(w)
+    return out
+
+
+def build_distance_data(
+    *,
+    group1: Sequence[str],
+    group2: Sequence[str],
+    attributes1: Sequence[str],
+    attributes2: Sequence[str],
+    vectors: Mapping[str, np.ndarray],
+    human: Sequence[str] | None = None,
+    none: Sequence[str] | None = None,
+    group_names: tuple[str, str] = ("group 1", "group 2"),
+    attribute_names: tuple[str, str] = ("attributes 1", "attributes 2"),
+    control_source: str | None = None,
+) -> DistanceData:
+    """Build one row per (protected word, attribute word) with its connection.
+
+    ``d(t, a) = 1 − cos(t, a)``; the connection of ``a`` to a protected word
+    ``t`` of group ``g`` is ``associated`` if ``a`` is in attribute list ``g``,
+    ``different`` if in the other attribute list, ``human`` / ``none`` for the
+    control lists (Dobrzeniecka & Urbaniak).
+
+    Parameters
+    ----------
+    group1, group2 : sequence of str
+        Protected words of the two groups.
+    attributes1, attributes2 : sequence of str
+        Stereotype attributes of group 1 and of group 2.
+    vectors : mapping str -> ndarray
+        Word → vector. Words absent from it are recorded in ``missing``.
+    human, none : sequence of str, optional
+        Control lists; default: the shipped lists (:func:`load_controls`).
+        Control words that also occur in the spec are left out (recorded).
+    group_names, attribute_names : tuple of str
+        Names shown in results.
+    control_source : str, optional
+        Provenance of custom control lists.
+
+    Returns
+    -------
+    DistanceData
+
+    Raises
+    ------
+    EmbeddingError
+        A list has no word with a vector, a vector is all zeros, or vectors
+        have different lengths.
+    DataError
+        A control list is empty, or a word is both protected word and attribute.
+    """
+    if human is None or none is None:
+        shipped = load_controls()
+        human = shipped.human if human is None else human
+        none = shipped.none if none is None else none
+        control_source = control_source or shipped.source
+    control_source = control_source or "user-supplied control lists"
+
+    g1, g2, a1, a2 = (_dedupe(x) for x in (group1, group2, attributes1, attributes2))
+    protected = set(g1) | set(g2)
+    attrs = set(a1) | set(a2)
+    for w in g1 + g2:
+        if w in attrs:
+            raise DataError(MSG_WORD_IN_TWO_ROLES.format(word=w), word=w)
+    spec_words = protected | attrs
+    excluded: list[str] = []
+    controls: dict[str, list[str]] = {}
+    for key, words, label in (("human", human, "neutral human attributes"), ("none", none, "neutral words")):
+        kept = []
+        for w in _dedupe(words):
+            if w in spec_words or (key == "none" and w in set(human)):
+                excluded.append(w)
+            else:
+                kept.append(w)
+        if not list(words):
+            raise DataError(MSG_EMPTY_CONTROL.format(list_name=label), list_name=label)
+        controls[key] = kept
+
+    missing: list[str] = []
+    dim: list[int] = []
+
+    def present(words: list[str], list_name: str, *, required: bool = True) -> list[str]:
+        kept = []
+        for w in words:
+            v = vectors.get(w)
+            if v is None:
+                missing.append(w)
+                continue
+            arr = np.asarray(v)
+            if arr.ndim != 1 or (dim and arr.shape[0] != dim[0]):
+                raise EmbeddingError(
+                    MSG_BAD_VECTOR_SHAPE.format(word=w, shape=arr.shape, expected=dim[0] if dim else "?"), word=w
+                )
+            if not dim:
+                dim.append(arr.shape[0])
+            if not np.any(arr):
+                raise EmbeddingError(MSG_ZERO_VECTOR.format(word=w), word=w)
+            kept.append(w)
+        if required and not kept:
+            shown = ", ".join(words[:8]) + (" …" if len(words) > 8 else "")
+            raise EmbeddingError(MSG_NO_VECTOR_LIST.format(list_name=list_name, missing=shown), list_name=list_name)
+        return kept
+
+    g1 = present(g1, group_names[0])
+    g2 = present(g2, group_names[1])
+    a1 = present(a1, attribute_names[0])
+    a2 = present(a2, attribute_names[1])
+    hu = present(controls["human"], "neutral human attributes")
+    no = present(controls["none"], "neutral words")
+
+    pw = g1 + g2
+    groups = [1] * len(g1) + [2] * len(g2)
+    pw_vec = np.stack([np.asarray(vectors[w], dtype=np.float64) for w in pw])
+    targets = a1 + a2 + hu + no
+    t_vec = np.stack([np.asarray(vectors[w], dtype=np.float64) for w in targets])
+    dist = cosine_distance(pw_vec, t_vec)  # (P, T)
+    kind = ["a1"] * len(a1) + ["a2"] * len(a2) + ["human"] * len(hu) + ["none"] * len(no)
+
+    w_idx, c_idx, att, d = [], [], [], []
+    for i, g in enumerate(groups):
+        for j, k in enumerate(kind):
+            if k in ("a1", "a2"):
+                conn = "associated" if (k == "a1") == (g == 1) else "different"
+            else:
+                conn = k
+            w_idx.append(i)
+            c_idx.append(CONNECTIONS.index(conn))
+            att.append(targets[j])
+            d.append(dist[i, j])
+    return DistanceData(
+        protected_words=tuple(pw),
+        word_groups=tuple(groups),
+        group_names=(str(group_names[0]), str(group_names[1])),
+        attribute_names=(str(attribute_names[0]), str(attribute_names[1])),
+        word_index=np.asarray(w_idx, dtype=np.int64),
+        connection_index=np.asarray(c_idx, dtype=np.int64),
+        attributes=tuple(att),
+        distance=np.asarray(d, dtype=np.float64),
+        missing=tuple(_dedupe(missing)),
+        excluded_controls=tuple(_dedupe(excluded)),
+        control_source=control_source,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Likelihood via sufficient statistics
+
+
+def cell_statistics(
+    word_index: np.ndarray, connection_index: np.ndarray, distance: np.ndarray, *, n_words: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per (word, connection) cell: count ``n``, mean ``ȳ`` and ``SS = Σ (y − ȳ)²``.
+
+    Returns
+    -------
+    n, mean, ss : ndarray, shape (n_words, 4)
+        Empty cells have ``n = 0``, ``mean = 0``, ``ss = 0`` (they add nothing
+        to the likelihood).
+    """
+    shape = (n_words, len(CONNECTIONS))
+    flat = np.ravel_multi_index((word_index, connection_index), shape)
+    size = shape[0] * shape[1]
+    n = np.bincount(flat, minlength=size).astype(np.float64)
+    s = np.bincount(flat, weights=distance, minlength=size)
+    mean = np.divide(s, n, out=np.zeros_like(s), where=n > 0)
+    ss = np.bincount(flat, weights=(distance - mean[flat]) ** 2, minlength=size)
+    return n.reshape(shape), mean.reshape(shape), ss.reshape(shape)
+
+
+def sufficient_log_likelihood(n, mean, ss, mu, sigma, xp=np):
+    """Normal log-likelihood of all rows from cell statistics (exact).
+
+    ``Σ_i log N(y_i | μ, σ) = −n log σ − (n/2) log 2π − (SS + n (ȳ − μ)²) / (2σ²)``
+    summed over cells; ``xp`` is ``numpy`` or ``jax.numpy``.
+    """
+    return xp.sum(-n * xp.log(sigma) - 0.5 * n * math.log(2 * math.pi) - (ss + n * (mean - mu) ** 2) / (2 * sigma**2))
+
+
+def row_log_likelihood(distance, mu_rows, sigma_rows) -> float:
+    """Row-by-row Normal log-likelihood (the naive form, for checking)."""
+    z = (np.asarray(distance) - mu_rows) / sigma_rows
+    return float(np.sum(-np.log(sigma_rows) - 0.5 * math.log(2 * math.pi) - 0.5 * z**2))
+
+
+# ---------------------------------------------------------------------------
+# JAX / NumPyro plumbing
+
+
+def configure_parallel_chains(chains: int) -> str:
+    """Give JAX one CPU device per chain when still possible; return the chain method.
+
+    ``numpyro.set_host_device_count`` only works **before** the JAX backend is
+    initialised (it sets ``XLA_FLAGS``). This is called lazily, right before
+    sampling, never at import: if the backend is still uninitialised it asks
+    for ``max(chains, cpu count)`` host devices; if JAX was already
+    initialised elsewhere in the process (e.g. by another library) it leaves
+    it alone. Importing torch in the same process does not initialise JAX.
+
+    Returns
+    -------
+    str
+        ``"parallel"`` when there are at least ``chains`` devices, otherwise
+        ``"sequential"`` (same draws, one chain after the other).
+    """
+    import jax
+    import numpyro
+    from jax._src import xla_bridge
+
+    if chains > 1 and not xla_bridge.backends_are_initialized():
+        numpyro.set_host_device_count(max(chains, os.cpu_count() or 1))
+    return "parallel" if chains > 1 and jax.local_device_count() >= chains else "sequential"
+
+
+def centering_weights(n: np.ndarray, mean: np.ndarray, ss: np.ndarray) -> np.ndarray:
+    """Per-cell centring weights ``κ ∈ [0, 1]`` for the hierarchical model.
+
+    The hierarchical model is sampled in the *variably centred* form
+    (Gorinova, Moore & Hoffman 2019): ``x ~ N(κ·M, τ^κ)``,
+    ``μ = M + τ^(1−κ)·(x − κ·M)``. Every κ gives exactly the same posterior of
+    ``μ``; κ only changes how easy it is for NUTS to explore. The efficient
+    choice is ``κ = τ² / (τ² + σ²/n)`` (1 = centred for cells with much data, 0 =
+    non-centred for cells with little); ``τ²`` and ``σ²`` are plugged in from
+    the data by a method-of-moments estimate per connection.
+    """
+    if n.ndim > 2:
+        return np.stack([centering_weights(n[i], mean[i], ss[i]) for i in range(n.shape[0])])
+    kappa = np.zeros_like(n)
+    for c in range(n.shape[1]):
+        has = n[:, c] > 0
+        if not np.any(has):
+            continue
+        dof = max(float(n[has, c].sum() - has.sum()), 1.0)
+        sigma2 = max(float(ss[has, c].sum()) / dof, 1e-8)
+        means = mean[has, c]
+        between = float(np.var(means, ddof=1)) if means.size > 1 else 0.0
+        tau2 = max(between - float(np.mean(sigma2 / n[has, c])), 1e-4)
+        kappa[has, c] = tau2 / (tau2 + sigma2 / n[has, c])
+    return kappa
+
+
+def _additive_model(n, mean, ss, kappa):
+    """Seed model. Arrays have shape (..., words, connections); leading axes are independent datasets."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    *batch, n_words, n_conn = n.shape
+    nb = len(batch)
+    m = numpyro.sample("m", dist.Normal(1.0, 0.5).expand([*batch, n_words]).to_event(nb + 1))
+    co = numpyro.sample("co", dist.Normal(0.0, 1.0).expand([*batch, n_conn]).to_event(nb + 1))
+    sigma = numpyro.sample("sigma", dist.HalfCauchy(1.0).expand(batch).to_event(nb))
+    mu = m[..., :, None] + co[..., None, :]
+    numpyro.factor("distance", sufficient_log_likelihood(n, mean, ss, mu, jnp.asarray(sigma)[..., None, None], xp=jnp))
+
+
+def _hierarchical_model(n, mean, ss, kappa):
+    """Authors' model. Arrays have shape (..., words, connections); leading axes are independent datasets."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    *batch, _, n_conn = n.shape
+    nb = len(batch)
+    big_m = numpyro.sample("M", dist.Normal(1.0, 0.3).expand([*batch, n_conn]).to_event(nb + 1))
+    tau = numpyro.sample("tau", dist.Exponential(2.0).expand([*batch, n_conn]).to_event(nb + 1))
+    sigma = numpyro.sample("sigma", dist.Exponential(2.0).expand([*batch, n_conn]).to_event(nb + 1))
+    loc = kappa * big_m[..., None, :]
+    raw = numpyro.sample("mu_raw", dist.Normal(loc, tau[..., None, :] ** kappa).to_event(nb + 2))
+    mu = numpyro.deterministic("mu", big_m[..., None, :] + tau[..., None, :] ** (1.0 - kappa) * (raw - loc))
+    numpyro.factor("distance", sufficient_log_likelihood(n, mean, ss, mu, sigma[..., None, :], xp=jnp))
+
+
+_MODEL_FNS: dict[str, Callable[..., None]] = {"additive": _additive_model, "hierarchical": _hierarchical_model}
+
+
+def _derived(model: str, samples: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Cell means ``mu[w, c]``, connection means and contrasts, shape (chain, draw, ...)."""
+    ci = {c: k for k, c in enumerate(CONNECTIONS)}
+    if model == "additive":
+        mu = samples["m"][..., :, None] + samples["co"][..., None, :]
+        level = samples["co"]
+    else:
+        mu = samples["mu"]
+        level = samples["M"]
+    out = {"mu": mu, "level": level}
+    for a, b in CONTRASTS:
+        out[f"{a}-{b}"] = mu[..., ci[a]] - mu[..., ci[b]]
+        out[f"overall:{a}-{b}"] = level[..., ci[a]] - level[..., ci[b]]
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Result
+
+
+def _interval_verdict(low: float, high: float) -> str:
+    if high < 0:
+        return "closer"
+    if low > 0:
+        return "farther"
+    return "uncertain"
+
+
+@dataclass(frozen=True)
+class BayesResult:
+    """Posterior summary of a Bayesian bias estimate.
+
+    Attributes
+    ----------
+    model : dict
+        :meth:`BayesModelInfo.to_dict` of the model used.
+    hdi_prob : float
+        Mass of the intervals (0.89).
+    connection_levels : tuple of dict
+        Per connection: the connection-level parameter (``M[c]`` for the
+        hierarchical model, ``co[c]`` for the additive one) with mean, HDI,
+        R-hat and ESS.
+    cells : tuple of dict
+        Per (protected word, connection): expected distance ``mu`` with mean,
+        HDI, R-hat, ESS, and the observed row mean and count.
+    contrasts : tuple of dict
+        Per protected word and ``"(overall)"``, per contrast: mean, HDI,
+        verdict (``closer`` = interval below 0, i.e. credible bias in the
+        stereotyped direction; ``farther``; ``uncertain``).
+    parameters : tuple of dict
+        ArviZ summary of every sampled parameter (mean, sd, HDI, R-hat, ESS).
+    diagnostics : dict
+        ``max_rhat``, ``min_ess_bulk``, ``min_ess_tail``, ``divergences``,
+        ``converged`` (R-hat ≤ 1.01, no divergences, bulk ESS ≥ 100 per chain).
+    reading : tuple of str
+        Plain-language reading of the result.
+    data : dict
+        :meth:`DistanceData.summary`.
+    seed, draws, tune, chains : int
+    chain_method : str
+    seconds : float
+        Wall time of sampling and summarising.
+    provenance : dict
+    """
+
+    model: dict[str, Any]
+    hdi_prob: float
+    connection_levels: tuple[dict[str, Any], ...]
+    cells: tuple[dict[str, Any], ...]
+    contrasts: tuple[dict[str, Any], ...]
+    parameters: tuple[dict[str, Any], ...]
+    diagnostics: dict[str, Any]
+    reading: tuple[str, ...]
+    data: dict[str, Any]
+    seed: int
+    draws: int
+    tune: int
+    chains: int
+    chain_method: str
+    seconds: float
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form."""
+        return {
+            "model": self.model,
+            "hdi_prob": self.hdi_prob,
+            "connection_levels": [dict(r) for r in self.connection_levels],
+            "cells": [dict(r) for r in self.cells],
+            "contrasts": [dict(r) for r in self.contrasts],
+            "parameters": [dict(r) for r in self.parameters],
+            "diagnostics": dict(self.diagnostics),
+            "reading": list(self.reading),
+            "data": self.data,
+            "seed": self.seed,
+            "draws": self.draws,
+            "tune": self.tune,
+            "chains": self.chains,
+            "chain_method": self.chain_method,
+            "seconds": self.seconds,
+            "provenance": self.provenance,
+        }
+
+    def interval_records(self) -> list[dict[str, Any]]:
+        """Tidy records for the interval plots (one row per point with its interval).
+
+        ``panel`` is ``"cells"`` (expected distance per protected word and
+        connection, like the seed's per-word figure), ``"levels"`` (connection
+        level), or ``"contrasts"``.
+        """
+        out = []
+        for r in self.cells:
+            out.append({"panel": "cells", "protected_word": r["protected_word"], "group": r["group"],
+                        "series": r["connection"], "mean": r["mean"], "hdi_low": r["hdi_low"],
+                        "hdi_high": r["hdi_high"]})
+        for r in self.connection_levels:
+            out.append({"panel": "levels", "protected_word": "(overall)", "group": "", "series": r["connection"],
+                        "mean": r["mean"], "hdi_low": r["hdi_low"], "hdi_high": r["hdi_high"]})
+        for r in self.contrasts:
+            out.append({"panel": "contrasts", "protected_word": r["protected_word"], "group": r["group"],
+                        "series": r["contrast"], "mean": r["mean"], "hdi_low": r["hdi_low"],
+                        "hdi_high": r["hdi_high"]})
+        return out
+
+
+# ---------------------------------------------------------------------------
+# Fitting
+
+
+def _check_settings(draws: int, tune: int, chains: int) -> None:
+    if not (draws >= 100 and tune >= 100 and 1 <= chains <= 8):
+        raise MethodError(MSG_BAD_SAMPLER_SETTINGS.format(draws=draws, tune=tune, chains=chains),
+                          draws=draws, tune=tune, chains=chains)
+
+
+def _summaries(arrays: dict[str, np.ndarray], hdi_prob: float) -> dict[str, dict[str, np.ndarray]]:
+    """ArviZ mean/HDI/R-hat/ESS for arrays of shape (chain, draw, ...)."""
+    import arviz as az
+
+    ds = az.convert_to_dataset({k: v for k, v in arrays.items()})
+    hdi = az.hdi(ds, hdi_prob=hdi_prob)
+    rhat = az.rhat(ds)
+    ess_bulk = az.ess(ds, method="bulk")
+    ess_tail = az.ess(ds, method="tail")
+    out = {}
+    for k, v in arrays.items():
+        h = np.asarray(hdi[k].values)
+        out[k] = {
+            "mean": v.mean(axis=(0, 1)),
+            "sd": v.std(axis=(0, 1), ddof=1),
+            "hdi_low": h[..., 0],
+            "hdi_high": h[..., 1],
+            "rhat": np.asarray(rhat[k].values),
+            "ess_bulk": np.asarray(ess_bulk[k].values),
+            "ess_tail": np.asarray(ess_tail[k].values),
+        }
+    return out
+
+
+def _row(stats: dict[str, np.ndarray], idx: tuple[int, ...] | int = ()) -> dict[str, float]:
+    return {k: round(float(np.asarray(v)[idx]), 6) for k, v in stats.items()}
+
+
+def sample_cell_posterior(
+    n: np.ndarray,
+    mean: np.ndarray,
+    ss: np.ndarray,
+    *,
+    model: str,
+    seed: int,
+    draws: int,
+    tune: int,
+    chains: int,
+    target_accept: float = 0.95,
+    progress: Callable[[float, str], None] | None = None,
+) -> tuple[dict[str, np.ndarray], np.ndarray, str]:
+    """Run NUTS on cell statistics (see :func:`cell_statistics`).
+
+    Arrays have shape (words, 4), or (datasets, words, 4) to sample several
+    independent datasets in one run (their joint posterior factorises, so each
+    block's marginal is exactly its own posterior; used for calibration runs).
+
+    Returns
+    -------
+    samples : dict of ndarray, each (chain, draw, ...)
+    diverging : ndarray of bool, (chain, draw)
+    chain_method : str
+    """
+    if model not in _MODEL_FNS:
+        raise MethodError(MSG_UNKNOWN_MODEL.format(name=model, choices=", ".join(BAYES_MODELS)), name=model)
+    _check_settings(draws, tune, chains)
+    chain_method = configure_parallel_chains(chains)
+    import jax
+    from numpyro.infer import MCMC, NUTS
+
+    kappa = centering_weights(n, mean, ss)
+    # dense mass matrix for the additive model: m and co are only jointly identified (m + co), a ridge
+    # that a diagonal mass matrix explores very slowly (measured: R-hat 1.11 vs 1.00 at 1000 draws)
+    kernel = NUTS(_MODEL_FNS[model], target_accept_prob=target_accept, dense_mass=model == "additive")
+    # One compiled run: warm-up and sampling in one call. Splitting it (to report progress between
+    # chunks) recompiles the sampler each time (measured ~4 s per chunk on 2 cores), so progress is
+    # reported per stage only.
+    mcmc = MCMC(kernel, num_warmup=tune, num_samples=draws, num_chains=chains, chain_method=chain_method,
+                progress_bar=False)
+    if progress:
+        progress(0.05, f"Compiling the model and sampling {chains} chains × ({tune} tuning + {draws}) steps")
+    mcmc.run(jax.random.PRNGKey(seed), n, mean, ss, kappa, extra_fields=("diverging",))
+    joined = {k: np.asarray(v, dtype=np.float64) for k, v in mcmc.get_samples(group_by_chain=True).items()}
+    diverging = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"])
+    for k, v in joined.items():
+        if not np.all(np.isfinite(v)):
+            raise MethodError(MSG_NOT_FINITE.format(name=k), name=k)
+    return joined, diverging, chain_method
+
+
+def fit_bayes(
+    data: DistanceData,
+    *,
+    model: str = "hierarchical",
+    seed: int,
+    draws: int = 2000,
+    tune: int = 1000,
+    chains: int = 2,
+    target_accept: float = 0.95,
+    hdi_prob: float = HDI_PROB,
+    progress: Callable[[float, str], None] | None = None,
+    provenance_fields: Mapping[str, Any] | None = None,
+) -> BayesResult:
+    """Fit a Bayesian cosine-distance model and summarise it.
+
+    Parameters
+    ----------
+    data : DistanceData
+        From :func:`build_distance_data`.
+    model : {"hierarchical", "additive"}
+        See :data:`BAYES_MODELS`.
+    seed : int
+        Seed of the sampler (JAX PRNG key).
+    draws, tune, chains : int
+        Draws kept per chain, tuning (warm-up) steps per chain, chains.
+    target_accept : float
+        NUTS target acceptance probability.
+    hdi_prob : float
+        Mass of the highest posterior density intervals (0.89).
+    progress : callable(fraction, message), optional
+        Called as sampling proceeds.
+    provenance_fields : mapping, optional
+        Extra provenance (model id of the embedding, spec ...).
+
+    Returns
+    -------
+    BayesResult
+    """
+    t0 = time.perf_counter()
+    n, mean, ss = cell_statistics(
+        data.word_index, data.connection_index, data.distance, n_words=len(data.protected_words)
+    )
+    samples, diverging, chain_method = sample_cell_posterior(
+        n, mean, ss, model=model, seed=seed, draws=draws, tune=tune, chains=chains, target_accept=target_accept,
+        progress=progress,
+    )
+    if progress:
+        progress(0.92, "Summarising (highest posterior density intervals, R-hat, ESS)")
+    derived = _derived(model, samples)
+    stats = _summaries({**samples, **derived}, hdi_prob)
+
+    pw = data.protected_words
+    gname = [data.group_names[g - 1] for g in data.word_groups]
+    n_cell, mean_cell, _ = cell_statistics(data.word_index, data.connection_index, data.distance, n_words=len(pw))
+
+    levels = tuple(
+        {"connection": c, "parameter": f"{'M' if model == 'hierarchical' else 'co'}[{c}]", **_row(stats["level"], k)}
+        for k, c in enumerate(CONNECTIONS)
+    )
+    cells = tuple(
+        {"protected_word": w, "group": gname[i], "connection": c, "n_rows": int(n_cell[i, k]),
+         "observed_mean": round(float(mean_cell[i, k]), 6), **_row(stats["mu"], (i, k))}
+        for i, w in enumerate(pw)
+        for k, c in enumerate(CONNECTIONS)
+    )
+    contrasts = []
+    for a, b in CONTRASTS:
+        name = f"{a}-{b}"
+        r = _row(stats[f"overall:{name}"])
+        contrasts.append({"protected_word": "(overall)", "group": "", "contrast": f"{a} − {b}", **r,
+                          "verdict": _interval_verdict(r["hdi_low"], r["hdi_high"])})
+        for i, w in enumerate(pw):
+            r = _row(stats[name], i)
+            contrasts.append({"protected_word": w, "group": gname[i], "contrast": f"{a} − {b}", **r,
+                              "verdict": _interval_verdict(r["hdi_low"], r["hdi_high"])})
+
+    parameters = []
+    for k in (k for k in samples if k != "mu_raw"):
+        st = stats[k]
+        shape = np.shape(st["mean"])
+        for idx in np.ndindex(*shape) if shape else [()]:
+            label = k + ("[" + ",".join(map(str, idx)) + "]" if idx else "")
+            parameters.append({"parameter": label, **_row(st, idx)})
+
+    all_rhat = np.concatenate([np.ravel(stats[k]["rhat"]) for k in stats])
+    all_bulk = np.concatenate([np.ravel(stats[k]["ess_bulk"]) for k in stats])
+    all_tail = np.concatenate([np.ravel(stats[k]["ess_tail"]) for k in stats])
+    n_div = int(diverging.sum())
+    diagnostics = {
+        "max_rhat": round(float(np.nanmax(all_rhat)), 4),
+        "min_ess_bulk": round(float(np.nanmin(all_bulk)), 1),
+        "min_ess_tail": round(float(np.nanmin(all_tail)), 1),
+        "divergences": n_div,
+        "draws_total": int(draws * chains),
+    }
+    diagnostics["converged"] = bool(
+        diagnostics["max_rhat"] <= 1.01 and n_div == 0 and diagnostics["min_ess_bulk"] >= 100 * chains
+    )
+    info = BAYES_MODELS[model]
+    reading = _reading(contrasts, diagnostics, hdi_prob, model)
+    seconds = round(time.perf_counter() - t0, 3)
+    prov = provenance(
+        method=f"bayes-{model}", seed=seed, draws=draws, tune=tune, chains=chains, target_accept=target_accept,
+        hdi_prob=hdi_prob, sampler="numpyro NUTS", **dict(provenance_fields or {}),
+    )
+    if progress:
+        progress(1.0, "Done")
+    return BayesResult(
+        model=info.to_dict(), hdi_prob=hdi_prob, connection_levels=levels, cells=cells, contrasts=tuple(contrasts),
+        parameters=tuple(parameters), diagnostics=diagnostics, reading=tuple(reading), data=data.summary(),
+        seed=seed, draws=draws, tune=tune, chains=chains, chain_method=chain_method, seconds=seconds,
+        provenance=prov,
+    )
+
+
+def _reading(contrasts: list[dict[str, Any]], diag: dict[str, Any], hdi_prob: float, model: str) -> list[str]:
+    pct = f"{round(hdi_prob * 100)}%"
+    lines = []
+    if not diag["converged"]:
+        lines.append(
+            f"Caution: the sampler may not have converged (largest R-hat {diag['max_rhat']}, smallest bulk ESS "
+            f"{diag['min_ess_bulk']}, {diag['divergences']} divergent transitions). Run more draws and tuning "
+            "steps before relying on the result."
+        )
+    lines.append(
+        "Distances are cosine distances (0 = same direction). A negative contrast means the stereotype "
+        "attributes sit closer to the protected words than the control words do. A bias is called credible "
+        f"only where the whole {pct} highest posterior density interval lies below 0."
+    )
+    for r in contrasts:
+        if r["protected_word"] != "(overall)":
+            continue
+        other = r["contrast"].split(" − ")[1]
+        what = {"none": "neutral words", "human": "neutral human attributes",
+                "different": "the other group's stereotypes"}[other]
+        iv = f"{r['mean']:+.3f}, {pct} interval [{r['hdi_low']:+.3f}, {r['hdi_high']:+.3f}]"
+        if r["verdict"] == "closer":
+            lines.append(f"Overall, stereotype attributes are credibly closer than {what} ({iv}).")
+        elif r["verdict"] == "farther":
+            lines.append(f"Overall, stereotype attributes are credibly farther than {what} ({iv}): "
+                         "no bias in the stereotyped direction.")
+        else:
+            lines.append(f"Overall, no credible difference between stereotype attributes and {what} ({iv}): "
+                         "the interval includes 0.")
+    if model == "hierarchical":
+        for a, b in CONTRASTS[:2]:
+            name = f"{a} − {b}"
+            words = [r["protected_word"] for r in contrasts
+                     if r["contrast"] == name and r["protected_word"] != "(overall)" and r["verdict"] == "closer"]
+            total = sum(1 for r in contrasts if r["contrast"] == name and r["protected_word"] != "(overall)")
+            shown = ", ".join(words) if words else "none"
+            lines.append(f"Protected words with a credible bias ({name}): {len(words)} of {total} ({shown}).")
+    else:
+        lines.append("In this model the connection effect is shared by all protected words, so per-word "
+                     "contrasts equal the overall one; use the hierarchical model for per-word estimates.")
+    return lines

@@ -1,0 +1,713 @@
+"""Posterior of embeddings conditioned on a classifier (Liang & Acuna 2020, §2.3, §3.2, §4.3, §5.2).
+
+A classifier ``p(+ | s)`` is trained on word embeddings ``s``; the posterior
+of an embedding given a label is
+
+``p(s | +) ∝ p(+ | s) · N(s; 0, 10² I)``  and  ``p(s | −) ∝ (1 − p(+ | s)) · N(s; 0, 10² I)``
+
+(the paper's prior), sampled with NUTS. The paper trained an MLP on averaged
+word vectors of IMDB reviews and sampled with Pyro (1.7–3.2 hours for 10,000
+draws). Offline here, the classifier learns **word-level sentiment from the
+VADER lexicon** (Hutto & Gilbert 2014, ``vaderSentiment`` package,
+``vader_lexicon.txt``: mean human rating in [−4, 4]; positive when > 0, negative
+when < 0) on the embedding's vectors; its weights are exported to JAX and both
+posteriors are sampled with NumPyro's NUTS.
+
+Read-outs: held-out AUC of the classifier; R-hat, bulk/tail ESS and ESS per
+second (ArviZ); the autocorrelation function (paper Fig. 5); a PCA projection
+of the samples (Fig. 6); the words nearest to and farthest from each
+posterior mean by cosine (Table 1); and the mean cosine distance of two word
+groups (e.g. female vs male names) to each posterior, **with a significance
+test** (two-sided permutation test on the difference of group means, plus
+Welch's t-test), which the original did not report.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from itertools import combinations, pairwise
+from typing import Any
+
+import numpy as np
+
+from biastest.errors import DataError, EmbeddingError, MethodError
+from biastest.provenance import provenance
+
+__all__ = [
+    "PRIOR_SD",
+    "Classifier",
+    "GroupTest",
+    "PosteriorResult",
+    "auc_score",
+    "autocorrelation",
+    "group_distance_test",
+    "lexicon_training_data",
+    "load_vader_lexicon",
+    "nearest_words",
+    "pca_projection",
+    "run_embedding_posterior",
+    "sample_embedding_posterior",
+    "train_classifier",
+]
+
+PRIOR_SD = 10.0
+"""Standard deviation of the isotropic Normal prior on embeddings (the paper's N(0, 10² I))."""
+
+MSG_TOO_FEW_LABELS = (
+    "Only {n_pos} positive and {n_neg} negative training words have vectors; the classifier needs at "
+    "least {minimum} of each. Use an embedding that covers common English words."
+)
+MSG_GROUP_TOO_SMALL = (
+    "The word group '{name}' has {count} word(s) with a vector; the significance test needs at least 2 "
+    "per group. Add words the embedding knows."
+)
+MSG_BAD_POSTERIOR_SETTINGS = (
+    "The sampler settings are out of range: draws={draws}, tune={tune}, chains={chains}. "
+    "Use at least 100 draws, 100 tuning steps and 1 to 8 chains."
+)
+MSG_NOT_FINITE = "The sampler produced non-finite embeddings. Try another seed or more tuning steps."
+MSG_LEXICON_UNAVAILABLE = (
+    "The VADER sentiment lexicon is not installed (package vaderSentiment). Install the project's "
+    "requirements, then try again."
+)
+
+_DEFAULT_GROUPS_FILE = "name_groups.json"
+
+
+# ---------------------------------------------------------------------------
+# Training data and classifier
+
+
+def load_vader_lexicon() -> dict[str, float]:
+    """Return word → mean sentiment rating (−4 … 4) from ``vaderSentiment``'s ``vader_lexicon.txt``."""
+    try:
+        text = (resources.files("vaderSentiment") / "vader_lexicon.txt").read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError) as exc:
+        raise DataError(MSG_LEXICON_UNAVAILABLE) from exc
+    out = {}
+    for line in text.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 2:
+            out[parts[0]] = float(parts[1])
+    return out
+
+
+def lexicon_training_data(
+    *, vectors: Mapping[str, np.ndarray], lexicon: Mapping[str, float] | None = None, min_per_class: int = 20
+) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """Build (X, y, words): words of the lexicon that are alphabetic and have a vector.
+
+    ``y = 1`` when the rating is > 0, ``0`` when < 0 (ratings of exactly 0 are dropped).
+
+    Parameters
+    ----------
+    vectors : mapping str -> ndarray
+        Word → vector (only the lexicon's words are looked up).
+    lexicon : mapping str -> float, optional
+        Default: :func:`load_vader_lexicon`.
+    min_per_class : int
+        Minimum words per class.
+    """
+    lexicon = load_vader_lexicon() if lexicon is None else lexicon
+    words, xs, ys = [], [], []
+    for w in sorted(lexicon):
+        r = lexicon[w]
+        if r == 0 or not w.isalpha():
+            continue
+        v = vectors.get(w)
+        if v is None:
+            continue
+        words.append(w)
+        xs.append(np.asarray(v, dtype=np.float32))
+        ys.append(1 if r > 0 else 0)
+    y = np.asarray(ys, dtype=np.int64)
+    n_pos, n_neg = int(y.sum()), int((1 - y).sum())
+    if n_pos < min_per_class or n_neg < min_per_class:
+        raise DataError(MSG_TOO_FEW_LABELS.format(n_pos=n_pos, n_neg=n_neg, minimum=min_per_class),
+                        n_pos=n_pos, n_neg=n_neg)
+    return np.stack(xs), y, tuple(words)
+
+
+def auc_score(y_true: np.ndarray, score: np.ndarray) -> float:
+    """Area under the ROC curve by the Mann–Whitney rank statistic (ties count one half).
+
+    ``AUC = (R₊ − n₊(n₊+1)/2) / (n₊ n₋)`` with ``R₊`` the sum of the average ranks of the positives.
+    """
+    from scipy.stats import rankdata
+
+    y = np.asarray(y_true).astype(bool)
+    ranks = rankdata(np.asarray(score, dtype=np.float64))
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+@dataclass(frozen=True, eq=False)
+class Classifier:
+    """A feed-forward classifier ``logit(s) = W_L(… tanh(W_1 s + b_1) …) + b_L`` (weights in numpy).
+
+    Attributes
+    ----------
+    layers : tuple of (ndarray, ndarray)
+        ``(W, b)`` per layer, ``W`` of shape (in, out); the last layer has one output.
+        One layer = logistic regression.
+    train_auc, test_auc : float
+        AUC on the training and held-out words (NaN-free; ``-1`` when not trained here).
+    n_train, n_test : int
+    seed : int
+    description : str
+    """
+
+    layers: tuple[tuple[np.ndarray, np.ndarray], ...]
+    train_auc: float = -1.0
+    test_auc: float = -1.0
+    n_train: int = 0
+    n_test: int = 0
+    seed: int = -1
+    description: str = ""
+
+    @property
+    def dim(self) -> int:
+        """Input dimension."""
+        return int(self.layers[0][0].shape[0])
+
+    def logit(self, s: np.ndarray) -> np.ndarray:
+        """Logit of p(+ | s) in numpy, for rows of ``s``."""
+        h = np.asarray(s, dtype=np.float64)
+        for i, (w, b) in enumerate(self.layers):
+            h = h @ w + b
+            if i < len(self.layers) - 1:
+                h = np.tanh(h)
+        return h[..., 0]
+
+    def logit_jax(self):
+        """Return a JAX function ``s -> logit`` with the weights as constants."""
+        import jax.numpy as jnp
+
+        layers = [(jnp.asarray(w, dtype=jnp.float32), jnp.asarray(b, dtype=jnp.float32)) for w, b in self.layers]
+
+        def f(s):
+            h = s
+            for i, (w, b) in enumerate(layers):
+                h = h @ w + b
+                if i < len(layers) - 1:
+                    h = jnp.tanh(h)
+            return h[..., 0]
+
+        return f
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able summary (layer shapes, not weights)."""
+        return {
+            "layer_shapes": [list(w.shape) for w, _ in self.layers],
+            "train_auc": self.train_auc,
+            "test_auc": self.test_auc,
+            "n_train": self.n_train,
+            "n_test": self.n_test,
+            "seed": self.seed,
+            "description": self.description,
+        }
+
+
+def train_classifier(
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    seed: int,
+    hidden: int = 8,
+    epochs: int = 200,
+    lr: float = 0.01,
+    weight_decay: float = 1e-3,
+    test_fraction: float = 0.2,
+) -> Classifier:
+    """Train ``p(+ | s)`` with PyTorch (full-batch Adam, binary cross-entropy), seeded.
+
+    Parameters
+    ----------
+    x : ndarray (n, d)
+    y : ndarray (n,) of 0/1
+    seed : int
+        Seeds the stratified train/test split and the weight initialisation
+        (torch's global RNG is left untouched).
+    hidden : int
+        Units of the single tanh hidden layer; ``0`` gives logistic regression.
+    epochs, lr, weight_decay : training settings.
+    test_fraction : float
+        Share of each class held out for the AUC.
+
+    Returns
+    -------
+    Classifier
+        With held-out AUC (Mann–Whitney, :func:`auc_score`).
+    """
+    import torch
+
+    x = np.asarray(x, dtype=np.float32)
+    y = np.asarray(y, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    test = np.zeros(len(y), dtype=bool)
+    for cls in (0, 1):
+        idx = np.flatnonzero(y == cls)
+        k = max(1, round(test_fraction * idx.size))
+        test[rng.choice(idx, size=k, replace=False)] = True
+    xtr, ytr = torch.from_numpy(x[~test]), torch.from_numpy(y[~test].astype(np.float32))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        dims = [x.shape[1], hidden, 1] if hidden > 0 else [x.shape[1], 1]
+        linears = [torch.nn.Linear(a, b) for a, b in pairwise(dims)]
+        mods: list[torch.nn.Module] = []
+        for i, lin in enumerate(linears):
+            mods.append(lin)
+            if i < len(linears) - 1:
+                mods.append(torch.nn.Tanh())
+        net = torch.nn.Sequential(*mods)
+        opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=weight_decay)
+        pos_weight = torch.tensor(float((ytr == 0).sum() / max(float((ytr == 1).sum()), 1.0)))
+        loss_fn = torch.nn.BCEWithLogitsLoss(pos_weight=pos_weight)
+        for _ in range(epochs):
+            opt.zero_grad()
+            loss = loss_fn(net(xtr)[:, 0], ytr)
+            loss.backward()
+            opt.step()
+    layers = tuple(
+        (lin.weight.detach().numpy().T.astype(np.float64).copy(), lin.bias.detach().numpy().astype(np.float64).copy())
+        for lin in linears
+    )
+    clf = Classifier(layers=layers)
+    desc = f"MLP {x.shape[1]}-{hidden}-1 (tanh)" if hidden > 0 else f"logistic regression on {x.shape[1]} dimensions"
+    return Classifier(
+        layers=layers,
+        train_auc=round(auc_score(y[~test], clf.logit(x[~test])), 4),
+        test_auc=round(auc_score(y[test], clf.logit(x[test])), 4),
+        n_train=int((~test).sum()),
+        n_test=int(test.sum()),
+        seed=seed,
+        description=desc + f", Adam lr={lr}, {epochs} full-batch epochs, weight decay {weight_decay}",
+    )
+
+
+# ---------------------------------------------------------------------------
+# Sampling
+
+
+def _posterior_model(sign):
+    """Two independent blocks: row 0 ~ p(s | +), row 1 ~ p(s | −)."""
+
+    def model(logit_fn, dim):
+        import jax
+        import jax.numpy as jnp
+        import numpyro
+        import numpyro.distributions as dist
+
+        s = numpyro.sample("s", dist.Normal(0.0, PRIOR_SD).expand([2, dim]).to_event(2))
+        numpyro.factor("classifier", jnp.sum(jax.nn.log_sigmoid(sign * logit_fn(s))))
+
+    return model
+
+
+def sample_embedding_posterior(
+    classifier: Classifier,
+    *,
+    seed: int,
+    draws: int = 2000,
+    tune: int = 1000,
+    chains: int = 2,
+    target_accept: float = 0.8,
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Sample ``p(s | +)`` and ``p(s | −)`` ∝ ``p(±|s) · N(s; 0, 10² I)`` with NUTS.
+
+    Both posteriors are sampled in **one** NUTS run as two independent blocks of
+    a joint target (their product), which compiles the sampler once; each block's
+    marginal is exactly its posterior.
+
+    Returns
+    -------
+    samples : dict
+        ``{"+": (chain, draw, d), "-": (chain, draw, d)}``.
+    info : dict
+        ``seconds`` (wall time incl. compilation), ``divergences``, ``chain_method``.
+    """
+    from biastest.metrics.bayes import configure_parallel_chains
+
+    if not (draws >= 100 and tune >= 100 and 1 <= chains <= 8):
+        raise MethodError(MSG_BAD_POSTERIOR_SETTINGS.format(draws=draws, tune=tune, chains=chains))
+    chain_method = configure_parallel_chains(chains)
+    import jax
+    import jax.numpy as jnp
+    from numpyro.infer import MCMC, NUTS
+
+    sign = jnp.asarray([1.0, -1.0])
+    logit = classifier.logit_jax()
+    t0 = time.perf_counter()
+    kernel = NUTS(_posterior_model(sign), target_accept_prob=target_accept)
+    mcmc = MCMC(kernel, num_warmup=tune, num_samples=draws, num_chains=chains, chain_method=chain_method,
+                progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(seed), logit, classifier.dim, extra_fields=("diverging",))
+    s = np.asarray(mcmc.get_samples(group_by_chain=True)["s"], dtype=np.float64)
+    seconds = time.perf_counter() - t0
+    if not np.all(np.isfinite(s)):
+        raise MethodError(MSG_NOT_FINITE)
+    div = int(np.asarray(mcmc.get_extra_fields()["diverging"]).sum())
+    return {"+": s[:, :, 0, :], "-": s[:, :, 1, :]}, {
+        "seconds": round(seconds, 3), "divergences": div, "chain_method": chain_method,
+    }
+
+
+# ---------------------------------------------------------------------------
+# Read-outs
+
+
+def autocorrelation(samples: np.ndarray, *, max_lag: int = 50) -> np.ndarray:
+    """Autocorrelation per lag, averaged over chains, per dimension (ArviZ ``autocorr``).
+
+    Parameters
+    ----------
+    samples : ndarray (chain, draw, d)
+
+    Returns
+    -------
+    ndarray (max_lag + 1, d)
+    """
+    import arviz as az
+
+    acf = az.autocorr(np.asarray(samples), axis=1)  # (chain, draw, d)
+    return acf[:, : max_lag + 1, :].mean(axis=0)
+
+
+def pca_projection(points: np.ndarray, *, n_components: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """PCA by SVD of the centred points.
+
+    Returns
+    -------
+    scores : ndarray (n, k)
+    components : ndarray (k, d)
+    explained_ratio : ndarray (k,)
+    """
+    x = np.asarray(points, dtype=np.float64)
+    centre = x.mean(axis=0)
+    _, sv, vt = np.linalg.svd(x - centre, full_matrices=False)
+    comps = vt[:n_components]
+    # fix the sign so that the largest loading of each component is positive (deterministic output)
+    signs = np.sign(comps[np.arange(comps.shape[0]), np.argmax(np.abs(comps), axis=1)])
+    comps = comps * signs[:, None]
+    var = sv**2
+    return (x - centre) @ comps.T, comps, var[:n_components] / var.sum()
+
+
+def nearest_words(
+    vector: np.ndarray, matrix: np.ndarray, words: Sequence[str], *, k: int = 10
+) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """The ``k`` words with the highest and with the lowest cosine similarity to ``vector``.
+
+    Vectorised over the whole vocabulary ``matrix`` (n, d). Returns
+    ``(nearest, farthest)`` as lists of ``(word, cosine)``; zero rows are skipped.
+    """
+    m = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1)
+    v = np.asarray(vector, dtype=np.float64)
+    cos = (m @ v.astype(np.float32)).astype(np.float64) / (np.where(norms > 0, norms, 1.0) * np.linalg.norm(v))
+    cos = np.where(norms > 0, cos, np.nan)
+    valid = np.flatnonzero(~np.isnan(cos))
+    order = valid[np.argsort(-cos[valid], kind="stable")]
+    near = [(words[i], round(float(cos[i]), 6)) for i in order[:k]]
+    far = [(words[i], round(float(cos[i]), 6)) for i in order[::-1][:k]]
+    return near, far
+
+
+@dataclass(frozen=True)
+class GroupTest:
+    """Mean cosine distance of two word groups to one posterior, with significance tests.
+
+    ``score(w) = mean over posterior draws of (1 − cos(w, s))``; the statistic is
+    ``mean(score | group A) − mean(score | group B)``. ``p_permutation`` is the
+    two-sided permutation p-value over re-partitions of the words (exact when
+    there are at most ``max_exact`` partitions, otherwise ``n_resamples``
+    seeded random ones, with the +1 correction); ``p_welch`` is Welch's t-test.
+    """
+
+    posterior: str
+    group_a: str
+    group_b: str
+    words_a: tuple[str, ...]
+    words_b: tuple[str, ...]
+    scores_a: tuple[float, ...]
+    scores_b: tuple[float, ...]
+    mean_a: float
+    mean_b: float
+    difference: float
+    p_permutation: float
+    permutation_exact: bool
+    t_welch: float
+    p_welch: float
+    seed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form."""
+        d = dict(self.__dict__)
+        for k in ("words_a", "words_b", "scores_a", "scores_b"):
+            d[k] = list(d[k])
+        return d
+
+
+def group_distance_test(
+    scores_a: np.ndarray,
+    scores_b: np.ndarray,
+    *,
+    seed: int,
+    n_resamples: int = 10000,
+    max_exact: int = 20000,
+) -> tuple[float, bool, float, float]:
+    """Two-sided permutation test and Welch's t-test on the difference of group means.
+
+    Returns
+    -------
+    p_permutation, exact, t_welch, p_welch
+    """
+    from scipy.stats import ttest_ind
+
+    a = np.asarray(scores_a, dtype=np.float64)
+    b = np.asarray(scores_b, dtype=np.float64)
+    pooled = np.concatenate([a, b])
+    na, n = a.size, pooled.size
+    observed = abs(a.mean() - b.mean())
+    tol = 1e-12 * max(1.0, observed)
+    total = math.comb(n, na)
+    if total <= max_exact:
+        diffs = []
+        for idx in combinations(range(n), na):
+            mask = np.zeros(n, dtype=bool)
+            mask[list(idx)] = True
+            diffs.append(abs(pooled[mask].mean() - pooled[~mask].mean()))
+        p = float(np.mean(np.asarray(diffs) >= observed - tol))
+        exact = True
+    else:
+        rng = np.random.default_rng(seed)
+        perm = np.argsort(rng.random((n_resamples, n)), axis=1)
+        sa = pooled[perm[:, :na]].mean(axis=1)
+        sb = pooled[perm[:, na:]].mean(axis=1)
+        hits = int(np.sum(np.abs(sa - sb) >= observed - tol))
+        p = (hits + 1) / (n_resamples + 1)
+        exact = False
+    t = ttest_ind(a, b, equal_var=False)
+    return p, exact, float(t.statistic), float(t.pvalue)
+
+
+# ---------------------------------------------------------------------------
+# Result
+
+
+@dataclass(frozen=True)
+class PosteriorResult:
+    """Everything the app shows about the two embedding posteriors.
+
+    Attributes
+    ----------
+    classifier : dict
+        :meth:`Classifier.to_dict` (incl. held-out AUC).
+    diagnostics : dict
+        Per posterior (``"+"``, ``"-"``): ``max_rhat``, ``min_ess_bulk``,
+        ``median_ess_bulk``, ``min_ess_tail``; plus ``divergences``,
+        ``seconds`` and ``ess_per_second`` (smallest bulk ESS over all
+        dimensions of both posteriors / wall seconds of sampling incl. compilation).
+    autocorrelation : tuple of dict
+        Per posterior and lag: mean and max |ACF| over dimensions (Fig. 5).
+    pca : dict
+        ``explained_ratio`` and ``points`` (posterior, pc1, pc2) of thinned samples (Fig. 6).
+    words : dict
+        Per posterior: ``nearest`` and ``farthest`` (word, cosine) to its mean (Table 1).
+    group_tests : tuple of dict
+        :meth:`GroupTest.to_dict` per posterior.
+    seed, draws, tune, chains : int
+    provenance : dict
+    """
+
+    classifier: dict[str, Any]
+    diagnostics: dict[str, Any]
+    autocorrelation: tuple[dict[str, Any], ...]
+    pca: dict[str, Any]
+    words: dict[str, Any]
+    group_tests: tuple[dict[str, Any], ...]
+    reading: tuple[str, ...]
+    seed: int
+    draws: int
+    tune: int
+    chains: int
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form."""
+        return {
+            "classifier": self.classifier,
+            "diagnostics": self.diagnostics,
+            "autocorrelation": [dict(r) for r in self.autocorrelation],
+            "pca": self.pca,
+            "words": self.words,
+            "group_tests": [dict(r) for r in self.group_tests],
+            "reading": list(self.reading),
+            "seed": self.seed,
+            "draws": self.draws,
+            "tune": self.tune,
+            "chains": self.chains,
+            "provenance": self.provenance,
+        }
+
+    def word_records(self) -> list[dict[str, Any]]:
+        """Tidy rows of the nearest/farthest word tables."""
+        out = []
+        for post, d in self.words.items():
+            for kind in ("nearest", "farthest"):
+                for rank, (w, c) in enumerate(d[kind], start=1):
+                    out.append({"posterior": post, "kind": kind, "rank": rank, "word": w, "cosine": c})
+        return out
+
+
+def load_default_groups() -> dict[str, list[str]]:
+    """The shipped default word groups (female vs male first names of WEAT 6, Caliskan et al. 2017)."""
+    import json
+
+    doc = json.loads((resources.files("biastest") / "data" / "controls" / _DEFAULT_GROUPS_FILE).read_text("utf-8"))
+    return {k: list(v) for k, v in doc["groups"].items()}
+
+
+def _diag(samples: np.ndarray) -> dict[str, float]:
+    import arviz as az
+
+    ds = az.convert_to_dataset({"s": samples})
+    rhat = np.asarray(az.rhat(ds)["s"].values)
+    bulk = np.asarray(az.ess(ds, method="bulk")["s"].values)
+    tail = np.asarray(az.ess(ds, method="tail")["s"].values)
+    return {
+        "max_rhat": round(float(rhat.max()), 4),
+        "min_ess_bulk": round(float(bulk.min()), 1),
+        "median_ess_bulk": round(float(np.median(bulk)), 1),
+        "min_ess_tail": round(float(tail.min()), 1),
+    }
+
+
+def run_embedding_posterior(
+    *,
+    classifier: Classifier,
+    vocab_matrix: np.ndarray,
+    vocab_words: Sequence[str],
+    groups: Mapping[str, Sequence[str]],
+    vectors: Mapping[str, np.ndarray],
+    seed: int,
+    draws: int = 2000,
+    tune: int = 1000,
+    chains: int = 2,
+    k_words: int = 10,
+    max_lag: int = 50,
+    pca_points: int = 500,
+    progress: Callable[[float, str], None] | None = None,
+    provenance_fields: Mapping[str, Any] | None = None,
+) -> PosteriorResult:
+    """Sample both posteriors and compute every read-out.
+
+    Parameters
+    ----------
+    classifier : Classifier
+        From :func:`train_classifier`.
+    vocab_matrix, vocab_words : ndarray (n, d), sequence of str
+        The vocabulary searched for nearest / farthest words.
+    groups : mapping name -> words
+        Exactly two word groups (e.g. female and male names).
+    vectors : mapping str -> ndarray
+        Vectors of the group words.
+    seed : int
+        Seeds the sampler and the permutation test.
+    draws, tune, chains : int
+        Per chain.
+    k_words, max_lag, pca_points : int
+        Table length, ACF lags, points per posterior in the PCA view.
+    """
+    names = list(groups)
+    if len(names) != 2:
+        raise DataError(MSG_GROUP_TOO_SMALL.format(name=", ".join(names) or "(none)", count=len(names)))
+    group_words: dict[str, list[str]] = {}
+    for name in names:
+        kept = [w for w in groups[name] if vectors.get(w) is not None]
+        if len(kept) < 2:
+            raise EmbeddingError(MSG_GROUP_TOO_SMALL.format(name=name, count=len(kept)), group=name)
+        group_words[name] = kept
+    if progress:
+        progress(0.1, "Sampling the two posteriors with NUTS")
+    samples, info = sample_embedding_posterior(classifier, seed=seed, draws=draws, tune=tune, chains=chains)
+    if progress:
+        progress(0.7, "Diagnostics, PCA, word tables and group tests")
+    diagnostics: dict[str, Any] = {p: _diag(samples[p]) for p in ("+", "-")}
+    diagnostics.update(info)
+    min_ess = min(diagnostics[p]["min_ess_bulk"] for p in ("+", "-"))
+    diagnostics["ess_per_second"] = round(min_ess / max(info["seconds"], 1e-9), 1)
+
+    acf_rows = []
+    for p in ("+", "-"):
+        acf = autocorrelation(samples[p], max_lag=max_lag)
+        for lag in range(acf.shape[0]):
+            acf_rows.append({"posterior": p, "lag": lag, "mean_acf": round(float(acf[lag].mean()), 5),
+                             "max_abs_acf": round(float(np.abs(acf[lag]).max()), 5)})
+
+    flat = {p: samples[p].reshape(-1, samples[p].shape[-1]) for p in ("+", "-")}
+    rng = np.random.default_rng(seed)
+    picks = {p: np.sort(rng.choice(flat[p].shape[0], size=min(pca_points, flat[p].shape[0]), replace=False))
+             for p in ("+", "-")}
+    both = np.concatenate([flat["+"][picks["+"]], flat["-"][picks["-"]]])
+    scores, _, ratio = pca_projection(both)
+    labels = ["+"] * picks["+"].size + ["-"] * picks["-"].size
+    pca = {
+        "explained_ratio": [round(float(r), 5) for r in ratio],
+        "points": [{"posterior": lab, "pc1": round(float(a), 4), "pc2": round(float(b), 4)}
+                   for lab, (a, b) in zip(labels, scores, strict=True)],
+    }
+
+    words = {}
+    for p in ("+", "-"):
+        mean = flat[p].mean(axis=0)
+        near, far = nearest_words(mean, vocab_matrix, vocab_words, k=k_words)
+        words[p] = {"nearest": near, "farthest": far, "mean_norm": round(float(np.linalg.norm(mean)), 4)}
+
+    tests = []
+    for p in ("+", "-"):
+        s = flat[p] / np.linalg.norm(flat[p], axis=1, keepdims=True)
+        sc = {}
+        for name in names:
+            m = np.stack([np.asarray(vectors[w], dtype=np.float64) for w in group_words[name]])
+            m = m / np.linalg.norm(m, axis=1, keepdims=True)
+            sc[name] = 1.0 - (m @ s.T).mean(axis=1)
+        pp, exact, t, pw = group_distance_test(sc[names[0]], sc[names[1]], seed=seed)
+        tests.append(GroupTest(
+            posterior=p, group_a=names[0], group_b=names[1],
+            words_a=tuple(group_words[names[0]]), words_b=tuple(group_words[names[1]]),
+            scores_a=tuple(round(float(v), 6) for v in sc[names[0]]),
+            scores_b=tuple(round(float(v), 6) for v in sc[names[1]]),
+            mean_a=round(float(sc[names[0]].mean()), 6), mean_b=round(float(sc[names[1]].mean()), 6),
+            difference=round(float(sc[names[0]].mean() - sc[names[1]].mean()), 6),
+            p_permutation=round(pp, 6), permutation_exact=exact, t_welch=round(t, 4), p_welch=round(pw, 6),
+            seed=seed,
+        ).to_dict())
+
+    reading = [
+        f"Classifier: {classifier.description}; held-out AUC {classifier.test_auc:.3f} on {classifier.n_test} words.",
+        f"Sampling: {chains} chains × {draws} draws per posterior in {info['seconds']:.1f} s; smallest bulk ESS "
+        f"{min_ess:.0f} ({diagnostics['ess_per_second']:.0f} effective samples per second), largest R-hat "
+        f"{max(diagnostics[p]['max_rhat'] for p in ('+', '-')):.3f}, {info['divergences']} divergences.",
+    ]
+    for t in tests:
+        closer = t["group_a"] if t["difference"] < 0 else t["group_b"]
+        sig = "significant" if t["p_permutation"] < 0.05 else "not significant"
+        reading.append(
+            f"Posterior '{t['posterior']}': the words of '{closer}' are closer on average (difference of mean cosine "
+            f"distance {t['difference']:+.4f}); permutation test p = {t['p_permutation']:.4f} ({sig} at 0.05), "
+            f"Welch t = {t['t_welch']:.2f}, p = {t['p_welch']:.4f}."
+        )
+    prov = provenance(method="embedding-posterior-nuts", seed=seed, draws=draws, tune=tune, chains=chains,
+                      prior=f"N(0, {PRIOR_SD:g}^2 I)", sampler="numpyro NUTS", **dict(provenance_fields or {}))
+    if progress:
+        progress(1.0, "Done")
+    return PosteriorResult(
+        classifier=classifier.to_dict(), diagnostics=diagnostics, autocorrelation=tuple(acf_rows), pca=pca,
+        words=words, group_tests=tuple(tests), reading=tuple(reading), seed=seed, draws=draws, tune=tune,
+        chains=chains, provenance=prov,
+    )
