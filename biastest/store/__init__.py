@@ -13,6 +13,18 @@ Hub sync (:mod:`biastest.store.hub`) and importers
 (:mod:`biastest.store.importers`) build on the same store.
 """
 
+from biastest.store.hub import HubSync, PullReport, PushReport, SyncStatus, dataset_card
+from biastest.store.importers import (
+    ImportResult,
+    PublicPull,
+    import_file,
+    pull_public_biastestgpt,
+    read_biastestgpt_csv,
+    read_biastestgpt_pairs,
+    read_biastestgpt_sentences,
+    read_crows_pairs,
+    read_stereoset_intrasentence,
+)
 from biastest.store.local import (
     DATA_DIR_ENV,
     TABLES,
@@ -47,4 +59,18 @@ __all__ = [
     "retrieve_images",
     "retrieve_pairs",
     "retrieve_sentences",
+    "HubSync",
+    "PullReport",
+    "PushReport",
+    "SyncStatus",
+    "dataset_card",
+    "ImportResult",
+    "PublicPull",
+    "import_file",
+    "pull_public_biastestgpt",
+    "read_biastestgpt_csv",
+    "read_biastestgpt_pairs",
+    "read_biastestgpt_sentences",
+    "read_crows_pairs",
+    "read_stereoset_intrasentence",
 ]
