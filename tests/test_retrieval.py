@@ -197,3 +197,24 @@ def test_pairs_orientation_matches_naive_rule(tmp_path, seed):
         assert contains_term(p.stereotyped, p.group_term_stereotyped)
         assert contains_term(p.anti_stereotyped, p.group_term_anti)
         assert p.stereotyped.lower() == p.template.replace("[T]", p.group_term_stereotyped).lower()
+
+
+def test_real_biastestgpt_sentences_retrieved_for_core_specs(shared_data, tmp_path):
+    from biastest.store.importers import read_biastestgpt_sentences
+
+    store = DatasetStore(tmp_path)
+    read_biastestgpt_sentences(shared_data / "biastestgpt" / "gpt-3.5-shots-5-1_sentences.csv").store_into(store)
+    specs = [s for s in BiasSpec.load_many(shared_data / "biastestgpt" / "bias_specs_with_glove_and_thesaurus.json")
+             if s.is_testable]
+    assert len(specs) >= 10
+    total = 0
+    for spec in specs:
+        got = retrieve_sentences(store, spec)
+        naive, excluded = _naive(store, spec)
+        assert {m.sentence.id: (m.group_term, m.attribute_term) for m in got.matches} == naive, spec.name
+        assert got.excluded == excluded
+        pairs = retrieve_pairs(store, spec, sentences=got)
+        for p in pairs.pairs:
+            assert spec.group_of(p.group_term_stereotyped) == spec.attribute_side(p.attribute_term)
+        total += len(got.matches)
+    assert total > 500
