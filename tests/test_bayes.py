@@ -188,7 +188,7 @@ def _planted_data(rng, *, n_words, rows, bias):
 @pytest.fixture(scope="module")
 def planted():
     data = _planted_data(np.random.default_rng(SEED), n_words=6, rows=12, bias=0.2)
-    return data, bayes.fit_bayes(data, model="hierarchical", seed=SEED, draws=1000, tune=500)
+    return data, bayes.fit_bayes(data, model="hierarchical", seed=SEED, draws=800, tune=400)
 
 
 def test_hierarchical_recovers_planted_bias(planted):
@@ -222,27 +222,6 @@ def test_result_is_json_and_tidy(planted):
         res.seed = 1  # frozen
 
 
-def test_additive_contrast_matches_normal_theory():
-    """With balanced cells, co[associated] − co[none] ≈ difference of the row means, ± σ·√(2/n) (flat-ish prior)."""
-    data = _planted_data(np.random.default_rng(SEED + 1), n_words=4, rows=10, bias=0.0)
-    res = bayes.fit_bayes(data, model="additive", seed=3, draws=1000, tune=500)
-    overall = {r["contrast"]: r for r in res.contrasts if r["protected_word"] == "(overall)"}
-    y, c = data.distance, data.connection_index
-    diff = y[c == 0].mean() - y[c == 3].mean()
-    resid = y - np.array([y[(c == k) & (data.word_index == w)].mean() for w, k in zip(data.word_index, c, strict=True)])
-    sigma = math.sqrt(np.sum(resid**2) / (len(y) - 16))
-    se = sigma * math.sqrt(2 / 40)
-    an = overall["associated − none"]
-    assert an["mean"] == pytest.approx(diff, abs=0.2 * se)
-    assert an["hdi_high"] - an["hdi_low"] == pytest.approx(2 * 1.598 * se, rel=0.15)  # z(0.945) = 1.598
-    assert an["verdict"] == bayes._interval_verdict(an["hdi_low"], an["hdi_high"])
-    # per-word contrasts of the additive model equal the overall contrast
-    per = [r["mean"] for r in res.contrasts if r["contrast"] == "associated − none"]
-    assert max(per) - min(per) < 1e-9
-    assert res.diagnostics["max_rhat"] <= 1.02
-    assert any("shared by all protected words" in line for line in res.reading)
-
-
 def test_interval_coverage_is_calibrated():
     """Truths drawn from the prior: pooled 89% HDI coverage over 12 simulated datasets lies in 85–93%."""
     rng = np.random.default_rng(SEED)
@@ -265,9 +244,15 @@ def test_runner_on_glove_weat7_like_spec():
     from biastest.runner.bayes import MSG_TWO_LISTS, available_models, run_bayes
 
     seen = []
+    groups = {"math": ["math", "algebra", "geometry", "calculus"], "arts": ["poetry", "art", "dance", "novel"]}
+    attributes = {"male": ["male", "man", "boy", "brother"], "female": ["female", "woman", "girl", "sister"]}
+    vec_all = glove_vectors([w for ws in (*groups.values(), *attributes.values()) for w in ws]
+                            + list(bayes.load_controls().human) + list(bayes.load_controls().none))
+    rows = bayes.build_distance_data(group1=groups["math"], group2=groups["arts"], attributes1=attributes["male"],
+                                     attributes2=attributes["female"], vectors=vec_all).records()
     res = run_bayes(
-        spec_groups={"math": ["math", "algebra", "geometry", "calculus"], "arts": ["poetry", "art", "dance", "novel"]},
-        spec_attributes={"male": ["male", "man", "boy", "brother"], "female": ["female", "woman", "girl", "sister"]},
+        spec_groups=groups,
+        spec_attributes=attributes,
         model="additive", seed=SEED, draws=500, tune=300, progress=lambda d, t, m: seen.append((d, t, m)),
     )
     assert res.data["n_rows"] == 8 * (8 + 85 + 225)  # 'literaly' is not in GloVe
@@ -280,6 +265,27 @@ def test_runner_on_glove_weat7_like_spec():
     direct = np.mean([1 - u @ (vec[a] / np.linalg.norm(vec[a])) for a in ["male", "man", "boy", "brother"]])
     cell = next(c for c in res.cells if c["protected_word"] == "math" and c["connection"] == "associated")
     assert cell["observed_mean"] == pytest.approx(direct, abs=1e-5)
+    # additive model, balanced design (every protected word meets the same attributes): the contrast
+    # co[associated] − co[none] ≈ difference of the row means ± σ·√(1/n_a + 1/n_none) under a flat-ish prior
+    y = np.array([r["distance"] for r in rows])
+    conn = np.array([r["connection"] for r in rows])
+    diff = y[conn == "associated"].mean() - y[conn == "none"].mean()
+    word = np.array([r["protected_word"] for r in rows])
+    # least-squares additive fit; cell counts are proportional (same per word), so it is word mean +
+    # connection mean − grand mean
+    fitted = (np.array([y[word == w].mean() for w in word]) + np.array([y[conn == c].mean() for c in conn])
+              - y.mean())
+    sigma = math.sqrt(np.sum((y - fitted) ** 2) / (len(y) - 8 - 3))
+    se = sigma * math.sqrt(1 / 32 + 1 / (8 * 225))
+    overall = {r["contrast"]: r for r in res.contrasts if r["protected_word"] == "(overall)"}
+    an = overall["associated − none"]
+    assert an["mean"] == pytest.approx(diff, abs=0.25 * se)
+    assert an["hdi_high"] - an["hdi_low"] == pytest.approx(2 * 1.598 * se, rel=0.2)  # z(0.945) = 1.598
+    assert an["verdict"] == bayes._interval_verdict(an["hdi_low"], an["hdi_high"])
+    per = [r["mean"] for r in res.contrasts if r["contrast"] == "associated − none"]
+    assert max(per) - min(per) < 1e-9  # additive: per-word contrasts equal the overall one
+    assert res.diagnostics["max_rhat"] <= 1.02
+    assert any("shared by all protected words" in line for line in res.reading)
     assert len(available_models()) == 2
     with pytest.raises(SpecError) as e:
         run_bayes(spec_groups={"a": ["he"]}, spec_attributes={"x": ["y"], "z": ["w"]}, seed=0)

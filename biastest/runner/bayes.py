@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from biastest.errors import SpecError
+from biastest.errors import EmbeddingError, SpecError
 from biastest.metrics.bayes import BAYES_MODELS, BayesResult, build_distance_data, fit_bayes
 from biastest.metrics.posterior import (
+    MSG_GROUP_TOO_SMALL,
     PosteriorResult,
     lexicon_training_data,
     load_default_groups,
@@ -192,6 +193,11 @@ def run_posterior(
             count=len(groups),
         )
     emb = load_embeddings(source)
+    group_vectors = word_vectors(emb, [w for ws in groups.values() for w in ws])
+    for name, ws in groups.items():  # refuse before the (slower) training
+        count = sum(1 for w in ws if w in group_vectors)
+        if count < 2:
+            raise EmbeddingError(MSG_GROUP_TOO_SMALL.format(name=name, count=count), group=name)
     lexicon = load_vader_lexicon()
     candidates = [w for w in lexicon if w.isalpha()]
     x, y, _ = lexicon_training_data(vectors=word_vectors(emb, candidates), lexicon=lexicon)
@@ -201,7 +207,6 @@ def run_posterior(
     keep = [i for i in range(min(len(words), vocab_size * 2)) if str(words[i]).isalpha()][:vocab_size]
     vocab_words = [str(words[i]) for i in keep]
     vocab_matrix = np.asarray(matrix[np.asarray(keep, dtype=np.int64)], dtype=np.float32)
-    group_vectors = word_vectors(emb, [w for ws in groups.values() for w in ws])
     inner = None
     if tick:
         def inner(fraction: float, message: str) -> None:
