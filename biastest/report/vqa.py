@@ -57,7 +57,7 @@ THIN_IMAGES = 5
 """Fewer images than this for an image term earns a hint (its interval will be wide)."""
 
 GRID_HOVER_FIELDS = ("image", "image term", "P(T1)", "P(T2)", "verdict", "answer")
-"""Lines of the grid's hover label, in order (T1/T2 replaced by the target group names)."""
+"""Lines of the grid's hover label, in order ("image" is the image id; T1/T2 are written as the target names)."""
 
 MSG_VERDICT = {
     "T1": "{t1}",
@@ -242,7 +242,7 @@ def image_grid(
         ys.append(j // width)
         colour.append(img.p_t1 - img.p_t2)
         custom.append([
-            hover_safe(Path(img.path).name if img.path else img.image_id, width=48),
+            hover_safe(img.image_id),
             hover_safe(img.image_term),
             f"{img.p_t1:.3f}",
             f"{img.p_t2:.3f}",
