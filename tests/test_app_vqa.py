@@ -421,3 +421,42 @@ def test_uploads_reach_the_shared_store_only_when_saved(tmp_path):
     assert info.value.message == app.MSG_NOTHING_TO_SAVE
     for s in (alice, bob):
         app.discard_session(s)
+
+
+# --------------------------------------------------------------------------- question recorded; HTML stays text
+def test_a_vqa_model_gets_the_chosen_question_and_it_is_recorded(tmp_path):
+    from tests.vlm_helpers import save_tiny_vilt
+
+    vilt = save_tiny_vilt(tmp_path / "vilt", ["doctor", "nurse", "yes", "no"], seed=SEED)
+    session = _colour_uploads(_session(), tmp_path, per_term=1)
+    question = "What is this person's job?"
+    new = app.run_core(session, str(vilt), ["a photo of a {term}"], "", "sum-prob", question, 0, 2, 200)
+    result = new["result"]
+    assert result.model_kind == "vqa-classifier" and result.question == question
+    assert result.prompts == (question,) and result.prompt_templates == ()
+    for img in result.images:
+        assert img.p_t1 + img.p_t2 == pytest.approx(1.0)
+    summary = rep.summary_markdown(result)
+    assert f"the answer probabilities to the question “{question}”".replace("'", "&#x27;") in summary
+    _, json_path = rep.write_exports(result)
+    assert json.loads(Path(json_path).read_text())["question"] == question
+    app.discard_session(new)
+
+
+def test_html_in_terms_is_shown_as_text_everywhere(tiny_clip, tmp_path):
+    terms = (CUSTOM, "<i>man</i>", "wo&man", "doc<script>", "nurse")
+    session = _session(*terms)
+    session, _ = app.add_uploads(session, [_save(_rgb((200, 10, 10)), tmp_path / "<b>x.png")], "<i>man</i>")
+    session, _ = app.add_uploads(session, [_save(_rgb((10, 10, 200)), tmp_path / "y.png")], "wo&man")
+    _, md = app.coverage_view(session)
+    assert "<i>" not in md
+    new = app.run_core(session, str(tiny_clip), ["a photo of a {term}"], "", "sum-prob", "", 0, 2, 200)
+    summary, bars, grid, *_ = app.results_view(new)
+    assert "<script>" not in summary and "doc&lt;script&gt;" in summary
+    trace = grid.data[0]
+    assert {cd[1] for cd in trace.customdata} == {"&lt;i&gt;man&lt;/i&gt;", "wo&amp;man"}
+    assert "<script>" not in trace.hovertemplate and "P(doc&lt;script&gt;)" in trace.hovertemplate
+    assert all("<i>" not in y and "<script>" not in y for y in bars.data[0].y)
+    _, details = app.image_detail(new, 0)
+    assert "<i>" not in details and "&lt;i&gt;man&lt;/i&gt;" in details
+    app.discard_session(new)
