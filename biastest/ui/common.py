@@ -22,6 +22,7 @@ from biastest.errors import BiastestError
 
 __all__ = [
     "CSS",
+    "MAX_UPLOAD",
     "MSG_UNEXPECTED",
     "STEP_IDS",
     "THEME",
@@ -40,6 +41,9 @@ MSG_UNEXPECTED = (
 )
 
 STEP_IDS = ("spec", "data", "results")
+
+#: Largest upload Gradio accepts before it reaches the disk.
+MAX_UPLOAD = "50mb"
 
 THEME = gr.themes.Soft(primary_hue="indigo", secondary_hue="slate")
 
@@ -112,4 +116,11 @@ def launch_kwargs() -> dict[str, Any]:
     """
     host = os.environ.get("BIASTEST_HOST") or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
     port = os.environ.get("BIASTEST_PORT") or os.environ.get("GRADIO_SERVER_PORT") or os.environ.get("PORT") or "7860"
-    return {"server_name": host, "server_port": int(port), "theme": THEME, "css": CSS, "ssr_mode": False}
+    return {
+        "server_name": host,
+        "server_port": int(port),
+        "theme": THEME,
+        "css": CSS,
+        "ssr_mode": False,
+        "max_file_size": MAX_UPLOAD,
+    }

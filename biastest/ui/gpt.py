@@ -31,7 +31,7 @@ from biastest.ui.spec_step import (
     fill_from_library,
     spec_from_inputs,
     spec_summary,
-    validate_message,
+    wire_validation,
 )
 
 __all__ = ["SUGGESTED_MODELS", "build_demo"]
@@ -302,8 +302,7 @@ def build_demo() -> gr.Blocks:
 
         spec_boxes = [inputs.library, *inputs.term_boxes]
         inputs.library.change(user_errors(fill_from_library), inputs.library, [*inputs.term_boxes, inputs.message])
-        for box in inputs.term_boxes:
-            box.blur(validate_message, spec_boxes, inputs.message)
+        wire_validation(inputs, concurrency_id="gpt-spec-validate")
         next_btn.click(confirm_spec, [*spec_boxes, state], [state, inputs.message, tabs, tab_data, testing])
         find_btn.click(find_sentences, [state, table], [table, find_msg, coverage])
         import_btn.click(import_file, [upload, fmt, state, table], [table, import_msg])

@@ -107,7 +107,7 @@ def build_server(entries: list[AppEntry] | None = None):
     from fastapi import FastAPI
     from fastapi.responses import HTMLResponse
 
-    from biastest.ui.common import CSS, THEME
+    from biastest.ui.common import CSS, MAX_UPLOAD, THEME
 
     entries = available_apps() if entries is None else entries
     app = FastAPI(title="biastest")
@@ -120,7 +120,9 @@ def build_server(entries: list[AppEntry] | None = None):
     for entry in entries:
         module = importlib.import_module(entry.module)
         demo = configure_queue(module.build_demo())
-        gr.mount_gradio_app(app, demo, path=f"/{entry.key}", theme=THEME, css=CSS, ssr_mode=False)
+        gr.mount_gradio_app(
+            app, demo, path=f"/{entry.key}", theme=THEME, css=CSS, ssr_mode=False, max_file_size=MAX_UPLOAD
+        )
     return app
 
 

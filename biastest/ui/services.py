@@ -40,6 +40,8 @@ MSG_NEED_KEY = (
 )
 MSG_NEED_BASE_URL = "Type the address of the OpenAI-compatible server, e.g. http://localhost:8000/v1."
 MSG_NEED_MODEL = "Type the name of the generator model."
+MSG_UNKNOWN_FORMAT = "Unknown file format '{value}'. Choose one of: {choices}."
+MSG_NO_PAIRS_IN_FILE = "No sentence pairs could be read from {name}. {details}"
 MSG_BAD_COUNT = "The number of sentences per attribute term must be between 1 and {limit}, got {value!r}."
 MSG_COVERAGE_HEAD = "| attribute term | sentences | |\n|---|---|---|"
 MSG_THIN = "⚠️ thin: generate more"
@@ -53,12 +55,12 @@ _stores: dict[str, Any] = {}
 
 def shared_store():
     """The process-wide local dataset store (``BIASTEST_DATA_DIR``), built once."""
-    from biastest.store import DatasetStore, default_store_root
+    from biastest.store import DatasetStore, default_store_dir
 
-    root = str(Path(os.environ.get("BIASTEST_DATA_DIR") or default_store_root()).expanduser())
+    root = str(default_store_dir())
     with _store_lock:
         if root not in _stores:
-            _stores[root] = DatasetStore(root)
+            _stores[root] = DatasetStore(root, writer="app")
         return _stores[root]
 
 
@@ -70,6 +72,7 @@ class Found:
     n_sentences: int
     counts: dict[str, int]
     coverage_markdown: str
+    texts: tuple[str, ...] = ()
 
 
 def _coverage_markdown(spec: BiasSpec, counts: dict[str, int]) -> str:
@@ -84,25 +87,57 @@ def _coverage_markdown(spec: BiasSpec, counts: dict[str, int]) -> str:
 
 def retrieve_pairs(spec: BiasSpec) -> Found:
     """Every stored pair and template sentence that matches the spec's terms."""
-    from biastest.store.retrieval import retrieve_for_spec
+    from biastest.store.retrieval import retrieve_pairs as store_pairs
+    from biastest.store.retrieval import retrieve_sentences
 
-    found = retrieve_for_spec(shared_store(), spec)
+    store = shared_store()
+    sentences = retrieve_sentences(store, spec)
+    found = store_pairs(store, spec, sentences=sentences)
     counts = dict(found.coverage.per_attribute)
     return Found(
         pairs=tuple(found.pairs),
-        n_sentences=len(found.sentences),
+        n_sentences=len(sentences.matches),
         counts=counts,
         coverage_markdown=_coverage_markdown(spec, counts),
+        texts=sentences.texts,
     )
 
 
 def import_pairs(path: str | Path, *, fmt: str, spec: BiasSpec | None) -> list[SentencePair]:
-    """Read sentence pairs from a BiasTestGPT, CrowS-Pairs or StereoSet file."""
+    """Read sentence pairs from a BiasTestGPT, CrowS-Pairs or StereoSet file.
+
+    The file is read for this session only: nothing is added to the shared
+    store (one user's upload never appears in another user's retrieval).
+    BiasTestGPT *sentence* files are paired with the spec's counterparts.
+    """
+    from biastest.runner.lm import pairs_from_templates
     from biastest.store import importers
 
     if fmt not in IMPORT_FORMATS:
-        raise DataError(f"Unknown file format '{fmt}'. Choose one of: {', '.join(IMPORT_FORMATS)}.")
-    return list(importers.import_pairs_file(path, fmt=fmt, spec=spec))
+        raise DataError(MSG_UNKNOWN_FORMAT.format(value=fmt, choices=", ".join(IMPORT_FORMATS)))
+    path = Path(path)
+    raw = path.read_bytes()
+    kind = fmt
+    if kind == "auto":
+        if path.suffix.lower() == ".json":
+            kind = "stereoset"
+        else:
+            head = raw[:4096].decode("utf-8", "replace")
+            kind = "crows-pairs" if "sent_more" in head and "sent_less" in head else "biastestgpt"
+    reader = {
+        "biastestgpt": importers.read_biastestgpt_csv,
+        "biastestgpt-pairs": importers.read_biastestgpt_pairs,
+        "biastestgpt-sentences": importers.read_biastestgpt_sentences,
+        "crows-pairs": importers.read_crows_pairs,
+        "stereoset": importers.read_stereoset_intrasentence,
+    }[kind]
+    result = reader(raw, name=path.name)
+    pairs = list(result.pairs)
+    if not pairs and result.sentences and spec is not None:
+        pairs = list(pairs_from_templates(spec, result.sentences).pairs)
+    if not pairs:
+        raise DataError(MSG_NO_PAIRS_IN_FILE.format(name=path.name, details=result.message))
+    return pairs
 
 
 def text_generator_choices() -> list[tuple[str, str]]:
@@ -164,14 +199,11 @@ def generate_pairs(
         existing_counts=found.counts,
         target_per_attribute=per_attribute,
         prompt=prompt,
-        existing_texts=[p.stereotyped for p in found.pairs] + [p.anti_stereotyped for p in found.pairs],
+        existing_texts=found.texts,
         progress=progress,
     )
-    store = shared_store()
-    if run.sentences:
-        store.add_sentences(run.sentences)
-    if run.pairs:
-        store.add_pairs(run.pairs)
+    if run.sentences or run.pairs:
+        shared_store().add(run.sentences, run.pairs)
     return run
 
 

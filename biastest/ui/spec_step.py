@@ -123,3 +123,24 @@ def validate_message(library: str, group1: str, group2: str, stereotype1: str, a
         return spec_summary(spec_from_inputs(library, group1, group2, stereotype1, antistereotype1))
     except SpecError as exc:
         return f"⚠️ {exc.message}"
+
+
+def wire_validation(inputs: SpecInputs, *, concurrency_id: str) -> None:
+    """Validate the four boxes inline as the user leaves each one.
+
+    One queued listener for every box, one event at a time and only the last
+    pending one run, so answers cannot overtake each other (a stale
+    "is empty" message after a valid spec was typed).
+    """
+    from biastest.ui.common import user_errors
+
+    gr.on(
+        [box.blur for box in inputs.term_boxes],
+        user_errors(validate_message),
+        [inputs.library, *inputs.term_boxes],
+        inputs.message,
+        concurrency_limit=1,
+        concurrency_id=concurrency_id,
+        show_progress="hidden",
+        trigger_mode="always_last",
+    )

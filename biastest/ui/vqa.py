@@ -49,7 +49,7 @@ from biastest.ui.spec_step import (
     fill_from_library,
     spec_from_inputs,
     spec_summary,
-    validate_message,
+    wire_validation,
 )
 
 log = logging.getLogger("biastest.ui.vqa")
@@ -994,9 +994,7 @@ def build_demo(*, store=None, use_store: bool = True) -> gr.Blocks:
         spec_in.library.change(user_errors(fill_from_library), spec_in.library,
                                [*spec_in.term_boxes, spec_in.message], queue=False)
         # one queued listener for every box, one event at a time: answers cannot overtake each other
-        gr.on([box.blur for box in spec_in.term_boxes], user_errors(validate_message), spec_boxes, spec_in.message,
-              concurrency_limit=1, concurrency_id="vqa-spec-validate", show_progress="hidden",
-              trigger_mode="always_last")
+        wire_validation(spec_in, concurrency_id="vqa-spec-validate")
         step2_view = [coverage_df, coverage_md, gallery]
         next1.click(handlers.confirm_handler, [session, *spec_boxes],
                     [session, spec_in.message, tabs, tab2, tab3, upload_term, *step2_view])
