@@ -300,3 +300,16 @@ def test_view_rows_and_columns_are_consistent(tmp_path):
     assert [r.text for r in recs] == view.column("text", rows[::-1])
     assert json.loads(json.dumps(store.add([]).to_dict())) == {"written": {"sentences": 0, "pairs": 0},
                                                               "skipped": {"sentences": 0, "pairs": 0}, "shards": []}
+
+
+def test_fast_record_conversion_equals_from_row(tmp_path):
+    store = DatasetStore(tmp_path)
+    store.add([TestSentence("He likes math.", "he", "math", template="[T] likes math.", seed=4,
+                            provenance={"k": [1, 2]}), TestSentence("She likes art.", "she", "art")],
+              [SentencePair("a b", "c d", "x", "y", "z", provenance={"p": 1})])
+    store.add_image(png_bytes(), image_term="nurse", seed=None)
+    for table, cls in (("sentences", TestSentence), ("pairs", SentencePair), ("images", local_mod.TestImage)):
+        view = store.view(table)
+        fast = view.records()
+        slow = [cls.from_row(r) for r in view.rows_dicts(view.unique_rows())]
+        assert [r.to_row() for r in fast] == [r.to_row() for r in slow]

@@ -259,7 +259,7 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 class _TokenIndex:
     """Inverted index of one shard's text column: folded word token → sorted row numbers."""
 
-    __slots__ = ("offsets", "rows", "vocab")
+    __slots__ = ("ascii", "offsets", "rows", "vocab")
 
     def __init__(self, texts: pa.ChunkedArray | pa.Array) -> None:
         texts = pa.chunked_array([texts]) if isinstance(texts, pa.Array) else texts
@@ -267,6 +267,7 @@ class _TokenIndex:
         texts = pc.fill_null(texts, "")
         n = len(texts)
         is_ascii = pc.string_is_ascii(texts).to_numpy(zero_copy_only=False)
+        self.ascii = is_ascii
         token_parts: list[pa.Array] = []
         row_parts: list[np.ndarray] = []
         ascii_rows = np.flatnonzero(is_ascii)
@@ -348,6 +349,25 @@ class _Shard:
         return idx
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _record(cls: type, row: dict[str, Any]) -> Any:
+    """``cls.from_row(row)`` for a row read from a shard (same result, about 3x faster).
+
+    Shard rows always have every column of the schema, nulls as None and
+    ``provenance`` as a JSON string, so the general checks of ``from_row``
+    are not needed.
+    """
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    data = {k: row[k] for k in names if k in row}
+    prov = data.get("provenance")
+    data["provenance"] = json.loads(prov) if isinstance(prov, str) and prov else {}
+    return cls(**data)
+
+
 def _ids_array(ids: pa.ChunkedArray) -> np.ndarray:
     values = ids.to_pylist()
     if all(isinstance(v, str) and len(v) == 16 for v in values):
@@ -371,6 +391,7 @@ class TableView:
         sizes = np.asarray([s.num_rows for s in self.shards], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.keep = self._first_occurrence()
+        self._ascii: dict[str, np.ndarray] = {}
 
     def _first_occurrence(self) -> np.ndarray:
         if not self.shards:
@@ -434,7 +455,7 @@ class TableView:
         rows = self.unique_rows() if rows is None else rows
         dicts = self.rows_dicts(rows)
         cls = _RECORD_TYPES.get(self.table)
-        return [cls.from_row(d) for d in dicts] if cls is not None else dicts
+        return [_record(cls, d) for d in dicts] if cls is not None else dicts
 
     # ----------------------------------------------------------- look-up
     def term_rows(self, term: str, *, column: str = "text") -> np.ndarray:
@@ -446,6 +467,12 @@ class TableView:
         """
         pattern = term_regex(term)
         keys = term_keys(term)
+        # A one-word ASCII term made only of word characters needs no regex check on ASCII rows: there the
+        # index's tokens are exactly the maximal word runs, compared case-insensitively as the regex does.
+        bare = term.strip()
+        exact = keys is not None and len(keys) == 1 and bare.isascii() and _WORD.fullmatch(bare) is not None
+        if exact:
+            return self._exact_rows(keys[0], pattern, column)
         found: list[np.ndarray] = []
         for s, shard in enumerate(self.shards):
             if keys is None:
@@ -460,13 +487,41 @@ class TableView:
                         break
                 local = np.asarray(local, dtype=np.int64)
             glob = local + self.offsets[s]
-            glob = glob[self.keep[glob]]
+            keep = self.keep[glob]
+            local, glob = local[keep], glob[keep]
             if len(glob) == 0:
                 continue
-            texts = shard.table.column(column).take(pa.array(glob - self.offsets[s])).to_pylist()
+            texts = shard.table.column(column).take(pa.array(local)).to_pylist()
             ok = np.fromiter((t is not None and pattern.search(t) is not None for t in texts), bool, len(texts))
             found.append(glob[ok])
         return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+    def _ascii_mask(self, column: str) -> np.ndarray:
+        cached = self._ascii.get(column)
+        if cached is None:
+            parts = [s.token_index(column).ascii for s in self.shards]
+            cached = np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+            self._ascii[column] = cached
+        return cached
+
+    def _exact_rows(self, key: str, pattern: re.Pattern[str], column: str) -> np.ndarray:
+        """Rows of a one-word ASCII term: index hits, regex-checked only on non-ASCII rows."""
+        parts = []
+        for s, shard in enumerate(self.shards):
+            r = shard.token_index(column).rows_for(key)
+            if len(r):
+                parts.append(r + self.offsets[s])
+        if not parts:
+            return np.zeros(0, dtype=np.int64)
+        glob = np.concatenate(parts)
+        glob = glob[self.keep[glob]]
+        need = ~self._ascii_mask(column)[glob]
+        if need.any():
+            texts = self.column(column, glob[need])
+            ok = np.ones(len(glob), dtype=bool)
+            ok[need] = np.fromiter((t is not None and pattern.search(t) is not None for t in texts), bool, len(texts))
+            glob = glob[ok]
+        return glob
 
     def field_rows(self, column: str, value: str) -> np.ndarray:
         """Distinct rows whose ``column`` equals ``value`` (case-insensitive, white space collapsed)."""

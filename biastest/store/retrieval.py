@@ -219,6 +219,8 @@ def _hits(view, terms: Sequence[str]) -> dict[str, np.ndarray]:
 
 
 def _choose(stored: str, found: list[str]) -> str:
+    if len(found) == 1:
+        return found[0]
     key = field_key(stored or "")
     for t in found:
         if field_key(t) == key:
@@ -262,19 +264,21 @@ def retrieve_sentences(store: DatasetStore, spec: BiasSpec) -> SentenceRetrieval
     records = view.records(rows)
     per_attr = dict.fromkeys(spec.attribute_terms, 0)
     per_group = dict.fromkeys(spec.group_terms, 0)
+    g_side = {t: spec.group_of(t) or 0 for t in spec.group_terms}
+    a_side = {t: spec.attribute_side(t) or 0 for t in spec.attribute_terms}
     excluded = {SKIP_BOTH_GROUPS: 0, SKIP_BOTH_ATTRIBUTE_LISTS: 0}
     matches = []
     for r, sent in zip(rows.tolist(), records, strict=True):
         gs, as_ = g_of[r], a_of[r]
-        if len({spec.group_of(t) for t in gs}) > 1:
+        if len({g_side[t] for t in gs}) > 1:
             excluded[SKIP_BOTH_GROUPS] += 1
             continue
-        if len({spec.attribute_side(t) for t in as_}) > 1:
+        if len({a_side[t] for t in as_}) > 1:
             excluded[SKIP_BOTH_ATTRIBUTE_LISTS] += 1
             continue
         g = _choose(sent.group_term, gs)
         a = _choose(sent.attribute_term, as_)
-        matches.append(SentenceMatch(sent, g, a, spec.group_of(g) or 0, spec.attribute_side(a) or 0))
+        matches.append(SentenceMatch(sent, g, a, g_side[g], a_side[a]))
         per_attr[a] += 1
         per_group[g] += 1
     return SentenceRetrieval(
