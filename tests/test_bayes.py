@@ -188,7 +188,7 @@ def _planted_data(rng, *, n_words, rows, bias):
 @pytest.fixture(scope="module")
 def planted():
     data = _planted_data(np.random.default_rng(SEED), n_words=6, rows=12, bias=0.2)
-    return data, bayes.fit_bayes(data, model="hierarchical", seed=SEED, draws=800, tune=400)
+    return data, bayes.fit_bayes(data, model="hierarchical", seed=SEED, draws=600, tune=300)
 
 
 def test_hierarchical_recovers_planted_bias(planted):
@@ -229,7 +229,7 @@ def test_interval_coverage_is_calibrated():
     truth, wi, ci, y = simulate_hierarchical(rng=rng, n_sets=k, n_words=w, rows_per_cell=10)
     stats = [bayes.cell_statistics(wi, ci, y[i], n_words=w) for i in range(k)]
     n, mean, ss = (np.stack([s[j] for s in stats]) for j in range(3))
-    samples, _, _ = bayes.sample_cell_posterior(n, mean, ss, model="hierarchical", seed=SEED, draws=600, tune=400,
+    samples, _, _ = bayes.sample_cell_posterior(n, mean, ss, model="hierarchical", seed=SEED, draws=500, tune=300,
                                                 chains=2)
     inside, total = hdi_coverage(samples, truth)
     print(f"coverage {inside}/{total} = {inside / total:.3f} (seed {SEED})")
@@ -290,3 +290,27 @@ def test_runner_on_glove_weat7_like_spec():
     with pytest.raises(SpecError) as e:
         run_bayes(spec_groups={"a": ["he"]}, spec_attributes={"x": ["y"], "z": ["w"]}, seed=0)
     assert e.value.message == MSG_TWO_LISTS.format(kind="social groups", count=1, names="a", kind_one="group")
+
+
+def test_parallel_chains_are_configured_safely():
+    import subprocess
+    import sys
+
+    import jax
+
+    # in this process JAX is initialised by now: more chains than devices fall back to sequential
+    assert bayes.configure_parallel_chains(jax.local_device_count() + 1) == "sequential"
+    # a process that initialised JAX before asking keeps its single device and samples sequentially
+    code = (
+        "import jax; jax.devices(); from biastest.metrics.bayes import configure_parallel_chains as c; "
+        "print(c(2), jax.local_device_count())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["sequential", "1"]
+    # a fresh process gets one device per chain, even with torch imported first
+    code = (
+        "import torch; from biastest.metrics.bayes import configure_parallel_chains as c; import jax; "
+        "print(c(2), jax.local_device_count() >= 2)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["parallel", "True"]

@@ -150,7 +150,7 @@ def test_runner_posterior_on_glove():
     from biastest.runner.bayes import run_posterior
 
     seen = []
-    res = run_posterior(seed=SEED, draws=300, tune=300, vocab_size=20000, k_words=5,
+    res = run_posterior(seed=SEED, draws=300, tune=300, vocab_size=20000, k_words=5, epochs=60,
                         progress=lambda d, t, m: seen.append(d))
     d = json.loads(json.dumps(res.to_dict()))
     assert d["classifier"]["test_auc"] > 0.85
