@@ -214,6 +214,7 @@ def test_result_is_json_and_tidy(planted):
     _, res = planted
     d = json.loads(json.dumps(res.to_dict()))
     assert d["hdi_prob"] == 0.89 and d["model"]["name"] == "hierarchical"
+    assert len(d["rows"]) == 6 * 4 * 12 and d["rows"][0]["connection"] == "associated"
     rec = res.interval_records()
     assert {r["panel"] for r in rec} == {"cells", "levels", "contrasts"}
     assert sum(r["panel"] == "cells" for r in rec) == 6 * 4
