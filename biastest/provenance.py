@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import platform
+from functools import cache
 from importlib import metadata
 from typing import Any
 
@@ -26,7 +27,13 @@ def library_versions() -> dict[str, str]:
     """Return the installed versions of the libraries that shape results.
 
     Libraries that are not installed are omitted (not reported as unknown).
+    Read once per process (installed versions do not change while it runs).
     """
+    return dict(_library_versions())
+
+
+@cache
+def _library_versions() -> dict[str, str]:
     out: dict[str, str] = {"python": platform.python_version()}
     for name in _TRACKED:
         try:

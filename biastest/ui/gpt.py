@@ -243,17 +243,29 @@ def build_demo() -> gr.Blocks:
                             label="Generator",
                         )
                     with gr.Row():
-                        api_key = gr.Textbox(label="OpenAI API key", type="password", placeholder="sk-…")
-                        base_url = gr.Textbox(label="Endpoint address (compatible servers)", placeholder="http://…/v1")
-                        gen_model = gr.Textbox(label="Generator model", value="gpt-4o-mini")
+                        api_key = gr.Textbox(
+                            label="OpenAI API key", type="password", placeholder="sk-…", elem_id="gen-api-key"
+                        )
+                        base_url = gr.Textbox(
+                            label="Endpoint address (compatible servers)",
+                            placeholder="http://…/v1",
+                            elem_id="gen-base-url",
+                        )
+                        gen_model = gr.Textbox(label="Generator model", value="gpt-4o-mini", elem_id="gen-model")
                     with gr.Row():
-                        per_attr = gr.Number(label="Sentences per attribute term", value=2, precision=0, minimum=1)
+                        per_attr = gr.Number(
+                            label="Sentences per attribute term",
+                            value=2,
+                            precision=0,
+                            minimum=1,
+                            elem_id="gen-per-attribute",
+                        )
                         prompt = gr.Dropdown(
                             choices=services.sentence_prompt_choices(), value="with-context", label="Prompt"
                         )
                         gen_seed = gr.Number(label="Seed", value=42, precision=0)
-                    gen_btn = gr.Button("Generate")
-                    gen_msg = gr.Markdown("")
+                    gen_btn = gr.Button("Generate", elem_id="gen-run")
+                    gen_msg = gr.Markdown("", elem_id="gen-message")
                 gr.Markdown(
                     "**Test sentence pairs.** Edit any cell to fix a sentence; untick *keep* to leave a pair out.",
                     elem_classes=["bt-hint"],
