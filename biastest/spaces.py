@@ -67,8 +67,13 @@ def assemble_space(app: str, out_dir: str | Path, *, root: Path = ROOT) -> list[
     return sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
 
 
-def deploy_space(app: str, *, repo_id: str, token: str | None = None, private: bool = False) -> SpaceDeployment:
-    """Assemble ``app`` and upload it to the Space ``repo_id`` in one commit."""
+def deploy_space(
+    app: str, *, repo_id: str, token: str | None = None, private: bool = False, endpoint: str | None = None
+) -> SpaceDeployment:
+    """Assemble ``app`` and upload it to the Space ``repo_id`` in one commit.
+
+    ``endpoint`` defaults to ``HF_ENDPOINT`` (or the public Hub).
+    """
     from huggingface_hub import HfApi
 
     if repo_id.count("/") != 1 or not all(repo_id.split("/")):
@@ -76,7 +81,7 @@ def deploy_space(app: str, *, repo_id: str, token: str | None = None, private: b
     token = token or os.environ.get("HF_TOKEN")
     if not token:
         raise BiastestError(MSG_NO_TOKEN)
-    api = HfApi(token=token)
+    api = HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None, token=token)
     with tempfile.TemporaryDirectory(prefix="biastest-space-") as tmp:
         files = assemble_space(app, tmp)
         try:

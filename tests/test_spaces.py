@@ -18,7 +18,9 @@ def test_space_front_matter_is_complete(app):
     assert meta["sdk"] == "gradio"
     assert meta["app_file"] == SPACE_APPS[app]
     assert str(meta["python_version"]) == "3.11"
-    pinned = dict(line.split("==") for line in (REPO_ROOT / "requirements.txt").read_text().splitlines() if "==" in line)
+    pinned = dict(
+        line.split("==") for line in (REPO_ROOT / "requirements.txt").read_text().splitlines() if "==" in line
+    )
     assert meta["sdk_version"] == pinned["gradio"]
     assert len(meta["short_description"]) <= 60
 
@@ -44,3 +46,25 @@ def test_bad_names_are_refused(tmp_path, monkeypatch):
     with pytest.raises(BiastestError) as err:
         deploy_space("gpt", repo_id="no-slash")
     assert err.value.message == MSG_BAD_REPO.format(repo="no-slash")
+
+
+def test_deploy_uploads_the_assembled_space_to_the_stub_hub(tmp_path, monkeypatch):
+    import huggingface_hub
+
+    from tests.hub_stub import StubHub
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # the stub is local
+    app = next((a for a, f in SPACE_APPS.items() if (REPO_ROOT / f).exists()), None)
+    assert app is not None, "no app file in this checkout"
+    token = "hf_space_deploy_secret_123"
+    with StubHub() as hub:
+        hub.tokens = {token}
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setenv("HF_TOKEN", token)
+        result = deploy_space(app, repo_id="stub-user/biastest-space", endpoint=hub.url)
+        repo = hub.repo("stub-user/biastest-space", repo_type="space")
+        expected = assemble_space(app, tmp_path / "expected")
+        assert sorted(repo.files) == sorted(result.files) == expected
+        assert repo.files["README.md"] == (REPO_ROOT / "spaces" / app / "README.md").read_bytes()
+        assert repo.files[SPACE_APPS[app]] == (REPO_ROOT / SPACE_APPS[app]).read_bytes()
+        assert not any(token.encode() in data for data in repo.files.values())
