@@ -1,4 +1,4 @@
-"""Word-embedding bias tests: psychophysics 2AFC, WEAT/MAC, a Bayesian estimate and the posterior sampler."""
+"""Word-embedding bias tests: psychophysics 2AFC and WEAT/MAC."""
 from biastest.ui.common import launch_kwargs
 from biastest.ui.psychophysics import build_demo
 from biastest.ui.serve import configure_queue

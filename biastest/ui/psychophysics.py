@@ -1,4 +1,4 @@
-"""The word-embedding app: psychophysics 2AFC, WEAT/MAC, a Bayesian estimate and the posterior sampler.
+"""The word-embedding app: psychophysics 2AFC and WEAT/MAC (the Bayesian sections are not built yet).
 
 Three gated tabs (specification → data → results). All per-user data lives
 in one ``gr.State`` dictionary (the *session*); embeddings load once per
@@ -87,8 +87,7 @@ MSG_NO_REPLICATE_FILES = (
 MSG_NO_CORPUS = "Upload a plain-text corpus (one sentence or document a line) to train replicates on."
 MSG_TRAIN_FIRST = "Press “Train replicates” first, or choose another replicate set."
 MSG_BAD_SIGMA = (
-    "The perceptual noise σ must be 0 (no noise: a deterministic step) or a positive number (e.g. 0.05); "
-    "got {value!r}."
+    "The perceptual noise σ must be 0 (no noise: a deterministic step) or a positive number (e.g. 0.05); got {value!r}."
 )
 MSG_BAD_INT = "{name} must be a whole number between {low} and {high}; got {value!r}."
 
@@ -305,9 +304,7 @@ def validate_step1(kind: str, *values: str) -> str:
 
 
 # --------------------------------------------------------------------------- step 2: data
-def lookup_reports(
-    spec: TwoAFCSpec | BiasSpec, emb: WordEmbeddings
-) -> dict[str, LookupReport]:
+def lookup_reports(spec: TwoAFCSpec | BiasSpec, emb: WordEmbeddings) -> dict[str, LookupReport]:
     """Per-role lookup reports of every word of the spec in ``emb``."""
     if isinstance(spec, TwoAFCSpec):
         cues = tuple(dict.fromkeys(c for p in spec.cue_pairs for c in p))
@@ -504,8 +501,15 @@ def _sigma(value: Any) -> float | None:
 
 
 def train_replicates_core(
-    session: dict[str, Any], corpus: Any, n_replicates: Any, vector_size: Any, epochs: Any, min_count: Any,
-    seed: Any, *, progress=None,
+    session: dict[str, Any],
+    corpus: Any,
+    n_replicates: Any,
+    vector_size: Any,
+    epochs: Any,
+    min_count: Any,
+    seed: Any,
+    *,
+    progress=None,
 ) -> tuple[dict[str, Any], str]:
     """Train word2vec replicates on the uploaded corpus; keep only the spec's words in the session."""
     session = _need(session)
@@ -544,8 +548,9 @@ def train_replicates_core(
 @user_errors
 def train_handler(session, corpus, n_replicates, vector_size, epochs, min_count, seed, progress=gr.Progress()):
     """Train replicates (progress bar) and report the vocabulary coverage."""
-    return train_replicates_core(session, corpus, n_replicates, vector_size, epochs, min_count, seed,
-                                 progress=progress_callback(progress))
+    return train_replicates_core(
+        session, corpus, n_replicates, vector_size, epochs, min_count, seed, progress=progress_callback(progress)
+    )
 
 
 def female_cue_side(spec: TwoAFCSpec) -> int | None:
@@ -588,8 +593,17 @@ def _replicate_models(session: dict[str, Any], mode: str, files: Any) -> list[Wo
 
 
 def run_core(
-    session: dict[str, Any], rep_mode: str, sigma: Any, files: Any, sigmoid: str, lapse: bool, n_boot: Any,
-    n_perm: Any, seed: Any, *, progress=None,
+    session: dict[str, Any],
+    rep_mode: str,
+    sigma: Any,
+    files: Any,
+    sigmoid: str,
+    lapse: bool,
+    n_boot: Any,
+    n_perm: Any,
+    seed: Any,
+    *,
+    progress=None,
 ) -> dict[str, Any]:
     """Run the test of the session's spec; return the session with ``result`` (and ``labour``) set."""
     session = _need(session)
@@ -614,8 +628,7 @@ def run_core(
         new.update(result=result, labour=_labour(result, spec), weat=None, mac=None)
         return new
     n_permutations = _int_in(n_perm, name="The number of permutations", low=100, high=1_000_000)
-    weat = run_weat(spec=spec, source=session["source"], seed=seed_i, n_permutations=n_permutations,
-                    progress=progress)
+    weat = run_weat(spec=spec, source=session["source"], seed=seed_i, n_permutations=n_permutations, progress=progress)
     mac = run_mac(spec=spec, source=session["source"])
     new.update(result=weat, weat=weat, mac=mac)
     return new
@@ -640,9 +653,13 @@ def results_view(session: dict[str, Any]) -> tuple:
             rep.spectrum_figure(result.spectrum()),
             rep.labour_markdown(corr) if corr is not None else "",
             gr.update(value=rep.labour_figure(corr, cue1_label=result.cue1_label), visible=True)
-            if corr is not None else gr.update(value=None, visible=False),
+            if corr is not None
+            else gr.update(value=None, visible=False),
             rep.twoafc_frame(result),
-            None, None, None, None,
+            None,
+            None,
+            None,
+            None,
             gr.update(value=str(csv_path), visible=True),
             gr.update(value=str(json_path), visible=True),
         )
@@ -652,7 +669,13 @@ def results_view(session: dict[str, Any]) -> tuple:
         rep.weat_interpretation(weat, mac, source=source),
         gr.update(visible=False),
         gr.update(visible=True),
-        None, gr.update(choices=[], value=None), None, None, "", hide, None,
+        None,
+        gr.update(choices=[], value=None),
+        None,
+        None,
+        "",
+        hide,
+        None,
         rep.weat_frame(weat, mac),
         rep.weat_figure(weat),
         rep.weat_words_frame(weat),
@@ -665,8 +688,9 @@ def results_view(session: dict[str, Any]) -> tuple:
 @user_errors
 def run_handler(session, rep_mode, sigma, files, sigmoid, lapse, n_boot, n_perm, seed, progress=gr.Progress()):
     """Step 2 → results: run, render, unlock the results tab."""
-    new = run_core(session, rep_mode, sigma, files, sigmoid, lapse, n_boot, n_perm, seed,
-                   progress=progress_callback(progress))
+    new = run_core(
+        session, rep_mode, sigma, files, sigmoid, lapse, n_boot, n_perm, seed, progress=progress_callback(progress)
+    )
     tabs, tab3 = unlock_step("results")
     return (new, "", tabs, tab3, *results_view(new))
 
@@ -745,10 +769,12 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
                         elem_id="twoafc-cues",
                     )
                     with gr.Row():
-                        cue1_name = gr.Textbox(label="Name of the first cue side", placeholder="e.g. female",
-                                               elem_id="twoafc-cue1-name")
-                        cue2_name = gr.Textbox(label="Name of the second cue side", placeholder="e.g. male",
-                                               elem_id="twoafc-cue2-name")
+                        cue1_name = gr.Textbox(
+                            label="Name of the first cue side", placeholder="e.g. female", elem_id="twoafc-cue1-name"
+                        )
+                        cue2_name = gr.Textbox(
+                            label="Name of the second cue side", placeholder="e.g. male", elem_id="twoafc-cue2-name"
+                        )
                 with gr.Column(visible=False) as weat_box:
                     gr.Markdown(WEAT_HELP, elem_classes=["bt-hint"])
                     libw = gr.Dropdown(
@@ -759,13 +785,15 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
                         elem_id="weat-library",
                     )
                     with gr.Row():
-                        wx = gr.Textbox(label="Target list X", placeholder="e.g. math, algebra, geometry",
-                                        elem_id="weat-x")
+                        wx = gr.Textbox(
+                            label="Target list X", placeholder="e.g. math, algebra, geometry", elem_id="weat-x"
+                        )
                         wy = gr.Textbox(label="Target list Y", placeholder="e.g. poetry, art, dance", elem_id="weat-y")
                     with gr.Row():
                         wa = gr.Textbox(label="Attribute list A", placeholder="e.g. male, man, boy", elem_id="weat-a")
-                        wb = gr.Textbox(label="Attribute list B", placeholder="e.g. female, woman, girl",
-                                        elem_id="weat-b")
+                        wb = gr.Textbox(
+                            label="Attribute list B", placeholder="e.g. female, woman, girl", elem_id="weat-b"
+                        )
                     with gr.Accordion("Names of the four lists (optional)", open=False):
                         with gr.Row():
                             wxn = gr.Textbox(label="Name of X", placeholder="Targets X", elem_id="weat-x-name")
@@ -785,8 +813,9 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
                     visible=False,
                     elem_id="embedding-upload",
                 )
-                path = gr.Textbox(label="Path of the embedding file on this server", visible=False,
-                                  elem_id="embedding-path")
+                path = gr.Textbox(
+                    label="Path of the embedding file on this server", visible=False, elem_id="embedding-path"
+                )
                 spec_msg = gr.Markdown("", elem_id="spec-message")
                 with gr.Row():
                     next1 = gr.Button("Continue to the data →", variant="primary", elem_id="spec-next")
@@ -810,8 +839,10 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
                     )
                     rep_mode = gr.Radio(
                         [
-                            ("One model, with a perceptual noise σ that you set (an assumption, not data)",
-                             REPLICATES_NONE),
+                            (
+                                "One model, with a perceptual noise σ that you set (an assumption, not data)",
+                                REPLICATES_NONE,
+                            ),
                             ("Several embedding files that you upload (replicates)", REPLICATES_UPLOAD),
                             ("Train replicates on a text corpus that you upload", REPLICATES_TRAIN),
                         ],
@@ -825,30 +856,47 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
                         info="SD of Gaussian noise on the score difference of the answers (Thurstonian); 0 = no noise.",
                         elem_id="noise-sigma",
                     )
-                    rep_files = gr.File(label="Replicate embedding files (two or more)", file_count="multiple",
-                                        visible=False, elem_id="replicate-files")
+                    rep_files = gr.File(
+                        label="Replicate embedding files (two or more)",
+                        file_count="multiple",
+                        visible=False,
+                        elem_id="replicate-files",
+                    )
                     with gr.Column(visible=False) as train_box:
-                        corpus = gr.File(label="Text corpus (.txt, one sentence or document a line)",
-                                         file_types=[".txt"], elem_id="corpus-file")
+                        corpus = gr.File(
+                            label="Text corpus (.txt, one sentence or document a line)",
+                            file_types=[".txt"],
+                            elem_id="corpus-file",
+                        )
                         with gr.Row():
                             n_rep = gr.Slider(2, 32, value=8, step=1, label="Replicates", elem_id="n-replicates")
                             dim = gr.Slider(10, 300, value=50, step=10, label="Vector size", elem_id="vector-size")
                             epochs = gr.Slider(1, 20, value=5, step=1, label="Epochs", elem_id="epochs")
-                            min_count = gr.Slider(1, 20, value=2, step=1, label="Minimum word count",
-                                                  elem_id="min-count")
+                            min_count = gr.Slider(
+                                1, 20, value=2, step=1, label="Minimum word count", elem_id="min-count"
+                            )
                         train_btn = gr.Button("Train replicates", elem_id="train-replicates")
                         train_md = gr.Markdown("", elem_id="train-status")
                     with gr.Accordion("Psychometric fit", open=False):
                         with gr.Row():
-                            sigmoid = gr.Dropdown([("cumulative normal", "norm"), ("logistic", "logistic")],
-                                                  value="norm", label="Psychometric function", elem_id="sigmoid")
+                            sigmoid = gr.Dropdown(
+                                [("cumulative normal", "norm"), ("logistic", "logistic")],
+                                value="norm",
+                                label="Psychometric function",
+                                elem_id="sigmoid",
+                            )
                             lapse = gr.Checkbox(False, label="Fit a lapse rate", elem_id="lapse")
-                            n_boot = gr.Number(200, label="Bootstrap samples for the intervals", precision=0,
-                                               elem_id="n-bootstrap")
+                            n_boot = gr.Number(
+                                200, label="Bootstrap samples for the intervals", precision=0, elem_id="n-bootstrap"
+                            )
                 with gr.Column(visible=False) as weat_data:
-                    n_perm = gr.Number(10_000, precision=0, label="Permutations for the p-value",
-                                       info="Exact enumeration when there are fewer partitions than this.",
-                                       elem_id="n-permutations")
+                    n_perm = gr.Number(
+                        10_000,
+                        precision=0,
+                        label="Permutations for the p-value",
+                        info="Exact enumeration when there are fewer partitions than this.",
+                        elem_id="n-permutations",
+                    )
                 seed = gr.Number(0, precision=0, label="Seed (repeat it to get the same numbers)", elem_id="seed")
                 run_md = gr.Markdown("", elem_id="run-message")
                 with gr.Row():
@@ -861,8 +909,9 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
                 with gr.Column(visible=True) as twoafc_res:
                     pse_plot = gr.Plot(label="PSE per target word (paper Fig. 3)", elem_id="pse-plot")
                     with gr.Row():
-                        curve_target = gr.Dropdown([], label="Psychometric curve of the target word",
-                                                   elem_id="curve-target")
+                        curve_target = gr.Dropdown(
+                            [], label="Psychometric curve of the target word", elem_id="curve-target"
+                        )
                     curve_plot = gr.Plot(label="Psychometric curve (paper Fig. 2)", elem_id="curve-plot")
                     spectrum_plot = gr.Plot(label="Spectrum of target words (paper Fig. 4)", elem_id="spectrum-plot")
                     labour_md = gr.Markdown("", elem_id="labour-summary")
@@ -871,18 +920,13 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
                 with gr.Column(visible=False) as weat_res:
                     weat_df = gr.Dataframe(label="WEAT and MAC", interactive=False, elem_id="weat-table")
                     weat_plot = gr.Plot(label="Association of each target word", elem_id="weat-plot")
-                    weat_words_df = gr.Dataframe(label="Per target word", interactive=False,
-                                                 elem_id="weat-words-table")
-                    mac_df = gr.Dataframe(label="MAC per target word and attribute list", interactive=False,
-                                          elem_id="mac-table")
+                    weat_words_df = gr.Dataframe(label="Per target word", interactive=False, elem_id="weat-words-table")
+                    mac_df = gr.Dataframe(
+                        label="MAC per target word and attribute list", interactive=False, elem_id="mac-table"
+                    )
                 with gr.Row():
                     csv_btn = gr.DownloadButton("Download CSV", visible=False, elem_id="download-csv")
                     json_btn = gr.DownloadButton("Download JSON", visible=False, elem_id="download-json")
-                with gr.Accordion("Bayesian estimate with control groups", open=False, elem_id="bayes-section"):
-                    bayes_ui = _bayes_section()
-                with gr.Accordion("Posterior of embeddings given a sentiment classifier", open=False,
-                                  elem_id="posterior-section"):
-                    post_ui = _posterior_section()
                 new3 = gr.Button("New bias test", variant="secondary", elem_id="new-test-3")
 
         # ----------------------------------------------------------------- wiring
@@ -907,11 +951,30 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
         )
 
         rep_mode.change(on_replicate_mode, rep_mode, [sigma, rep_files, train_box], queue=False)
-        train_btn.click(train_handler, [session, corpus, n_rep, dim, epochs, min_count, seed], [session, train_md],
-                        concurrency_id="embedding-train", concurrency_limit=1)
+        train_btn.click(
+            train_handler,
+            [session, corpus, n_rep, dim, epochs, min_count, seed],
+            [session, train_md],
+            concurrency_id="embedding-train",
+            concurrency_limit=1,
+        )
         result_outputs = [
-            summary_md, twoafc_res, weat_res, pse_plot, curve_target, curve_plot, spectrum_plot, labour_md,
-            labour_plot, twoafc_df, weat_df, weat_plot, weat_words_df, mac_df, csv_btn, json_btn,
+            summary_md,
+            twoafc_res,
+            weat_res,
+            pse_plot,
+            curve_target,
+            curve_plot,
+            spectrum_plot,
+            labour_md,
+            labour_plot,
+            twoafc_df,
+            weat_df,
+            weat_plot,
+            weat_words_df,
+            mac_df,
+            csv_btn,
+            json_btn,
         ]
         run_btn.click(
             run_handler,
@@ -919,27 +982,58 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
             [session, run_md, tabs, tab3, *result_outputs],
         )
         curve_target.change(curve_handler, [session, curve_target], curve_plot, queue=False)
-        _wire_bayes(bayes_ui, session)
-        _wire_posterior(post_ui, session)
 
         # New bias test: back to step 1, every input and output cleared, a fresh session
         resets: list[tuple[Any, Any]] = [
-            (kind, KIND_TWOAFC), (twoafc_box, gr.update(visible=True)), (weat_box, gr.update(visible=False)),
-            (lib2, CUSTOM), (targets, ""), (cues, ""), (cue1_name, ""), (cue2_name, ""),
-            (libw, CUSTOM), (wx, ""), (wy, ""), (wa, ""), (wb, ""), (wxn, ""), (wyn, ""), (wan, ""), (wbn, ""),
-            (source, DEFAULT_SOURCE), (upload, gr.update(value=None, visible=False)),
-            (path, gr.update(value="", visible=False)), (spec_msg, ""), (data_md, ""), (lookup_df, None),
-            (twoafc_data, gr.update(visible=True)), (weat_data, gr.update(visible=False)),
-            (rep_mode, REPLICATES_NONE), (sigma, gr.update(value=0.05, visible=True)),
-            (rep_files, gr.update(value=None, visible=False)), (train_box, gr.update(visible=False)),
-            (corpus, None), (train_md, ""), (run_md, ""), (seed, 0), (summary_md, ""),
-            (twoafc_res, gr.update(visible=True)), (weat_res, gr.update(visible=False)),
-            (pse_plot, None), (curve_target, gr.update(choices=[], value=None)), (curve_plot, None),
-            (spectrum_plot, None), (labour_md, ""), (labour_plot, gr.update(value=None, visible=False)),
-            (twoafc_df, None), (weat_df, None), (weat_plot, None), (weat_words_df, None), (mac_df, None),
+            (kind, KIND_TWOAFC),
+            (twoafc_box, gr.update(visible=True)),
+            (weat_box, gr.update(visible=False)),
+            (lib2, CUSTOM),
+            (targets, ""),
+            (cues, ""),
+            (cue1_name, ""),
+            (cue2_name, ""),
+            (libw, CUSTOM),
+            (wx, ""),
+            (wy, ""),
+            (wa, ""),
+            (wb, ""),
+            (wxn, ""),
+            (wyn, ""),
+            (wan, ""),
+            (wbn, ""),
+            (source, DEFAULT_SOURCE),
+            (upload, gr.update(value=None, visible=False)),
+            (path, gr.update(value="", visible=False)),
+            (spec_msg, ""),
+            (data_md, ""),
+            (lookup_df, None),
+            (twoafc_data, gr.update(visible=True)),
+            (weat_data, gr.update(visible=False)),
+            (rep_mode, REPLICATES_NONE),
+            (sigma, gr.update(value=0.05, visible=True)),
+            (rep_files, gr.update(value=None, visible=False)),
+            (train_box, gr.update(visible=False)),
+            (corpus, None),
+            (train_md, ""),
+            (run_md, ""),
+            (seed, 0),
+            (summary_md, ""),
+            (twoafc_res, gr.update(visible=True)),
+            (weat_res, gr.update(visible=False)),
+            (pse_plot, None),
+            (curve_target, gr.update(choices=[], value=None)),
+            (curve_plot, None),
+            (spectrum_plot, None),
+            (labour_md, ""),
+            (labour_plot, gr.update(value=None, visible=False)),
+            (twoafc_df, None),
+            (weat_df, None),
+            (weat_plot, None),
+            (weat_words_df, None),
+            (mac_df, None),
             (csv_btn, gr.update(value=None, visible=False)),
             (json_btn, gr.update(value=None, visible=False)),
-            *bayes_ui.resets(), *post_ui.resets(),
         ]
         reset_outputs = [session, tabs, tab2, tab3, *(c for c, _ in resets)]
 
@@ -950,33 +1044,3 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
             btn.click(user_errors(reset), None, reset_outputs, queue=False)
         del tab1
     return demo
-
-
-# --------------------------------------------------------------------------- sections: Bayes, posterior
-class _Section:
-    """Components of a results section and how to reset them."""
-
-    def __init__(self, **components: Any) -> None:
-        self.__dict__.update(components)
-        self._resets: list[tuple[Any, Any]] = []
-
-    def resets(self) -> list[tuple[Any, Any]]:
-        return list(self._resets)
-
-
-def _bayes_section() -> _Section:
-    sec = _Section()
-    return sec
-
-
-def _wire_bayes(sec: _Section, session: Any) -> None:
-    return None
-
-
-def _posterior_section() -> _Section:
-    sec = _Section()
-    return sec
-
-
-def _wire_posterior(sec: _Section, session: Any) -> None:
-    return None
