@@ -942,8 +942,17 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
         libw.change(user_errors(fill_weat), libw, [wx, wy, wa, wb, wxn, wyn, wan, wbn], queue=False).then(
             user_errors(validate_step1), [kind, *twoafc_inputs, *weat_inputs], spec_msg, queue=False
         )
-        for box in (targets, cues, cue1_name, cue2_name, wx, wy, wa, wb, wxn, wyn, wan, wbn):
-            box.blur(user_errors(validate_step1), [kind, *twoafc_inputs, *weat_inputs], spec_msg, queue=False)
+        # one queued listener, one event at a time, last wins: answers cannot overtake each other
+        gr.on(
+            [box.blur for box in (targets, cues, cue1_name, cue2_name, wx, wy, wa, wb, wxn, wyn, wan, wbn)],
+            user_errors(validate_step1),
+            [kind, *twoafc_inputs, *weat_inputs],
+            spec_msg,
+            concurrency_limit=1,
+            concurrency_id="psy-spec-validate",
+            show_progress="hidden",
+            trigger_mode="always_last",
+        )
         next1.click(
             _make_confirm(allow_paths),
             [session, *step1],
