@@ -99,12 +99,18 @@ class ImageInfo:
     n_bytes: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"width": self.width, "height": self.height, "format": self.format, "mode": self.mode,
-                "n_bytes": self.n_bytes}
+        return {
+            "width": self.width,
+            "height": self.height,
+            "format": self.format,
+            "mode": self.mode,
+            "n_bytes": self.n_bytes,
+        }
 
 
-def _read_source(source: str | os.PathLike[str] | bytes | BinaryIO, name: str | None,
-                 max_bytes: int) -> tuple[bytes, str]:
+def _read_source(
+    source: str | os.PathLike[str] | bytes | BinaryIO, name: str | None, max_bytes: int
+) -> tuple[bytes, str]:
     """Return the raw bytes and a display name; refuse missing, empty or oversized files."""
     if isinstance(source, bytes | bytearray | memoryview):
         data = bytes(source)
@@ -184,8 +190,9 @@ def probe_image(
     """
     data, label = _read_source(source, name, max_bytes)
     img = _open(data, label, max_pixels)
-    return ImageInfo(width=img.size[0], height=img.size[1], format=str(img.format or ""), mode=img.mode,
-                     n_bytes=len(data))
+    return ImageInfo(
+        width=img.size[0], height=img.size[1], format=str(img.format or ""), mode=img.mode, n_bytes=len(data)
+    )
 
 
 def to_rgb(img):
