@@ -222,3 +222,8 @@ def test_normalise_upload_to_png_drops_exif():
     assert not back.getexif()
     with pytest.raises(DataError):
         I.normalise_image_bytes(b"not an image")
+
+
+def test_constant_wide_range_image_maps_to_black():
+    arr = np.full((3, 3), 5000, dtype=np.int32)
+    assert np.asarray(I.to_rgb(Image.fromarray(arr, "I"))).max() == 0

@@ -336,12 +336,15 @@ def train_planted_clip(
 ) -> Path:
     """Train a tiny CLIPModel so that red images read as "doctor" with probability ``rate``.
 
-    Training data: red and blue circles/squares; a red image's caption is
-    "a photo of a doctor" with probability ``rate`` (else "... nurse"), a blue
-    image's caption is "a photo of a nurse" with probability ``rate``. The loss
-    is CLIP's zero-shot cross-entropy over the two caption prompts,
-    ``softmax(scale · cos(image, prompt))``, so a calibrated model gives
-    ``P(doctor | red) = P(nurse | blue) = rate`` and a score of ``rate``.
+    Training data: red and blue circles/squares at random positions; the
+    caption distribution is planted: a red image is captioned "a photo of a
+    doctor" at rate ``rate`` (else "... nurse"), a blue image "a photo of a
+    nurse" at rate ``rate``. The loss is CLIP's zero-shot cross-entropy over
+    the two caption prompts, ``softmax(scale · cos(image, prompt))``, against
+    the caption distribution of the image's colour (the expected loss over
+    sampled captions, without the sampling noise a 256-image set would add),
+    so the minimiser gives ``P(doctor | red) = P(nurse | blue) = rate`` and a
+    vision-language score of ``rate``.
     """
     import torch
     from transformers import CLIPModel
@@ -352,11 +355,11 @@ def train_planted_clip(
     images = [
         shape_image("red" if c == 0 else "blue", "circle" if rng.random() < 0.5 else "square", rng=rng) for c in colours
     ]
-    stereo = rng.random(n_train) < rate
-    labels = np.where(colours == 0, np.where(stereo, 0, 1), np.where(stereo, 1, 0))
+    p_doctor = np.where(colours == 0, rate, 1.0 - rate)
+    targets = np.stack([p_doctor, 1.0 - p_doctor], axis=1)
     pix = processor.image_processor(images=images, return_tensors="pt")["pixel_values"]
     text = processor.tokenizer(list(PLANTED_PROMPTS), return_tensors="pt", padding=True)
-    y = torch.as_tensor(labels, dtype=torch.long)
+    y = torch.as_tensor(targets, dtype=torch.float32)
     torch.manual_seed(seed)
     model = CLIPModel(tiny_clip_config(len(processor.tokenizer)))
     opt = torch.optim.Adam(model.parameters(), lr=lr)
@@ -371,7 +374,7 @@ def train_planted_clip(
         img = torch.nn.functional.normalize(model.get_image_features(pixel_values=pix[idx]).pooler_output, dim=-1)
         txt = torch.nn.functional.normalize(model.get_text_features(**text).pooler_output, dim=-1)
         logits = model.logit_scale.exp() * img @ txt.T
-        loss = torch.nn.functional.cross_entropy(logits, y[idx])
+        loss = -(y[idx] * torch.log_softmax(logits, dim=-1)).sum(dim=1).mean()
         opt.zero_grad()
         loss.backward()
         opt.step()

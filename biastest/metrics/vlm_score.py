@@ -747,8 +747,12 @@ class VLMResult:
             for term, p in probs.items():
                 row[f"P({term})"] = p
             row.update(
-                {"model_id": self.model_id, "model_revision": self.model_revision, "method": self.method,
-                 "seed": self.seed}
+                {
+                    "model_id": self.model_id,
+                    "model_revision": self.model_revision,
+                    "method": self.method,
+                    "seed": self.seed,
+                }
             )
             rows.append(row)
         return rows
@@ -768,8 +772,12 @@ def image_groups(images: Sequence[TestImage], spec: BiasSpec) -> list[int]:
         if g is None:
             raise DataError(
                 MSG_IMAGE_TERM_NOT_IN_SPEC.format(
-                    path=img.path, term=img.image_term, group1=spec.group1_name, terms1=", ".join(spec.group1),
-                    group2=spec.group2_name, terms2=", ".join(spec.group2),
+                    path=img.path,
+                    term=img.image_term,
+                    group1=spec.group1_name,
+                    terms1=", ".join(spec.group1),
+                    group2=spec.group2_name,
+                    terms2=", ".join(spec.group2),
                 ),
                 path=img.path,
                 term=img.image_term,
@@ -860,8 +868,7 @@ def summarize_vlm(
             raise DataError(MSG_BAD_PROBABILITIES.format(path=images[i].path), path=images[i].path)
     p1 = np.clip(p1, 0.0, 1.0)
     if len(answers) != n or len(verdicts) != n:
-        raise DataError(MSG_SHAPE.format(what="answers/verdicts", shape=(len(answers), len(verdicts)),
-                                         expected=(n, n)))
+        raise DataError(MSG_SHAPE.format(what="answers/verdicts", shape=(len(answers), len(verdicts)), expected=(n, n)))
     for v in verdicts:
         if v not in VERDICTS:
             raise DataError(MSG_BAD_VERDICT.format(value=v, choices=", ".join(VERDICTS)))
@@ -894,8 +901,9 @@ def summarize_vlm(
         q = np.clip(vs[:, j], 0.0, 1.0)
         stereo = np.where(groups == sides[j], q, 1.0 - q)
         per_target_term.append(
-            VLMTermSummary(term=term, side=int(sides[j]), n_images=n, soft=summarize_probabilities(stereo, **stats),
-                           hard=None)
+            VLMTermSummary(
+                term=term, side=int(sides[j]), n_images=n, soft=summarize_probabilities(stereo, **stats), hard=None
+            )
         )
     rows = []
     for i, img in enumerate(images):

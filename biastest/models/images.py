@@ -287,9 +287,7 @@ def load_image(
                 img.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
             else:
                 img = img.copy()
-    except DataError:
-        raise
-    except Image.DecompressionBombError:
+    except Image.DecompressionBombError:  # a frame or tile larger than the header said
         raise DataError(MSG_IMAGE_BOMB.format(name=label)) from None
     except _OPEN_ERRORS as exc:
         raise DataError(MSG_IMAGE_CORRUPT.format(name=label, problem=_problem(exc))) from None

@@ -72,10 +72,6 @@ MSG_NO_PROCESSOR = (
     "The model '{model_id}' has no usable image processor or tokenizer files, so images and words cannot be "
     "prepared for it. Save the processor beside the model (processor.save_pretrained()) or choose another model."
 )
-MSG_NO_ANSWER_VOCABULARY = (
-    "The model '{model_id}' answers questions by choosing from a fixed list of answers, but its configuration "
-    "has no such list (id2label). Choose a model fine-tuned for visual question answering."
-)
 MSG_EMPTY_TEXTS = "No {what} were given to the model. Add at least one."
 MSG_EMPTY_CANDIDATE = "The answer {candidate!r} becomes no tokens for this model. Use a real word."
 
@@ -538,8 +534,6 @@ def _load(source: ModelSource, config: Any, kind: str, cls: type, device: Any, d
         raise translate_load_error(exc, source=source) from None
     check_no_missing_weights(info, model=model, source=source, role=_ROLE[kind])
     model = model.to(device).eval()
-    if kind == "vqa-classifier" and not (getattr(model.config, "id2label", None) or {}):
-        raise ModelKindError(MSG_NO_ANSWER_VOCABULARY.format(model_id=source.model_id), model_id=source.model_id)
     vinfo = VLMInfo(
         model_id=source.model_id,
         kind=kind,
@@ -604,7 +598,7 @@ def load_vlm(
         The model or its processor cannot be loaded (messages from
         :mod:`biastest.models.base`, or :data:`MSG_NO_PROCESSOR`).
     ModelKindError
-        :data:`MSG_NOT_A_VLM`, :data:`MSG_NO_ANSWER_VOCABULARY`, or missing weights.
+        :data:`MSG_NOT_A_VLM`, or weights missing from the checkpoint.
     """
     quiet_transformers()
     source = resolve_model_source(model_id, revision=revision)
@@ -620,4 +614,5 @@ def load_vlm(
     kind, cls = found
     dt = select_dtype(dtype, device=dev, config=config)
     key = model_cache_key(f"vlm:{kind}", source, device=dev, dtype=dt)
-    return (cache or MODEL_CACHE).get(key, lambda: _load(source, config, kind, cls, dev, dt))
+    # an empty ModelCache is falsy (it has __len__): compare with None
+    return (cache if cache is not None else MODEL_CACHE).get(key, lambda: _load(source, config, kind, cls, dev, dt))
