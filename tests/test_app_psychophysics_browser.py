@@ -1,0 +1,163 @@
+"""Real-browser walks of the word-embedding app (headless Debian Chromium through Playwright).
+
+The walk picks the paper's occupations × gender specification, checks the
+found/missing words, runs on the embedded GloVe, reads a hover label of the
+PSE plot, downloads the CSV and compares it with a naive PSE computed here,
+starts a new test, and types a custom specification with one bad cue pair.
+A second test runs two browser contexts at once and checks that neither sees
+the other's words. Screenshots of each tab go to ``docs/screenshots/``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+
+import numpy as np
+import pytest
+
+from biastest.models.embeddings import load_embeddings
+from biastest.spec import MSG_CUE_PAIR_SHAPE
+from biastest.specs import get_twoafc_spec
+from biastest.ui import psychophysics as app
+from tests.browser_helpers import SCREENSHOTS, chromium_browser, hover_text, served
+
+pytestmark = pytest.mark.browser
+
+PAPER = "Occupations vs gender (Liang & Acuna 2020)"
+TIMEOUT = 30_000
+
+
+def naive_pair_pse(glove, target: str, c1: str, c2: str) -> float:
+    v = {w: glove.vectors([w])[0][0].astype(np.float64) for w in (target, c1, c2)}
+
+    def cos(a, b):
+        return float(v[a] @ v[b] / math.sqrt((v[a] @ v[a]) * (v[b] @ v[b])))
+
+    return 0.5 + (cos(c1, target) - cos(c2, target)) / (2 * (1 - cos(c1, c2)))
+
+
+@pytest.fixture(scope="module")
+def server():
+    with served(app.build_demo(allow_server_paths=False)) as url:
+        yield url
+
+
+def tab(page, name: str):
+    return page.get_by_role("tab", name=name)
+
+
+def pick(page, dropdown_id: str, option: str) -> None:
+    page.locator(f"#{dropdown_id} input").click()
+    page.get_by_role("option", name=option).click()
+
+
+def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_path):
+    glove = load_embeddings("glove-6b-50d")
+    spec = get_twoafc_spec(PAPER)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with chromium_browser() as browser:
+        context = browser.new_context(accept_downloads=True, viewport={"width": 1280, "height": 1000})
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT)
+        page.goto(server, wait_until="domcontentloaded")
+        page.wait_for_selector("#twoafc-library")
+        assert tab(page, "2 · Data").is_disabled() and tab(page, "3 · Results").is_disabled()
+
+        # step 1: the predefined occupations × gender specification
+        pick(page, "twoafc-library", PAPER)
+        page.wait_for_function("document.querySelector('#twoafc-targets textarea').value.startsWith('technician')")
+        assert page.locator("#twoafc-cues textarea").input_value().startswith("woman/man, female/male")
+        page.locator("#spec-message").get_by_text("Specification is valid").wait_for()
+        page.screenshot(path=str(SCREENSHOTS / "psychophysics_spec.png"), full_page=True)
+
+        # step 2: found and missing words
+        page.locator("#spec-next").click()
+        page.locator("#data-summary").get_by_text("60 of 60 found").wait_for()
+        assert "16 of 16 found" in page.locator("#data-summary").inner_text()
+        assert tab(page, "2 · Data").get_attribute("aria-selected") == "true"
+        table = page.locator("#lookup-table")
+        assert table.get_by_text("nurse", exact=True).count() >= 1
+        assert table.get_by_text("MISSING", exact=True).count() == 0
+        page.screenshot(path=str(SCREENSHOTS / "psychophysics_data.png"), full_page=True)
+
+        # run → results
+        page.locator("#run-test").click()
+        page.locator("#pse-plot .nsewdrag").wait_for()
+        page.locator("#result-summary").get_by_text("What this shows").wait_for()
+        assert tab(page, "3 · Results").get_attribute("aria-selected") == "true"
+        page.locator("#labour-plot .nsewdrag").wait_for()
+        page.screenshot(path=str(SCREENSHOTS / "psychophysics_results.png"), full_page=True)
+
+        # hover one PSE point: its cue-pair values equal the naive computation
+        lines = hover_text(page, page.locator("#pse-plot"), fx=0.5, fy=0.5)
+        text = "\n".join(lines)
+        target = lines[0].strip()
+        assert target in spec.targets, text
+        naive = {f"{c1}/{c2}": naive_pair_pse(glove, target, c1, c2) for c1, c2 in spec.cue_pairs}
+        for pair, value in naive.items():
+            assert f"{pair}: {value:.3f}" in text, text
+        mean = np.mean(list(naive.values()))
+        assert re.search(rf"PSE: {mean:.3f}", text), text
+
+        # the CSV download: same targets, same PSE values
+        with page.expect_download() as info:
+            page.locator("#download-csv").click()
+        path = tmp_path / "download.csv"
+        info.value.save_as(path)
+        rows = list(csv.DictReader(path.open(encoding="utf-8")))
+        assert [r["target"] for r in rows] == list(spec.targets)
+        for r in rows[:: max(1, len(rows) // 12)]:
+            expected = np.mean([naive_pair_pse(glove, r["target"], c1, c2) for c1, c2 in spec.cue_pairs])
+            assert float(r["pse"]) == pytest.approx(expected, abs=1e-5)
+        assert {r["embedding"] for r in rows} == {"glove-6b-50d"}
+
+        # New bias test: back to step 1 with a clean state
+        page.locator("#new-test-3").click()
+        page.wait_for_function("document.querySelector('#twoafc-targets textarea').value === ''")
+        assert tab(page, "1 · Specification").get_attribute("aria-selected") == "true"
+        assert tab(page, "2 · Data").is_disabled() and tab(page, "3 · Results").is_disabled()
+        assert page.locator("#twoafc-cues textarea").input_value() == ""
+        assert page.locator("#spec-message").inner_text().strip() == ""
+
+        # a custom specification with one bad input: the message is shown next to the inputs
+        page.locator("#twoafc-targets textarea").fill("nurse, engineer")
+        page.locator("#twoafc-cues textarea").fill("she/he, woman/woman")
+        page.locator("#twoafc-cue1-name textarea, #twoafc-cue1-name input").first.click()
+        expected = MSG_CUE_PAIR_SHAPE.format(value=("woman", "woman"))
+        page.locator("#spec-message").get_by_text(expected).wait_for()
+        page.locator("#spec-next").click()
+        page.wait_for_timeout(500)
+        assert tab(page, "2 · Data").is_disabled()
+        context.close()
+
+
+def test_two_browser_sessions_do_not_see_each_other(server):
+    with chromium_browser() as browser:
+        pages = []
+        for _ in range(2):
+            ctx = browser.new_context(viewport={"width": 1200, "height": 900})
+            page = ctx.new_page()
+            page.set_default_timeout(TIMEOUT)
+            page.goto(server, wait_until="domcontentloaded")
+            page.wait_for_selector("#twoafc-targets")
+            pages.append(page)
+        a, b = pages
+        pick(a, "twoafc-library", PAPER)
+        a.wait_for_function("document.querySelector('#twoafc-targets textarea').value.startsWith('technician')")
+        b.locator("#twoafc-targets textarea").fill("astronaut, qzxnonword, poet")
+        b.locator("#twoafc-cues textarea").fill("she/he")
+        a.locator("#spec-next").click()
+        b.locator("#spec-next").click()
+        a.locator("#data-summary").get_by_text("60 of 60 found").wait_for()
+        b.locator("#data-summary").get_by_text("2 of 3 found").wait_for()
+        assert "qzxnonword" not in a.locator("#lookup-table").inner_text()
+        assert "technician" not in b.locator("#lookup-table").inner_text()
+        a.locator("#run-test").click()
+        b.locator("#run-test").click()
+        a.locator("#pse-plot .nsewdrag").wait_for()
+        b.locator("#pse-plot .nsewdrag").wait_for()
+        assert "astronaut" not in a.locator("#twoafc-table").inner_text()
+        b_table = b.locator("#twoafc-table").inner_text()
+        assert "astronaut" in b_table and "technician" not in b_table
