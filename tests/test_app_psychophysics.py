@@ -328,3 +328,59 @@ def test_weat_and_mac_tables_name_statistic_and_effect_size_separately(glove):
     rows = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8")))
     assert {r["word"] for r in rows} == set(weat.x) | set(weat.y)
     assert "effect size d" in view[0]
+
+
+# --------------------------------------------------------------------------- Bayesian estimate, posterior sampler
+SMALL_WEAT = ("he, him, man", "she, her, woman", "engineer, scientist, mechanic", "nurse, teacher, librarian")
+
+
+@pytest.fixture(scope="module")
+def weat_session():
+    values = step1(kind=app.KIND_WEAT, weat=(app.CUSTOM, *SMALL_WEAT, "male", "female", "male jobs", "female jobs"))
+    session, *_ = app.confirm_spec_core(app.new_session(), *values, allow_paths=False)
+    return session
+
+
+def test_bayes_needs_a_weat_spec(paper_run):
+    with pytest.raises(DataError) as err:
+        app.bayes_core(paper_run[0], "hierarchical", 200, 200, 1, SEED)
+    assert err.value.message == app.MSG_BAYES_NEEDS_WEAT
+
+
+def test_bayes_estimate_shows_the_data_it_was_given(weat_session, glove):
+    ticks = []
+    run = app.bayes_core(weat_session, "hierarchical", 300, 300, 2, SEED, progress=lambda d, t, m: ticks.append(d))
+    result = run["bayes"]
+    assert ticks and ticks[-1] == 100 and result.seed == SEED and result.draws == 300
+    _, priors, fig, contrast_fig, diag, table, csv_u, json_u = app.bayes_view(run)
+    assert "Normal(M[connection], tau[connection])" in priors and "R-hat" in diag
+    # observed mean distance of 'he' to its own stereotype list, by hand
+    cell = next(r for r in result.cells if r["protected_word"] == "he" and r["connection"] == "associated")
+    naive = np.mean([1 - naive_cos(glove, "he", a) for a in SMALL_WEAT[2].split(", ")])
+    assert cell["observed_mean"] == pytest.approx(naive, abs=1e-5) and cell["n_rows"] == 3
+    # the plotted points and intervals are the result's
+    assoc = next(tr for tr in fig.data if tr.name == "associated")
+    rows = [r for r in result.cells if r["connection"] == "associated"]
+    assert list(assoc.x) == pytest.approx([r["mean"] for r in rows])
+    assert list(assoc.error_x.array) == pytest.approx([r["hdi_high"] - r["mean"] for r in rows])
+    assert len(table) == len(result.contrasts) and len(contrast_fig.data) == 3
+    rows_csv = list(csv.DictReader(open(csv_u["value"], encoding="utf-8")))
+    assert len(rows_csv) == len(result.interval_records())
+    assert json.loads(open(json_u["value"], encoding="utf-8").read())["result"]["seed"] == SEED
+
+
+def test_posterior_sampler_section_renders_its_result(weat_session):
+    run = app.posterior_core(weat_session, "women", "amy, joan, lisa, sarah", "men", "john, paul, mike, kevin",
+                             200, 200, 2, SEED)
+    result = run["posterior"]
+    status, reading, acf, pca, words, groups, csv_u, _ = app.posterior_view(run)
+    assert len(acf.data) == 4
+    assert "AUC" in reading and status.startswith("✅")
+    assert list(words["nearest to +"]) == [w for w, _ in result.words["+"]["nearest"]]
+    t = result.group_tests[0]
+    assert groups["p (permutation)"].iloc[0] == t["p_permutation"]
+    assert list(t["words_a"]) == ["amy", "joan", "lisa", "sarah"]
+    assert sum(len(tr.x) for tr in pca.data) == len(result.pca["points"])
+    rows = list(csv.DictReader(open(csv_u["value"], encoding="utf-8")))
+    assert {r["word"] for r in rows if r["table"] == "group distance"} == {
+        "amy", "joan", "lisa", "sarah", "john", "paul", "mike", "kevin"}

@@ -161,3 +161,30 @@ def test_two_browser_sessions_do_not_see_each_other(server):
         assert "astronaut" not in a.locator("#twoafc-table").inner_text()
         b_table = b.locator("#twoafc-table").inner_text()
         assert "astronaut" in b_table and "technician" not in b_table
+
+
+def test_weat_then_bayesian_estimate_in_the_browser(server):
+    with chromium_browser() as browser:
+        page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+        page.set_default_timeout(60_000)
+        page.goto(server, wait_until="domcontentloaded")
+        page.wait_for_selector("#test-kind")
+        page.locator("#test-kind").get_by_text(app.KIND_WEAT).click()
+        pick(page, "weat-library", "WEAT 1: Flowers vs insects, pleasant vs unpleasant")
+        page.wait_for_function("document.querySelector('#weat-x textarea').value.startsWith('aster')")
+        page.locator("#spec-next").click()
+        page.locator("#data-summary").get_by_text("Flowers").wait_for()
+        page.locator("#run-test").click()
+        page.locator("#weat-table").get_by_text("WEAT effect size d").wait_for()
+        assert page.locator("#weat-table").get_by_text("WEAT test statistic s(X, Y, A, B)").count() == 1
+        page.locator("#bayes-section").get_by_text("Bayesian estimate with control groups").first.click()
+        for key, value in (("draws", "200"), ("tune", "200")):
+            box = page.locator(f"#bayes-{key} input")
+            box.fill(value)
+            box.press("Tab")
+        page.locator("#bayes-run").click()
+        page.locator("#bayes-plot .nsewdrag").wait_for()
+        page.locator("#bayes-status").get_by_text("Bayesian estimate done").wait_for()
+        assert page.locator("#bayes-download-csv").is_visible()
+        assert "R-hat" in page.locator("#bayes-diagnostics").inner_text()
+        page.screenshot(path=str(SCREENSHOTS / "psychophysics_bayes.png"), full_page=True)

@@ -1,4 +1,4 @@
-"""The word-embedding app: psychophysics 2AFC and WEAT/MAC (the Bayesian sections are not built yet).
+"""The word-embedding app: psychophysics 2AFC, WEAT/MAC, a Bayesian estimate and the posterior sampler.
 
 Three gated tabs (specification → data → results). All per-user data lives
 in one ``gr.State`` dictionary (the *session*); embeddings load once per
@@ -22,6 +22,7 @@ import gradio as gr
 import pandas as pd
 
 from biastest.errors import DataError, EmbeddingError, SpecError
+from biastest.metrics.posterior import load_default_groups
 from biastest.metrics.twoafc import labor_statistics_correlation, load_occupations_bls
 from biastest.models.embeddings import (
     EMBEDDING_SOURCES,
@@ -33,6 +34,7 @@ from biastest.models.embeddings import (
     train_bootstrap_replicates,
 )
 from biastest.report import psychophysics as rep
+from biastest.runner.bayes import available_models, run_bayes, run_posterior
 from biastest.runner.embeddings import run_mac, run_twoafc, run_weat
 from biastest.spec import BiasSpec, TwoAFCSpec, parse_terms
 from biastest.specs import get_spec, get_twoafc_spec, list_specs
@@ -927,6 +929,12 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
                 with gr.Row():
                     csv_btn = gr.DownloadButton("Download CSV", visible=False, elem_id="download-csv")
                     json_btn = gr.DownloadButton("Download JSON", visible=False, elem_id="download-json")
+                with gr.Accordion("Bayesian estimate with control groups", open=False, elem_id="bayes-section"):
+                    bayes_ui = _bayes_section()
+                with gr.Accordion(
+                    "Posterior of embeddings given a sentiment classifier", open=False, elem_id="posterior-section"
+                ):
+                    post_ui = _posterior_section()
                 new3 = gr.Button("New bias test", variant="secondary", elem_id="new-test-3")
 
         # ----------------------------------------------------------------- wiring
@@ -985,12 +993,19 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
             csv_btn,
             json_btn,
         ]
-        run_btn.click(
+        run_event = run_btn.click(
             run_handler,
             [session, rep_mode, sigma, rep_files, sigmoid, lapse, n_boot, n_perm, seed],
             [session, run_md, tabs, tab3, *result_outputs],
         )
+        # a new run makes earlier Bayesian/posterior outputs stale: clear them with the run
+        section_resets = [*bayes_ui.resets(), *post_ui.resets()]
+        run_event.success(
+            lambda: tuple(v for _, v in section_resets), None, [c for c, _ in section_resets], queue=False
+        )
         curve_target.change(curve_handler, [session, curve_target], curve_plot, queue=False)
+        _wire_bayes(bayes_ui, session)
+        _wire_posterior(post_ui, session)
 
         # New bias test: back to step 1, every input and output cleared, a fresh session
         resets: list[tuple[Any, Any]] = [
@@ -1043,6 +1058,8 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
             (mac_df, None),
             (csv_btn, gr.update(value=None, visible=False)),
             (json_btn, gr.update(value=None, visible=False)),
+            *bayes_ui.resets(),
+            *post_ui.resets(),
         ]
         reset_outputs = [session, tabs, tab2, tab3, *(c for c, _ in resets)]
 
@@ -1053,3 +1070,229 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
             btn.click(user_errors(reset), None, reset_outputs, queue=False)
         del tab1
     return demo
+
+
+# --------------------------------------------------------------------------- sections: Bayes, posterior
+MSG_BAYES_NEEDS_WEAT = (
+    "The Bayesian estimate needs two social groups and two attribute lists: choose “WEAT / MAC” in step 1 "
+    "(a 2AFC specification has target words and cue pairs, but no stereotype attribute lists)."
+)
+MSG_BAYES_DONE = "✅ Bayesian estimate done ({model}, {seconds:.1f} s)."
+MSG_POSTERIOR_DONE = "✅ Posteriors sampled ({seconds:.1f} s of sampling)."
+BAYES_DEFAULTS = {"model": "hierarchical", "draws": 1000, "tune": 1000, "chains": 2, "seed": 0}
+POSTERIOR_DEFAULTS = {"draws": 1000, "tune": 500, "chains": 2, "seed": 0}
+
+
+class _Section:
+    """Components of a results section and the values that reset them."""
+
+    def __init__(self) -> None:
+        self._resets: list[tuple[Any, Any]] = []
+
+    def add(self, name: str, component: Any, reset: Any) -> Any:
+        setattr(self, name, component)
+        self._resets.append((component, reset))
+        return component
+
+    def resets(self) -> list[tuple[Any, Any]]:
+        return list(self._resets)
+
+
+def bayes_core(session, model, draws, tune, chains, seed, *, progress=None) -> dict[str, Any]:
+    """Bayesian estimate with control groups for the session's (WEAT/MAC) spec."""
+    session = _need(session)
+    spec = session["spec"]
+    if not isinstance(spec, BiasSpec):
+        raise DataError(MSG_BAYES_NEEDS_WEAT)
+    result = run_bayes(
+        spec_groups=dict(spec.social_groups[:2]),
+        spec_attributes=dict(spec.attributes[:2]),
+        source=session["source"],
+        model=model or BAYES_DEFAULTS["model"],
+        seed=_int_in(seed, name="The seed", low=0, high=2**31 - 1),
+        draws=_int_in(draws, name="Draws per chain", low=100, high=20_000),
+        tune=_int_in(tune, name="Tuning steps per chain", low=100, high=20_000),
+        chains=_int_in(chains, name="The number of chains", low=1, high=8),
+        spec_name=spec.name,
+        progress=progress,
+    )
+    new = dict(session)
+    new["bayes"] = result
+    return new
+
+
+def bayes_view(session: dict[str, Any]) -> tuple:
+    """Outputs of the Bayes section: status, priors, two plots, diagnostics, table, CSV, JSON."""
+    result = session["bayes"]
+    csv_path, json_path = rep.bayes_exports(result, source=session["source"])
+    return (
+        MSG_BAYES_DONE.format(model=escape(result.model["title"]), seconds=result.seconds),
+        rep.bayes_priors_markdown(result.model),
+        rep.bayes_interval_figure(result),
+        rep.bayes_contrast_figure(result),
+        rep.bayes_diagnostics_markdown(result),
+        rep.bayes_contrast_frame(result),
+        gr.update(value=str(csv_path), visible=True),
+        gr.update(value=str(json_path), visible=True),
+    )
+
+
+@user_errors
+def bayes_handler(session, model, draws, tune, chains, seed, progress=gr.Progress()):
+    """Run the Bayesian estimate (progress bar) and render it."""
+    new = bayes_core(session, model, draws, tune, chains, seed, progress=progress_callback(progress))
+    return (new, *bayes_view(new))
+
+
+@user_errors
+def priors_handler(model: str) -> str:
+    """Show the priors of the chosen model before anything is sampled."""
+    info = {m["name"]: m for m in available_models()}.get(model)
+    return rep.bayes_priors_markdown(info) if info else ""
+
+
+def _bayes_section() -> _Section:
+    sec = _Section()
+    models = available_models()
+    default = {m["name"]: m for m in models}[BAYES_DEFAULTS["model"]]
+    gr.Markdown(
+        "Instead of one average, this model uses every (protected word, attribute word) distance and compares the "
+        "stereotype attributes with **neutral control words** (neutral human attributes and neutral words, shipped "
+        "with biastest). It reports 89% highest-posterior-density intervals (HPDI): a bias is credible only where "
+        "the whole interval of *associated − control* lies below 0. Needs a WEAT / MAC specification.",
+        elem_classes=["bt-hint"],
+    )
+    sec.add("model", gr.Radio([(m["title"], m["name"]) for m in models], value=default["name"], label="Model",
+                              elem_id="bayes-model"), BAYES_DEFAULTS["model"])
+    sec.add("priors", gr.Markdown(rep.bayes_priors_markdown(default), elem_id="bayes-priors"),
+            rep.bayes_priors_markdown(default))
+    with gr.Row():
+        for key, label in (("draws", "Draws per chain"), ("tune", "Tuning steps per chain"), ("chains", "Chains"),
+                           ("seed", "Seed")):
+            sec.add(key, gr.Number(BAYES_DEFAULTS[key], precision=0, label=label, elem_id=f"bayes-{key}"),
+                    BAYES_DEFAULTS[key])
+    sec.run = gr.Button("Run the Bayesian estimate", variant="primary", elem_id="bayes-run")
+    sec.add("status", gr.Markdown("", elem_id="bayes-status"), "")
+    sec.add("plot", gr.Plot(label="Expected distance per protected word and connection", elem_id="bayes-plot"), None)
+    sec.add("contrast_plot", gr.Plot(label="Contrasts with the controls", elem_id="bayes-contrast-plot"), None)
+    sec.add("diagnostics", gr.Markdown("", elem_id="bayes-diagnostics"), "")
+    sec.add("table", gr.Dataframe(label="Contrasts per protected word", interactive=False, elem_id="bayes-table"),
+            None)
+    with gr.Row():
+        sec.add("csv", gr.DownloadButton("Download CSV", visible=False, elem_id="bayes-download-csv"),
+                gr.update(value=None, visible=False))
+        sec.add("json", gr.DownloadButton("Download JSON", visible=False, elem_id="bayes-download-json"),
+                gr.update(value=None, visible=False))
+    return sec
+
+
+def _wire_bayes(sec: _Section, session: Any) -> None:
+    sec.model.change(priors_handler, sec.model, sec.priors, queue=False)
+    sec.run.click(
+        bayes_handler,
+        [session, sec.model, sec.draws, sec.tune, sec.chains, sec.seed],
+        [session, sec.status, sec.priors, sec.plot, sec.contrast_plot, sec.diagnostics, sec.table, sec.csv, sec.json],
+        concurrency_id="mcmc",
+        concurrency_limit=1,
+    )
+
+
+def _default_groups() -> tuple[str, str, str, str]:
+    (na, wa), (nb, wb) = list(load_default_groups().items())[:2]
+    return na, ", ".join(wa), nb, ", ".join(wb)
+
+
+def posterior_core(session, name_a, words_a, name_b, words_b, draws, tune, chains, seed, *,
+                   progress=None) -> dict[str, Any]:
+    """Sample the embedding posteriors given the sentiment classifier, for the session's embedding."""
+    session = _need(session)
+    groups = {
+        (name_a or "").strip() or "group 1": list(parse_terms(words_a)),
+        (name_b or "").strip() or "group 2": list(parse_terms(words_b)),
+    }
+    result = run_posterior(
+        source=session["source"],
+        seed=_int_in(seed, name="The seed", low=0, high=2**31 - 1),
+        draws=_int_in(draws, name="Draws per chain", low=100, high=20_000),
+        tune=_int_in(tune, name="Tuning steps per chain", low=100, high=20_000),
+        chains=_int_in(chains, name="The number of chains", low=1, high=8),
+        groups=groups,
+        progress=progress,
+    )
+    new = dict(session)
+    new["posterior"] = result
+    return new
+
+
+def posterior_view(session: dict[str, Any]) -> tuple:
+    """Outputs of the posterior section: status, reading, ACF, PCA, word table, group table, CSV, JSON."""
+    result = session["posterior"]
+    csv_path, json_path = rep.posterior_exports(result, source=session["source"])
+    return (
+        MSG_POSTERIOR_DONE.format(seconds=float(result.diagnostics.get("seconds", 0.0))),
+        rep.posterior_markdown(result),
+        rep.posterior_acf_figure(result),
+        rep.posterior_pca_figure(result),
+        rep.posterior_words_frame(result),
+        rep.posterior_group_frame(result),
+        gr.update(value=str(csv_path), visible=True),
+        gr.update(value=str(json_path), visible=True),
+    )
+
+
+@user_errors
+def posterior_handler(session, name_a, words_a, name_b, words_b, draws, tune, chains, seed, progress=gr.Progress()):
+    """Train the classifier, sample both posteriors (progress bar) and render them."""
+    new = posterior_core(session, name_a, words_a, name_b, words_b, draws, tune, chains, seed,
+                         progress=progress_callback(progress))
+    return (new, *posterior_view(new))
+
+
+def _posterior_section() -> _Section:
+    sec = _Section()
+    na, wa, nb, wb = _default_groups()
+    gr.Markdown(
+        "A small neural network learns, from the VADER sentiment lexicon, to tell positive from negative words by "
+        "their vectors. The sampler (NUTS) then draws word vectors that the network finds positive (p(s | +)) or "
+        "negative (p(s | −)), from a wide prior N(0, 10²·I) (Liang & Acuna 2020, §3.2). Are the words of one "
+        "group (by default female vs male first names) closer to a posterior than the other's? A permutation test "
+        "answers.",
+        elem_classes=["bt-hint"],
+    )
+    with gr.Row():
+        sec.add("name_a", gr.Textbox(na, label="Name of word group 1", elem_id="posterior-name-a"), na)
+        sec.add("words_a", gr.Textbox(wa, label="Words of group 1", elem_id="posterior-words-a"), wa)
+    with gr.Row():
+        sec.add("name_b", gr.Textbox(nb, label="Name of word group 2", elem_id="posterior-name-b"), nb)
+        sec.add("words_b", gr.Textbox(wb, label="Words of group 2", elem_id="posterior-words-b"), wb)
+    with gr.Row():
+        for key, label in (("draws", "Draws per chain"), ("tune", "Tuning steps per chain"), ("chains", "Chains"),
+                           ("seed", "Seed")):
+            sec.add(key, gr.Number(POSTERIOR_DEFAULTS[key], precision=0, label=label, elem_id=f"posterior-{key}"),
+                    POSTERIOR_DEFAULTS[key])
+    sec.run = gr.Button("Sample the posteriors", variant="primary", elem_id="posterior-run")
+    sec.add("status", gr.Markdown("", elem_id="posterior-status"), "")
+    sec.add("reading", gr.Markdown("", elem_id="posterior-reading"), "")
+    with gr.Row():
+        sec.add("acf", gr.Plot(label="Autocorrelation (paper Fig. 5)", elem_id="posterior-acf"), None)
+        sec.add("pca", gr.Plot(label="PCA of the samples (paper Fig. 6)", elem_id="posterior-pca"), None)
+    sec.add("words", gr.Dataframe(label="Words nearest to and farthest from each posterior mean (paper Table 1)",
+                                  interactive=False, elem_id="posterior-words"), None)
+    sec.add("groups", gr.Dataframe(label="Distance of each word group to each posterior, with tests",
+                                   interactive=False, elem_id="posterior-groups"), None)
+    with gr.Row():
+        sec.add("csv", gr.DownloadButton("Download CSV", visible=False, elem_id="posterior-download-csv"),
+                gr.update(value=None, visible=False))
+        sec.add("json", gr.DownloadButton("Download JSON", visible=False, elem_id="posterior-download-json"),
+                gr.update(value=None, visible=False))
+    return sec
+
+
+def _wire_posterior(sec: _Section, session: Any) -> None:
+    sec.run.click(
+        posterior_handler,
+        [session, sec.name_a, sec.words_a, sec.name_b, sec.words_b, sec.draws, sec.tune, sec.chains, sec.seed],
+        [session, sec.status, sec.reading, sec.acf, sec.pca, sec.words, sec.groups, sec.csv, sec.json],
+        concurrency_id="mcmc",
+        concurrency_limit=1,
+    )
