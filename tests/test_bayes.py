@@ -294,11 +294,14 @@ def test_runner_on_glove_weat7_like_spec():
 
 
 def test_parallel_chains_are_configured_safely():
+    import os
     import subprocess
     import sys
 
     import jax
 
+    # the child processes must start clean: an earlier sampling run in this process may have set XLA_FLAGS
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     # in this process JAX is initialised by now: more chains than devices fall back to sequential
     assert bayes.configure_parallel_chains(jax.local_device_count() + 1) == "sequential"
     # a process that initialised JAX before asking keeps its single device and samples sequentially
@@ -306,12 +309,12 @@ def test_parallel_chains_are_configured_safely():
         "import jax; jax.devices(); from biastest.metrics.bayes import configure_parallel_chains as c; "
         "print(c(2), jax.local_device_count())"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True, env=env)
     assert out.stdout.split() == ["sequential", "1"]
     # a fresh process gets one device per chain, even with torch imported first
     code = (
         "import torch; from biastest.metrics.bayes import configure_parallel_chains as c; import jax; "
         "print(c(2), jax.local_device_count() >= 2)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True, env=env)
     assert out.stdout.split() == ["parallel", "True"]
