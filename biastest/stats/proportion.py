@@ -150,6 +150,30 @@ def _test(n_st: int, n_anti: int, average: str, strata: Any) -> tuple[float | No
     return binomial_p_value(n_st, n_st + n_anti), TEST_SIGN
 
 
+def _summary(*, n: int, n_st: int, n_anti: int, ci, strata: Sequence[Any] | None, kind: str) -> ProportionSummary:
+    """Assemble a :class:`ProportionSummary` from counts and a bootstrap interval (shared by both kinds)."""
+    p_value, test = _test(n_st, n_anti, ci.average, strata)
+    return ProportionSummary(
+        n=n,
+        n_stereotyped=n_st,
+        n_anti=n_anti,
+        n_ties=n - n_st - n_anti,
+        score=100.0 * ci.estimate,
+        ci_low=100.0 * ci.low,
+        ci_high=100.0 * ci.high,
+        p_value=p_value,
+        confidence=ci.confidence,
+        n_resamples=ci.n_resamples,
+        seed=ci.seed,
+        average=ci.average,
+        n_groups=len(set(strata)) if (strata is not None and ci.average == "macro") else 1,
+        kind=kind,
+        score_definition=SCORE_VERDICTS if kind == "verdicts" else SCORE_PROBABILITIES,
+        test=test,
+        ci_method=f"{ci.method} over items ({'stratified' if ci.stratified else 'simple'}), seeded",
+    )
+
+
 def summarize_verdicts(
     verdicts: Sequence[str],
     *,
@@ -191,30 +215,10 @@ def summarize_verdicts(
     ind = np.fromiter((v == STEREOTYPED for v in verdicts), dtype=np.float64, count=len(verdicts))
     n_st = int(ind.sum())
     n_anti = sum(v == ANTI for v in verdicts)
-    n_tie = len(verdicts) - n_st - n_anti
     ci = bootstrap_mean_ci(
         ind, seed=seed, n_resamples=n_resamples, confidence=confidence, strata=strata, average=average
     )
-    p_value, test = _test(n_st, n_anti, ci.average, strata)
-    return ProportionSummary(
-        n=len(verdicts),
-        n_stereotyped=n_st,
-        n_anti=n_anti,
-        n_ties=n_tie,
-        score=100.0 * ci.estimate,
-        ci_low=100.0 * ci.low,
-        ci_high=100.0 * ci.high,
-        p_value=p_value,
-        confidence=ci.confidence,
-        n_resamples=ci.n_resamples,
-        seed=ci.seed,
-        average=ci.average,
-        n_groups=len(set(strata)) if (strata is not None and ci.average == "macro") else 1,
-        kind="verdicts",
-        score_definition=SCORE_VERDICTS,
-        test=test,
-        ci_method=f"{ci.method} over items ({'stratified' if ci.stratified else 'simple'}), seeded",
-    )
+    return _summary(n=len(verdicts), n_st=n_st, n_anti=n_anti, ci=ci, strata=strata, kind="verdicts")
 
 
 def summarize_probabilities(
@@ -255,23 +259,4 @@ def summarize_probabilities(
     n_st = int(np.count_nonzero(p > 0.5 + tie_tolerance))
     n_anti = int(np.count_nonzero(p < 0.5 - tie_tolerance))
     ci = bootstrap_mean_ci(p, seed=seed, n_resamples=n_resamples, confidence=confidence, strata=strata, average=average)
-    p_value, test = _test(n_st, n_anti, ci.average, strata)
-    return ProportionSummary(
-        n=int(p.size),
-        n_stereotyped=n_st,
-        n_anti=n_anti,
-        n_ties=int(p.size) - n_st - n_anti,
-        score=100.0 * ci.estimate,
-        ci_low=100.0 * ci.low,
-        ci_high=100.0 * ci.high,
-        p_value=p_value,
-        confidence=ci.confidence,
-        n_resamples=ci.n_resamples,
-        seed=ci.seed,
-        average=ci.average,
-        n_groups=len(set(strata)) if (strata is not None and ci.average == "macro") else 1,
-        kind="probabilities",
-        score_definition=SCORE_PROBABILITIES,
-        test=test,
-        ci_method=f"{ci.method} over items ({'stratified' if ci.stratified else 'simple'}), seeded",
-    )
+    return _summary(n=int(p.size), n_st=n_st, n_anti=n_anti, ci=ci, strata=strata, kind="probabilities")
