@@ -1,0 +1,908 @@
+"""Command line for headless and batch bias tests, on the same runners as the apps.
+
+Three commands::
+
+    python -m biastest run SPEC --kind lm|vlm|embeddings --model MODEL --out result.json [--csv rows.csv]
+    python -m biastest list-specs [--kind lm|vlm|embeddings]
+    python -m biastest list-methods [--kind lm|vlm|embeddings]
+
+``SPEC`` is the name of a predefined specification (``list-specs``; a typo
+gets "did you mean …") or the path of a JSON specification file (BiasTestGPT
+form, or a 2AFC form with ``targets`` and ``cue_pairs``).
+
+Where the test data come from, per kind:
+
+- ``lm`` — sentence pairs imported from one or more ``--pairs`` files
+  (BiasTestGPT pairs or sentences CSV, CrowS-Pairs CSV, StereoSet JSON; as the
+  app's import) or, without ``--pairs``, found in the local dataset store
+  (``--store DIR``, default ``$BIASTEST_DATA_DIR`` or
+  ``~/.cache/biastest/store``, as the app's "Find sentences").
+- ``vlm`` — ``--images DIR`` with one subfolder per image term
+  (``DIR/woman/1.png``), or a manifest CSV/JSON with the columns ``path`` and
+  ``image_term`` (paths relative to the manifest); without ``--images``, the
+  images of the dataset store for the spec's group terms.
+- ``embeddings`` — the words of the specification; ``--model`` is an
+  embedding source (default the embedded GloVe 6B 50d), a word-vector file or
+  a sentence-encoder folder; ``--test 2afc|weat|bayes``.
+
+The JSON written by ``--out`` holds the result's ``to_dict()`` (with its
+provenance, seed included), the specification and the effective options; the
+CSV written by ``--csv`` is the app's download (text cells neutralised against
+formula injection). Nothing else is written, and no key or token is ever
+written anywhere.
+
+Exit status: 0 success; 1 the test started but failed at run time (the model
+or embedding cannot be loaded, nothing could be scored, a file cannot be
+written); 2 bad usage or input (unknown spec, kind, method or option, a
+missing file, unusable data). Errors are one user-facing message on stderr
+(the library's ``MSG_*`` constants), never a traceback.
+
+This module never imports gradio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import hashlib
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+from biastest.errors import BiastestError, DataError, MethodError, SpecError
+
+__all__ = [
+    "DEFAULT_SEEDS",
+    "EXIT_OK",
+    "EXIT_RUN_FAILED",
+    "EXIT_USAGE",
+    "KINDS",
+    "TESTS",
+    "build_parser",
+    "exit_code_for",
+    "images_from_folder",
+    "load_spec",
+    "main",
+]
+
+EXIT_OK = 0
+EXIT_RUN_FAILED = 1
+EXIT_USAGE = 2
+
+KINDS = ("lm", "vlm", "embeddings")
+TESTS = ("2afc", "weat", "bayes")
+
+#: Default seeds, as the apps' seed boxes (language models 42, the other two apps 0).
+DEFAULT_SEEDS = {"lm": 42, "vlm": 0, "embeddings": 0}
+#: Defaults that differ by kind or test, as in the apps.
+DEFAULT_BOOTSTRAP = {"lm": 10_000, "vlm": 10_000, "2afc": 200}
+DEFAULT_NOISE_SIGMA = 0.05
+DEFAULT_PERMUTATIONS = 10_000
+DEFAULT_EMBEDDINGS = "glove-6b-50d"
+BAYES_DEFAULTS = {"bayes_model": "hierarchical", "draws": 1000, "tune": 1000, "chains": 2}
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
+EMBEDDING_FILE_SUFFIXES = (".txt", ".vec", ".bin", ".kv", ".gz", ".model")
+
+MSG_UNKNOWN_KIND = "Unknown kind of test '{value}'.{hint} Choose one of: {choices}."
+MSG_UNKNOWN_TEST = "Unknown embedding test '{value}'.{hint} Choose one of: {choices}."
+MSG_DID_YOU_MEAN = " Did you mean '{suggestion}'?"
+MSG_NO_MODEL = "Give the model to test with --model (a Hugging Face Hub id such as {example}, or a local folder)."
+MSG_FILE_NOT_FOUND = "The {what} '{path}' does not exist. Check the path."
+MSG_FILE_UNREADABLE = "The {what} '{path}' cannot be read ({problem})."
+MSG_SPEC_FILE_MANY = (
+    "The specification file '{path}' holds {count} specifications ({names}). Put the one to run in a file of its own."
+)
+MSG_SPEC_NOT_FOR_KIND = (
+    "'{name}' is a 2AFC (psychophysics) specification of target words and cue pairs; it can only be run with "
+    "--kind embeddings (test 2afc)."
+)
+MSG_TEST_NEEDS_BIAS_SPEC = (
+    "The {test} test needs a bias specification with two social groups and two attribute lists, but '{name}' is a "
+    "2AFC specification. Use --test 2afc, or choose another specification (list-specs --kind embeddings)."
+)
+MSG_2AFC_NEEDS_TWOAFC_SPEC = (
+    "The 2afc test needs target words and cue pairs, but '{name}' is a bias specification. Use --test weat or "
+    "--test bayes, or choose a 2AFC specification (list-specs --kind embeddings)."
+)
+MSG_OPTION_NOT_FOR_RUN = "The option {option} does not apply to {what}; it applies to {applies}. Leave it out."
+MSG_SAME_OUTPUT = "--out and --csv name the same file '{path}'. Give two different files."
+MSG_NO_OUTPUT_FOLDER = "The folder '{path}' for the output file does not exist. Create it first."
+MSG_CANNOT_WRITE = "The file '{path}' cannot be written ({problem})."
+MSG_NO_STORE = (
+    "There is no dataset store at '{path}'. Give sentence pairs with --pairs FILE (BiasTestGPT, CrowS-Pairs or "
+    "StereoSet), or the store folder with --store DIR."
+)
+MSG_NO_STORED_PAIRS = (
+    "The dataset store at '{path}' has no sentence pairs for '{spec}'. Give sentence pairs with --pairs FILE "
+    "(BiasTestGPT, CrowS-Pairs or StereoSet), or add sentences to the store with the app."
+)
+MSG_NO_STORED_IMAGES = (
+    "There are no images for the image terms of '{spec}' in the dataset store at '{path}'. Give a folder with "
+    "--images DIR (one subfolder per image term, e.g. DIR/woman/1.png) or a manifest CSV."
+)
+MSG_NO_IMAGES_IN_FOLDER = (
+    "No images were found in '{path}'. Put the pictures of each image term in a subfolder named after the term "
+    "(for example '{path}/woman/1.png'), or give a manifest CSV with the columns path and image_term."
+)
+MSG_BAD_MANIFEST = (
+    "The image manifest '{path}' cannot be used ({problem}). Give a CSV with the columns path and image_term "
+    "(paths relative to the manifest), or a JSON list of objects with those fields."
+)
+MSG_BAD_SIGMA = (
+    "The perceptual noise σ must be 0 (no noise: a deterministic step) or a positive number (e.g. 0.05); got {value!r}."
+)
+MSG_TOO_FEW_REPLICATES = "Give at least two replicate embedding files (--replicate FILE, once per file); got {count}."
+MSG_UNEXPECTED = "Unexpected error ({type_name}): {problem}"
+MSG_INTERRUPTED = "Interrupted."
+MSG_WROTE = "Wrote {path}"
+
+#: Which runs each kind- or test-specific option applies to ("lm", "vlm", or an embedding test).
+OPTION_SCOPES: dict[str, tuple[str, ...]] = {
+    "method": ("lm",),
+    "pairs": ("lm",),
+    "format": ("lm",),
+    "pairing": ("lm",),
+    "tie_tolerance": ("lm",),
+    "store": ("lm", "vlm"),
+    "batch_size": ("lm", "vlm"),
+    "confidence": ("lm", "vlm"),
+    "revision": ("lm", "vlm"),
+    "device": ("lm", "vlm"),
+    "dtype": ("lm", "vlm"),
+    "images": ("vlm",),
+    "prompt_template": ("vlm",),
+    "question": ("vlm",),
+    "combine": ("vlm",),
+    "max_new_tokens": ("vlm",),
+    "bootstrap": ("lm", "vlm", "2afc"),
+    "test": ("2afc", "weat", "bayes"),
+    "noise_sigma": ("2afc",),
+    "replicate": ("2afc",),
+    "sigmoid": ("2afc",),
+    "lapse": ("2afc",),
+    "permutations": ("weat",),
+    "bayes_model": ("bayes",),
+    "draws": ("bayes",),
+    "tune": ("bayes",),
+    "chains": ("bayes",),
+}
+
+EMBEDDING_TESTS = {
+    "2afc": "2AFC psychophysics (Liang & Acuna 2020): PSE of each target word on cue pairs; a 2AFC specification.",
+    "weat": "WEAT (Caliskan et al. 2017) effect size and permutation test, with MAC (Manzini et al. 2019).",
+    "bayes": "Bayesian cosine model with control groups (posterior intervals per word and contrast).",
+}
+
+
+class UsageError(BiastestError, ValueError):
+    """The command line was used wrongly (an option that does not apply, a bad kind …)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser that raises instead of exiting, so :func:`main` returns the status."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}", usage=self.format_usage())
+
+
+# --------------------------------------------------------------------------- errors and exit codes
+def _nothing_scored_prefix() -> str:
+    from biastest.metrics.stereotype_score import MSG_NOTHING_SCORED
+
+    return MSG_NOTHING_SCORED.split("{", 1)[0]
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The exit status for an error: 2 for bad usage or input, 1 for a failure at run time.
+
+    Parameters
+    ----------
+    exc : BaseException
+
+    Returns
+    -------
+    int
+        :data:`EXIT_USAGE` for :class:`UsageError`, :class:`SpecError`,
+        :class:`MethodError` and :class:`DataError` (except "none of the pairs
+        could be scored", a run-time outcome); :data:`EXIT_RUN_FAILED` for
+        everything else (model or embedding that cannot be loaded or is the
+        wrong kind, store, generation and unexpected errors).
+    """
+    if isinstance(exc, DataError) and exc.message.startswith(_nothing_scored_prefix()):
+        return EXIT_RUN_FAILED
+    if isinstance(exc, (UsageError, SpecError, MethodError, DataError)):
+        return EXIT_USAGE
+    return EXIT_RUN_FAILED
+
+
+def _suggest(value: str, choices: Sequence[str]) -> str:
+    match = difflib.get_close_matches(str(value).strip().lower(), list(choices), n=1, cutoff=0.5)
+    return MSG_DID_YOU_MEAN.format(suggestion=match[0]) if match else ""
+
+
+def _check_choice(value: str, choices: Sequence[str], message: str) -> str:
+    v = str(value).strip().lower()
+    if v in choices:
+        return v
+    raise UsageError(message.format(value=value, hint=_suggest(value, choices), choices=", ".join(choices)))
+
+
+# --------------------------------------------------------------------------- specifications
+def _looks_like_path(value: str) -> bool:
+    return value.lower().endswith(".json") or "/" in value or os.sep in value
+
+
+def load_spec(value: str):
+    """A specification by library name or JSON file path.
+
+    Parameters
+    ----------
+    value : str
+        A name from :func:`biastest.specs.list_specs` (case-insensitive, with
+        "did you mean" on a typo), or the path of a JSON file holding one
+        BiasTestGPT specification or one 2AFC specification (``targets`` and
+        ``cue_pairs``).
+
+    Returns
+    -------
+    BiasSpec or TwoAFCSpec
+
+    Raises
+    ------
+    SpecError
+        Unknown name, invalid or unreadable file, several specifications in one file.
+    UsageError
+        The file does not exist.
+    """
+    from biastest.spec import MSG_BAD_JSON, BiasSpec, TwoAFCSpec
+    from biastest.specs import get_spec, get_twoafc_spec, list_specs
+
+    path = Path(value).expanduser()
+    if path.is_file() or _looks_like_path(value):
+        if not path.is_file():
+            raise UsageError(MSG_FILE_NOT_FOUND.format(what="specification file", path=value))
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise SpecError(MSG_BAD_JSON.format(problem=str(exc))) from None
+        except OSError as exc:
+            raise UsageError(
+                MSG_FILE_UNREADABLE.format(what="specification file", path=value, problem=exc.strerror or exc)
+            ) from None
+        if isinstance(data, list):
+            if len(data) != 1:
+                names = ", ".join(str(d.get("name", "?")) if isinstance(d, dict) else "?" for d in data) or "none"
+                raise SpecError(MSG_SPEC_FILE_MANY.format(path=value, count=len(data), names=names))
+            data = data[0]
+        if isinstance(data, dict) and "targets" in data and "cue_pairs" in data:
+            return TwoAFCSpec.from_dict(data)
+        return BiasSpec.from_dict(data)
+    folded = {n.casefold(): n for n in list_specs("twoafc")}
+    if value.strip().casefold() in folded:
+        return get_twoafc_spec(folded[value.strip().casefold()])
+    return get_spec(value)
+
+
+# --------------------------------------------------------------------------- data
+def _pairs_from_files(files: Sequence[str], fmt: str, spec) -> tuple[list, list[str]]:
+    from biastest.ui.services import import_pairs
+
+    pairs, seen, names = [], set(), []
+    for f in files:
+        p = Path(f).expanduser()
+        if not p.is_file():
+            raise UsageError(MSG_FILE_NOT_FOUND.format(what="pairs file", path=f))
+        for pair in import_pairs(p, fmt=fmt, spec=spec):
+            key = (pair.stereotyped, pair.anti_stereotyped)
+            if key not in seen:  # as the app's table: the first copy of a pair is kept
+                seen.add(key)
+                pairs.append(pair)
+        names.append(p.name)
+    return pairs, names
+
+
+def _open_store(store_arg: str | None):
+    from biastest.store import DatasetStore, default_store_dir
+
+    root = Path(store_arg).expanduser() if store_arg else default_store_dir()
+    if not root.is_dir():
+        if store_arg:
+            raise UsageError(MSG_FILE_NOT_FOUND.format(what="store folder", path=store_arg))
+        return None, root
+    return DatasetStore(root, writer="cli"), root
+
+
+def _pairs_from_store(store_arg: str | None, spec, pairing: str) -> tuple[list, dict[str, Any]]:
+    from biastest.store.retrieval import retrieve_pairs, retrieve_sentences
+
+    store, root = _open_store(store_arg)
+    if store is None:
+        raise DataError(MSG_NO_STORE.format(path=root))
+    sentences = retrieve_sentences(store, spec)
+    found = retrieve_pairs(store, spec, sentences=sentences, pairing=pairing)
+    if not found.pairs:
+        raise DataError(MSG_NO_STORED_PAIRS.format(path=root, spec=spec.name))
+    info = {"from": "store", "store": str(root), "pairing": found.pairing, "stored": found.stored,
+            "built": found.built, "n_sentences": len(sentences.matches)}
+    return list(found.pairs), info
+
+
+def _image_record(root: Path, path: Path, term: str):
+    from biastest.records import TestImage
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(MSG_FILE_UNREADABLE.format(what="image", path=path, problem=exc.strerror or exc)) from None
+    return TestImage(
+        path=path.relative_to(root).as_posix(),
+        sha256=hashlib.sha256(data).hexdigest(),
+        image_term=term,
+        generator="upload",
+        source="upload",
+    )
+
+
+def images_from_folder(folder: str | Path) -> tuple[list, Path]:
+    """Test images from a folder with one subfolder per image term, or from a manifest.
+
+    Parameters
+    ----------
+    folder : path
+        A folder whose subfolders are named after image terms
+        (``folder/woman/1.png``; subfolders and files in name order, hidden
+        ones skipped), or a manifest: a CSV file with the columns ``path`` and
+        ``image_term`` or a JSON list of objects with those fields, paths
+        relative to the manifest's folder.
+
+    Returns
+    -------
+    (list of TestImage, Path)
+        The records (in order) and the folder their paths are relative to.
+
+    Raises
+    ------
+    UsageError
+        The folder or manifest does not exist, or a listed file cannot be read.
+    DataError
+        No images in the folder, or a manifest without the needed columns.
+    """
+    path = Path(folder).expanduser()
+    if not path.exists():
+        raise UsageError(MSG_FILE_NOT_FOUND.format(what="image folder", path=folder))
+    if path.is_file():
+        return _images_from_manifest(path), path.parent.resolve()
+    root = path.resolve()
+    out = []
+    for sub in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        for f in sorted(sub.iterdir()):
+            if f.is_file() and not f.name.startswith(".") and f.suffix.lower() in IMAGE_SUFFIXES:
+                out.append(_image_record(root, f, sub.name))
+    if not out:
+        raise DataError(MSG_NO_IMAGES_IN_FOLDER.format(path=folder))
+    return out, root
+
+
+def _images_from_manifest(path: Path) -> list:
+    import csv
+
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+        if path.suffix.lower() == ".json":
+            rows = json.loads(text)
+            if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+                raise ValueError("expected a list of objects")
+        else:
+            rows = list(csv.DictReader(text.splitlines()))
+    except (OSError, ValueError) as exc:
+        raise DataError(MSG_BAD_MANIFEST.format(path=path, problem=str(exc))) from None
+    if not rows:
+        raise DataError(MSG_BAD_MANIFEST.format(path=path, problem="it lists no images"))
+    root = path.parent.resolve()
+    out = []
+    for i, r in enumerate(rows, start=1):
+        rel, term = str(r.get("path") or "").strip(), str(r.get("image_term") or "").strip()
+        if not rel or not term:
+            raise DataError(MSG_BAD_MANIFEST.format(path=path, problem=f"row {i} has no path or no image_term"))
+        f = root / rel
+        if not f.is_file():
+            raise UsageError(MSG_FILE_NOT_FOUND.format(what="image", path=rel))
+        if not f.resolve().is_relative_to(root):
+            from biastest.runner.vlm import MSG_IMAGE_OUTSIDE_ROOT
+
+            raise DataError(MSG_IMAGE_OUTSIDE_ROOT.format(path=rel), path=rel)
+        out.append(_image_record(root, f.resolve(), term))
+    return out
+
+
+def _images_from_store(store_arg: str | None, spec) -> tuple[list, Path]:
+    from biastest.store import retrieve_images
+
+    store, root = _open_store(store_arg)
+    found = retrieve_images(store, list(spec.group_terms)) if store is not None else None
+    if found is None or not found.images:
+        raise DataError(MSG_NO_STORED_IMAGES.format(spec=spec.name, path=root))
+    return list(found.images), store.root
+
+
+def embedding_source(value: str | None) -> str:
+    """The :func:`~biastest.models.embeddings.load_embeddings` source for ``--model``.
+
+    A registry name or an id with a prefix (``file:``, ``sentence-transformers:``,
+    ``spacy:``) is kept; a folder becomes ``sentence-transformers:<folder>``; a
+    file, or anything that looks like a file path, becomes ``file:<path>``.
+    """
+    from biastest.models.embeddings import EMBEDDING_SOURCES
+
+    v = (value or DEFAULT_EMBEDDINGS).strip()
+    low = v.lower()
+    if low in EMBEDDING_SOURCES or low.startswith(("file:", "sentence-transformers:", "spacy:")):
+        return v
+    p = Path(v).expanduser()
+    if p.is_dir():
+        return f"sentence-transformers:{v}"
+    if p.is_file() or _looks_like_path(v) or low.endswith(EMBEDDING_FILE_SUFFIXES):
+        return f"file:{v}"
+    return v
+
+
+# --------------------------------------------------------------------------- the parser
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m biastest`` (raises :class:`UsageError` on bad arguments)."""
+    parser = _Parser(
+        prog="python -m biastest",
+        description="Test social bias in language, vision-language and embedding models, headless.",
+        epilog="Exit status: 0 success, 1 the test failed at run time, 2 bad usage or input.",
+    )
+    from biastest import __version__
+
+    parser.add_argument("--version", action="version", version=f"biastest {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    ls = sub.add_parser("list-specs", help="names of the predefined specifications, one a line")
+    ls.add_argument("--kind", help="only those that run with this kind: lm, vlm or embeddings")
+    lm_ = sub.add_parser("list-methods", help="scoring methods and tests, per kind")
+    lm_.add_argument("--kind", help="only this kind: lm, vlm or embeddings")
+
+    run = sub.add_parser(
+        "run",
+        help="run one bias test and write the result",
+        description="Run one bias test with the same runner as the app and write the result as JSON (and CSV).",
+    )
+    run.add_argument("spec", metavar="SPEC", help="predefined specification name (list-specs) or JSON file path")
+    run.add_argument("--kind", required=True, help="lm, vlm or embeddings")
+    run.add_argument("--model", help="model: Hub id or local folder (lm, vlm); embedding source or file (embeddings)")
+    run.add_argument("--out", required=True, help="result JSON file to write")
+    run.add_argument("--csv", help="also write the per-item table as CSV (as the app's download)")
+    run.add_argument("--seed", type=int, help="seed (default: lm 42, vlm 0, embeddings 0, as the apps); recorded")
+    run.add_argument("--progress", action="store_true", help="print progress to stderr")
+
+    g = run.add_argument_group("language models (--kind lm)")
+    g.add_argument("--method", help="scoring method (list-methods --kind lm; default: the first for the model kind)")
+    g.add_argument("--pairs", action="append", metavar="FILE",
+                   help="sentence pairs file (BiasTestGPT CSV, CrowS-Pairs CSV, StereoSet JSON); repeatable")
+    g.add_argument("--format", help="format of the --pairs files (default auto)")
+    g.add_argument("--pairing", help="counterparts when building pairs from stored sentences: positional or all")
+    g.add_argument("--tie-tolerance", type=float, help="score differences within this (nats) are ties")
+
+    g = run.add_argument_group("language and vision-language models (--kind lm or vlm)")
+    g.add_argument("--store", metavar="DIR", help="dataset store folder (default: $BIASTEST_DATA_DIR or the apps')")
+    g.add_argument("--batch-size", type=int, help="items per forward pass (default lm 32, vlm 16)")
+    g.add_argument("--bootstrap", type=int, help="bootstrap resamples (default lm/vlm 10000, 2afc 200)")
+    g.add_argument("--confidence", type=float, help="interval level (default 0.95)")
+    g.add_argument("--revision", help="Hub revision (branch, tag or commit)")
+    g.add_argument("--device", help="auto, cpu, cuda … (default auto)")
+    g.add_argument("--dtype", help="auto, float32, float16, bfloat16 (default auto)")
+
+    g = run.add_argument_group("vision-language models (--kind vlm)")
+    g.add_argument("--images", metavar="DIR", help="folder with one subfolder per image term, or a manifest CSV/JSON")
+    g.add_argument("--prompt-template", action="append", metavar="TEMPLATE",
+                   help="CLIP-like models: prompt with {term}; repeatable (default 'a photo of a {term}')")
+    g.add_argument("--question", help="VQA and generative models: the question, with {T1} and {T2}")
+    g.add_argument("--combine", help="CLIP-like models with several prompts: sum-prob or mean-embedding")
+    g.add_argument("--max-new-tokens", type=int, help="generative models: length of the model's own answer")
+
+    g = run.add_argument_group("word embeddings (--kind embeddings)")
+    g.add_argument("--test", help="2afc, weat (with MAC) or bayes (default: 2afc for a 2AFC spec, else weat)")
+    g.add_argument("--noise-sigma", type=float, help="2afc: perceptual noise σ of one model (default 0.05; 0 = none)")
+    g.add_argument("--replicate", action="append", metavar="FILE", help="2afc: replicate embedding file; repeatable")
+    g.add_argument("--sigmoid", help="2afc: psychometric function, norm or logistic")
+    g.add_argument("--lapse", action="store_true", default=None, help="2afc: fit a lapse rate")
+    g.add_argument("--permutations", type=int, help="weat: permutations for the p-value (default 10000)")
+    g.add_argument("--bayes-model", help="bayes: hierarchical or additive")
+    g.add_argument("--draws", type=int, help="bayes: draws per chain (default 1000)")
+    g.add_argument("--tune", type=int, help="bayes: tuning steps per chain (default 1000)")
+    g.add_argument("--chains", type=int, help="bayes: chains (default 2)")
+    return parser
+
+
+# --------------------------------------------------------------------------- list commands
+def _specs_for_kind(kind: str | None) -> list[str]:
+    from biastest.specs import list_specs
+
+    if kind is None or kind == "embeddings":
+        return list_specs()
+    return list_specs(("bias", "weat"))
+
+
+def _cmd_list_specs(args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    kind = _check_choice(args.kind, KINDS, MSG_UNKNOWN_KIND) if args.kind else None
+    for name in _specs_for_kind(kind):
+        out(name)
+    return EXIT_OK
+
+
+def _cmd_list_methods(args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    kind = _check_choice(args.kind, KINDS, MSG_UNKNOWN_KIND) if args.kind else None
+    if kind in (None, "lm"):
+        from biastest.metrics.stereotype_score import METHODS
+
+        for m in METHODS.values():
+            out(f"lm\t{m.name}\t{'/'.join(m.kinds)} models\t{m.title}")
+    if kind in (None, "vlm"):
+        from biastest.metrics.vlm_score import COMBINE_CHOICES
+        from biastest.metrics.vlm_score import METHODS as VLM_METHODS
+
+        notes = {"clip": f"--combine {'|'.join(COMBINE_CHOICES)}, --prompt-template",
+                 "vqa-classifier": "--question", "generative": "--question, --max-new-tokens"}
+        for model_kind, name in VLM_METHODS.items():
+            out(f"vlm\t{name}\t{model_kind} models (chosen from the model)\t{notes[model_kind]}")
+    if kind in (None, "embeddings"):
+        for name, text in EMBEDDING_TESTS.items():
+            out(f"embeddings\t{name}\t--test {name}\t{text}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- run
+@dataclass
+class _Run:
+    """What one ``run`` produced: the document to write and how to write the CSV."""
+
+    document: dict[str, Any]
+    write_csv: Callable[[Path], None]
+    headline: str
+
+
+def _check_scopes(args: argparse.Namespace, scope: str, what: str) -> None:
+    for option, scopes in OPTION_SCOPES.items():
+        if getattr(args, option, None) is not None and scope not in scopes:
+            raise UsageError(
+                MSG_OPTION_NOT_FOR_RUN.format(
+                    option="--" + option.replace("_", "-"),
+                    what=what,
+                    applies=", ".join(s if s in KINDS else f"--test {s}" for s in scopes),
+                )
+            )
+
+
+def _or(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+def _progress(enabled: bool, err: Callable[[str], None]):
+    if not enabled:
+        return None
+
+    def report(done: int, total: int, message: str) -> None:
+        err(f"[{done}/{total}] {message}")
+
+    return report
+
+
+def _copy_export(make: Callable[[], tuple[Path, Path]]) -> Callable[[Path], None]:
+    """A CSV writer that runs the app's export and copies its CSV (the temporary folder is removed)."""
+
+    def write(target: Path) -> None:
+        csv_path, _ = make()
+        try:
+            shutil.copyfile(csv_path, target)
+        finally:
+            shutil.rmtree(csv_path.parent, ignore_errors=True)
+
+    return write
+
+
+def _run_lm(args, spec, progress) -> _Run:
+    from biastest.metrics.stereotype_score import DEFAULT_BATCH_SIZE, DEFAULT_TIE_TOLERANCE, methods_for_kind
+    from biastest.models.lm import detect_model_kind
+    from biastest.report.gpt import export_files
+    from biastest.runner.lm import run_stereotype_test
+
+    if not args.model or not args.model.strip():
+        raise UsageError(MSG_NO_MODEL.format(example="gpt2"))
+    model_id = args.model.strip()
+    if args.pairs:
+        pairs, names = _pairs_from_files(args.pairs, _or(args.format, "auto"), spec)
+        data = {"from": "files", "files": names, "format": _or(args.format, "auto")}
+    else:
+        pairs, data = _pairs_from_store(args.store, spec, _or(args.pairing, "positional"))
+    data["n_pairs"] = len(pairs)
+    method = args.method
+    if method is None:  # the app's default is a choice in a dropdown; here: the first method for the model kind
+        method = methods_for_kind(detect_model_kind(model_id, revision=args.revision))[0]
+    options = {
+        "model_id": model_id,
+        "method": method,
+        "seed": _or(args.seed, DEFAULT_SEEDS["lm"]),
+        "revision": args.revision,
+        "batch_size": _or(args.batch_size, DEFAULT_BATCH_SIZE),
+        "device": _or(args.device, "auto"),
+        "dtype": _or(args.dtype, "auto"),
+        "n_resamples": _or(args.bootstrap, DEFAULT_BOOTSTRAP["lm"]),
+        "confidence": _or(args.confidence, 0.95),
+        "tie_tolerance": _or(args.tie_tolerance, DEFAULT_TIE_TOLERANCE),
+    }
+    result = run_stereotype_test(pairs=pairs, spec=spec, progress=progress, **options)
+    o = result.overall
+    headline = (
+        f"Stereotype score {o.score:.1f}% ({o.ci_low:.1f}–{o.ci_high:.1f}), {result.n_scored} of {result.n_pairs} "
+        f"pairs scored with {result.method} on {result.model_id} (seed {result.seed})."
+    )
+    doc = _document("lm", "stereotype-score", spec, options, data, result.to_dict())
+
+    def write(target: Path) -> None:
+        folder = Path(tempfile.mkdtemp(prefix="biastest-cli-"))
+        try:
+            csv_path, _ = export_files(result, directory=folder)
+            shutil.copyfile(csv_path, target)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    return _Run(doc, write, headline)
+
+
+def _run_vlm(args, spec, progress) -> _Run:
+    from biastest.metrics.vlm_score import COMBINE_CHOICES, DEFAULT_PROMPT_TEMPLATE, DEFAULT_QUESTION
+    from biastest.report.vqa import write_exports
+    from biastest.runner.vlm import DEFAULT_BATCH_SIZE, run_vlm_test
+
+    if not args.model or not args.model.strip():
+        raise UsageError(MSG_NO_MODEL.format(example="openai/clip-vit-base-patch32"))
+    if args.images:
+        images, root = images_from_folder(args.images)
+        data = {"from": "images", "images": str(args.images), "n_images": len(images)}
+    else:
+        images, root = _images_from_store(args.store, spec)
+        data = {"from": "store", "store": str(root), "n_images": len(images)}
+    options = {
+        "model_id": args.model.strip(),
+        "prompt_template": list(args.prompt_template or [DEFAULT_PROMPT_TEMPLATE]),
+        "question": _or(args.question, DEFAULT_QUESTION),
+        "combine": _or(args.combine, COMBINE_CHOICES[0]),
+        "seed": _or(args.seed, DEFAULT_SEEDS["vlm"]),
+        "batch_size": _or(args.batch_size, DEFAULT_BATCH_SIZE),
+        "n_resamples": _or(args.bootstrap, DEFAULT_BOOTSTRAP["vlm"]),
+        "confidence": _or(args.confidence, 0.95),
+        "max_new_tokens": _or(args.max_new_tokens, 8),
+        "revision": args.revision,
+        "device": _or(args.device, "auto"),
+        "dtype": _or(args.dtype, "auto"),
+    }
+    result = run_vlm_test(images=images, image_root=root, spec=spec, progress=progress, **options)
+    s = result.soft
+    headline = (
+        f"Bias score {s.score:.1f}% ({s.ci_low:.1f}–{s.ci_high:.1f}) over {result.n_images} images with "
+        f"{result.method} on {result.model_id} (seed {result.seed})."
+    )
+    doc = _document("vlm", "vlm", spec, options, data, result.to_dict())
+
+    def write(target: Path) -> None:
+        folder = Path(tempfile.mkdtemp(prefix="biastest-cli-"))
+        try:
+            csv_path, _ = write_exports(result, folder=folder)
+            shutil.copyfile(csv_path, target)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    return _Run(doc, write, headline)
+
+
+def _sigma(value: float | None) -> float | None:
+    v = DEFAULT_NOISE_SIGMA if value is None else value
+    if not math.isfinite(v) or v < 0:
+        raise UsageError(MSG_BAD_SIGMA.format(value=value))
+    return None if v == 0 else v
+
+
+def _run_embeddings(args, spec, progress) -> _Run:
+    from biastest.models.embeddings import load_embeddings
+    from biastest.report import psychophysics as rep
+    from biastest.spec import TwoAFCSpec
+
+    is_2afc_spec = isinstance(spec, TwoAFCSpec)
+    test = _check_choice(args.test, TESTS, MSG_UNKNOWN_TEST) if args.test else ("2afc" if is_2afc_spec else "weat")
+    _check_scopes(args, test, f"--kind embeddings --test {test}")
+    if test == "2afc" and not is_2afc_spec:
+        raise SpecError(MSG_2AFC_NEEDS_TWOAFC_SPEC.format(name=spec.name))
+    if test != "2afc" and is_2afc_spec:
+        raise SpecError(MSG_TEST_NEEDS_BIAS_SPEC.format(test=test, name=spec.name))
+    source = embedding_source(args.model)
+    seed = _or(args.seed, DEFAULT_SEEDS["embeddings"])
+    data = {"from": "specification"}
+    if test == "2afc":
+        from biastest.runner.embeddings import run_twoafc
+
+        replicates = None
+        if args.replicate:
+            if len(args.replicate) < 2:
+                raise UsageError(MSG_TOO_FEW_REPLICATES.format(count=len(args.replicate)))
+            for f in args.replicate:
+                if not Path(f).expanduser().is_file():
+                    raise UsageError(MSG_FILE_NOT_FOUND.format(what="replicate embedding file", path=f))
+            replicates = [f"file:{f}" for f in args.replicate]
+            if args.noise_sigma is not None:
+                raise UsageError(MSG_OPTION_NOT_FOR_RUN.format(
+                    option="--noise-sigma", what="a run with replicates", applies="one model"))
+        options = {
+            "source": source,
+            "replicates": replicates,
+            "noise_sigma": _sigma(args.noise_sigma) if replicates is None else None,
+            "seed": seed,
+            "sigmoid": _or(args.sigmoid, "norm"),
+            "lapse": bool(args.lapse),
+            "n_bootstrap": _or(args.bootstrap, DEFAULT_BOOTSTRAP["2afc"]),
+        }
+        name = load_embeddings(source).name
+        result = run_twoafc(spec=spec, progress=progress, **options)
+        headline = (
+            f"2AFC: PSE of {len(result.targets)} target words on {len(result.cue_pairs)} cue pairs, mode "
+            f"{result.mode}, embedding {name} (seed {result.seed})."
+        )
+        doc = _document("embeddings", "2afc", spec, options, data, result.to_dict())
+        write = _copy_export(lambda: rep.twoafc_exports(result, source=name, spec=spec.to_dict()))
+        return _Run(doc, write, headline)
+    if test == "weat":
+        from biastest.runner.embeddings import run_mac, run_weat
+
+        options = {"source": source, "seed": seed, "n_permutations": _or(args.permutations, DEFAULT_PERMUTATIONS)}
+        weat = run_weat(spec=spec, progress=progress, **options)
+        mac = run_mac(spec=spec, source=source)
+        name = load_embeddings(source).name
+        headline = (
+            f"WEAT effect size d = {weat.effect_size:.3f} (one-sided p = {weat.p_one_sided:.4g}); MAC = "
+            f"{mac.mac:.4f}; embedding {name} (seed {weat.seed})."
+        )
+        doc = _document("embeddings", "weat", spec, options, data, weat.to_dict())
+        doc["mac"] = mac.to_dict()
+        write = _copy_export(lambda: rep.weat_exports(weat, mac, source=name, spec=spec.to_dict()))
+        return _Run(doc, write, headline)
+    from biastest.runner.bayes import run_bayes
+
+    options = {
+        "source": source,
+        "model": _or(args.bayes_model, BAYES_DEFAULTS["bayes_model"]),
+        "seed": seed,
+        "draws": _or(args.draws, BAYES_DEFAULTS["draws"]),
+        "tune": _or(args.tune, BAYES_DEFAULTS["tune"]),
+        "chains": _or(args.chains, BAYES_DEFAULTS["chains"]),
+    }
+    spec.check_testable()
+    result = run_bayes(spec_groups=dict(spec.social_groups[:2]), spec_attributes=dict(spec.attributes[:2]),
+                       spec_name=spec.name, progress=progress, **options)
+    name = load_embeddings(source).name
+    d = result.diagnostics
+    headline = (
+        f"Bayesian estimate ({result.model['name']} model): max R-hat {d.get('max_rhat')}, converged "
+        f"{d.get('converged')}; embedding {name} (seed {result.seed})."
+    )
+    doc = _document("embeddings", "bayes", spec, options, data, result.to_dict())
+    write = _copy_export(lambda: rep.bayes_exports(result, source=name))
+    return _Run(doc, write, headline)
+
+
+def _document(kind: str, test: str, spec, options: dict[str, Any], data: dict[str, Any], result: dict) -> dict:
+    from biastest import __version__
+
+    return {
+        "format": "biastest-cli-result",
+        "biastest_version": __version__,
+        "kind": kind,
+        "test": test,
+        "seed": options.get("seed"),
+        "spec": spec.to_dict(),
+        "options": options,
+        "data": data,
+        "result": result,
+    }
+
+
+def _output_path(value: str, what: str) -> Path:
+    path = Path(value).expanduser()
+    if not path.parent.is_dir():
+        raise UsageError(MSG_NO_OUTPUT_FOLDER.format(path=path.parent))
+    if path.is_dir():
+        raise UsageError(MSG_FILE_UNREADABLE.format(what=what, path=value, problem="it is a folder"))
+    return path
+
+
+def _write_atomic(target: Path, write: Callable[[Path], None]) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise BiastestError(MSG_CANNOT_WRITE.format(path=target, problem=exc.strerror or exc)) from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _cmd_run(args: argparse.Namespace, out: Callable[[str], None], err: Callable[[str], None]) -> int:
+    from biastest.report.export import write_json
+    from biastest.spec import TwoAFCSpec
+
+    kind = _check_choice(args.kind, KINDS, MSG_UNKNOWN_KIND)
+    if kind != "embeddings":
+        _check_scopes(args, kind, f"--kind {kind}")
+    out_path = _output_path(args.out, "output file")
+    csv_path = _output_path(args.csv, "CSV file") if args.csv else None
+    if csv_path is not None and csv_path.resolve() == out_path.resolve():
+        raise UsageError(MSG_SAME_OUTPUT.format(path=args.out))
+    spec = load_spec(args.spec)
+    if kind != "embeddings" and isinstance(spec, TwoAFCSpec):
+        raise SpecError(MSG_SPEC_NOT_FOR_KIND.format(name=spec.name))
+    progress = _progress(args.progress, err)
+    run = {"lm": _run_lm, "vlm": _run_vlm, "embeddings": _run_embeddings}[kind](args, spec, progress)
+    _write_atomic(out_path, lambda p: write_json(run.document, p))
+    if csv_path is not None:
+        _write_atomic(csv_path, run.write_csv)
+    out(run.headline)
+    out(MSG_WROTE.format(path=out_path))
+    if csv_path is not None:
+        out(MSG_WROTE.format(path=csv_path))
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- entry point
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (never raises, never prints a traceback).
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments without the program name (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        :data:`EXIT_OK` (0), :data:`EXIT_RUN_FAILED` (1) or :data:`EXIT_USAGE` (2).
+    """
+
+    def out(line: str) -> None:
+        print(line, file=sys.stdout, flush=True)
+
+    def err(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        if args.command == "list-specs":
+            return _cmd_list_specs(args, out)
+        if args.command == "list-methods":
+            return _cmd_list_methods(args, out)
+        return _cmd_run(args, out, err)
+    except SystemExit as exc:  # --help and --version
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    except BiastestError as exc:
+        usage = exc.details.get("usage") if isinstance(exc, UsageError) else None
+        if usage:
+            err(usage.rstrip())
+        err(exc.message)
+        return exit_code_for(exc)
+    except KeyboardInterrupt:
+        err(MSG_INTERRUPTED)
+        return 130
+    except Exception as exc:
+        err(MSG_UNEXPECTED.format(type_name=type(exc).__name__, problem=exc))
+        return EXIT_RUN_FAILED
