@@ -15,8 +15,6 @@ from biastest.errors import GenerationError, ModelKindError, ModelLoadError
 from biastest.generate import base, make_image_generator
 from biastest.generate.base import RetryPolicy, RunLimits
 from biastest.generate.images import (
-    MSG_NOT_TEXT_TO_IMAGE,
-    MSG_PIPELINE_HUB_UNAVAILABLE,
     REJECT_NOT_AN_IMAGE,
     LocalDiffusionGenerator,
     OpenAICompatibleImageGenerator,
@@ -25,7 +23,8 @@ from biastest.generate.images import (
     plan_missing_images,
     to_png,
 )
-from biastest.generate.local import MSG_PATH_NOT_FOUND
+from biastest.models.diffusion import MSG_NOT_TEXT_TO_IMAGE, MSG_PIPELINE_HUB_UNAVAILABLE
+from biastest.models.text_generation import MSG_PATH_NOT_FOUND
 from tests.generate_helpers import build_tiny_diffusion, build_tiny_gpt2
 from tests.openai_stub import Action, OpenAIStub, png_bytes
 

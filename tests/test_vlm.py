@@ -211,7 +211,7 @@ def test_clip_logits_match_model_forward(models, store):
     with torch.no_grad():
         enc = model.processor(images=pil, text=prompts, return_tensors="pt", padding=True)
         ref = model.model(**enc).logits_per_image
-    torch.testing.assert_close(ours, ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(torch.from_numpy(ours), ref, rtol=1e-5, atol=1e-5)
 
 
 def test_clip_mean_embedding_equals_naive(models, store):

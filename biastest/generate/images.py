@@ -5,7 +5,8 @@ DALL-E 2/3 are asked for ``b64_json``), :class:`OpenAICompatibleImageGenerator`
 (any server speaking ``/v1/images/generations``; ``url`` answers are
 downloaded) and :class:`LocalDiffusionGenerator` (a ``diffusers``
 text-to-image pipeline, Hub id or local folder, via
-``AutoPipelineForText2Image``; seeded with a ``torch.Generator``).
+``AutoPipelineForText2Image``; seeded with a ``torch.Generator``; loading and
+drawing live in :mod:`biastest.models.diffusion`).
 
 :func:`generate_images` generates what each image term is missing, with the
 same limits, retries, budget, progress and report as sentence generation,
@@ -30,10 +31,9 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from biastest.errors import GenerationError, ModelKindError, ModelLoadError
+from biastest.errors import GenerationError
 from biastest.generate.base import (
     REJECT_EMPTY,
     REJECT_MALFORMED,
@@ -51,10 +51,9 @@ from biastest.generate.base import (
     TransientError,
     report_message,
 )
-from biastest.generate.local import resolve_model_location
 from biastest.generate.openai_chat import _OpenAIClientMixin, translate_openai_error
 from biastest.generate.prompts import get_image_prompt
-from biastest.models.cache import MODEL_CACHE
+from biastest.models.diffusion import draw, load_diffusion_pipeline
 from biastest.provenance import provenance
 from biastest.records import TestImage
 
@@ -64,7 +63,6 @@ __all__ = [
     "OpenAIImageGenerator",
     "OpenAICompatibleImageGenerator",
     "LocalDiffusionGenerator",
-    "load_diffusion_pipeline",
     "plan_missing_images",
     "generate_images",
     "to_png",
@@ -84,18 +82,6 @@ MSG_BAD_SIZE = "The image size must be two whole numbers of at least {minimum}, 
 MSG_BAD_TERMS = "Give at least one image term (e.g. nurse, plumber)."
 MSG_BAD_COUNT = "The number of images per term must be a whole number of at least 0, got {value!r}."
 MSG_BAD_SEED = "An image run needs a whole-number seed so that it can be repeated, got {value!r}."
-MSG_NOT_TEXT_TO_IMAGE = (
-    "'{model}' is not a text-to-image pipeline ({problem}). Choose a text-to-image model such as "
-    "'stabilityai/sd-turbo' or a folder saved with save_pretrained."
-)
-MSG_PIPELINE_LOAD_FAILED = (
-    "The image model '{model}' could not be loaded ({problem}). Check that the files are complete."
-)
-MSG_PIPELINE_HUB_UNAVAILABLE = (
-    "The image model '{model}' could not be loaded from the Hugging Face Hub: either the id is wrong or this "
-    "server has no network access and the model is not in its cache. Check the id, or use a local folder."
-)
-MSG_IMAGE_FAILED = "The local image model '{model}' failed while drawing ({problem})."
 
 MAX_DOWNLOAD_BYTES = 50 * 1024 * 1024
 
@@ -340,56 +326,6 @@ class OpenAICompatibleImageGenerator(OpenAIImageGenerator):
 
 
 # -------------------------------------------------------------- diffusers
-@dataclass(frozen=True)
-class _PipelineBundle:
-    pipeline: Any
-    name: str
-    pipeline_class: str
-
-
-def _load_pipeline(model: str, revision: str | None, device: str) -> _PipelineBundle:
-    import torch
-    from diffusers import AutoPipelineForText2Image
-
-    location, is_local = resolve_model_location(model)
-    if is_local and not (Path(location) / "model_index.json").exists():
-        raise ModelKindError(MSG_NOT_TEXT_TO_IMAGE.format(model=model, problem="the folder has no model_index.json"),
-                             model=model)
-    try:
-        pipe = AutoPipelineForText2Image.from_pretrained(location, revision=revision, dtype=torch.float32)
-    except OSError:
-        if is_local:
-            raise ModelLoadError(MSG_PIPELINE_LOAD_FAILED.format(model=model, problem="files missing or unreadable"),
-                                 model=model) from None
-        raise ModelLoadError(MSG_PIPELINE_HUB_UNAVAILABLE.format(model=model), model=model) from None
-    except (ValueError, KeyError, AttributeError) as exc:
-        raise ModelKindError(MSG_NOT_TEXT_TO_IMAGE.format(model=model, problem=type(exc).__name__),
-                             model=model) from None
-    except (RuntimeError, TypeError) as exc:
-        raise ModelLoadError(MSG_PIPELINE_LOAD_FAILED.format(model=model, problem=type(exc).__name__),
-                             model=model) from None
-    pipe.to(device)
-    if hasattr(pipe, "set_progress_bar_config"):
-        pipe.set_progress_bar_config(disable=True)
-    return _PipelineBundle(pipeline=pipe, name=model, pipeline_class=type(pipe).__name__)
-
-
-def load_diffusion_pipeline(model: str, *, revision: str | None = None, device: str = "cpu") -> Any:
-    """Load (once per process) a text-to-image pipeline.
-
-    Raises
-    ------
-    ModelLoadError
-        Unknown path or id, no network, missing files.
-    ModelKindError
-        The folder or id is not a text-to-image pipeline.
-    """
-    return MODEL_CACHE.get(("text-to-image", model, revision, device), lambda: _load_pipeline(model, revision, device))
-
-
-_DRAW_LOCK = threading.Lock()
-
-
 class LocalDiffusionGenerator(ImageGenerator):
     """Images from a local ``diffusers`` text-to-image pipeline.
 
@@ -403,6 +339,11 @@ class LocalDiffusionGenerator(ImageGenerator):
     guidance_scale : float
     revision : str, optional
     device : str
+
+    Raises
+    ------
+    ModelLoadError, ModelKindError
+        From :func:`biastest.models.diffusion.load_diffusion_pipeline`.
     """
 
     kind = "local-diffusers"
@@ -427,23 +368,12 @@ class LocalDiffusionGenerator(ImageGenerator):
         self._bundle = load_diffusion_pipeline(model, revision=revision, device=device)
 
     def _generate(self, prompt: str, *, seed: int | None, timeout: float) -> bytes:
-        import torch
-
-        generator = torch.Generator(device="cpu").manual_seed(0 if seed is None else int(seed))
-        try:
-            with _DRAW_LOCK, torch.inference_mode():
-                out = self._bundle.pipeline(
-                    prompt=prompt, height=self.height, width=self.width,
-                    num_inference_steps=self.num_inference_steps, guidance_scale=self.guidance_scale,
-                    generator=generator, output_type="pil",
-                )
-        except (RuntimeError, ValueError, IndexError, TypeError) as exc:
-            raise GenerationError(MSG_IMAGE_FAILED.format(model=self.model, problem=type(exc).__name__)) from None
-        flagged = getattr(out, "nsfw_content_detected", None)
-        if flagged and flagged[0]:
+        drawing = draw(self._bundle, prompt, width=self.width, height=self.height,
+                       num_inference_steps=self.num_inference_steps, guidance_scale=self.guidance_scale, seed=seed)
+        if drawing.nsfw_flagged:
             raise MalformedAnswer(REJECT_FILTERED)
         buf = io.BytesIO()
-        out.images[0].save(buf, format="PNG")
+        drawing.image.save(buf, format="PNG")
         return buf.getvalue()
 
     def describe(self) -> dict[str, Any]:

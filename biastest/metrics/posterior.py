@@ -29,12 +29,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from itertools import combinations, pairwise
+from itertools import combinations
 from typing import Any
 
 import numpy as np
 
 from biastest.errors import DataError, EmbeddingError, MethodError
+from biastest.models.classifier import fit_binary_mlp
 from biastest.provenance import provenance
 
 __all__ = [
@@ -225,6 +226,9 @@ def train_classifier(
 ) -> Classifier:
     """Train ``p(+ | s)`` with PyTorch (full-batch Adam, binary cross-entropy), seeded.
 
+    The training itself is :func:`biastest.models.classifier.fit_binary_mlp`;
+    this function splits the data and measures the AUC.
+
     Parameters
     ----------
     x : ndarray (n, d)
@@ -243,8 +247,6 @@ def train_classifier(
     Classifier
         With held-out AUC (Mann–Whitney, :func:`auc_score`).
     """
-    import torch
-
     x = np.asarray(x, dtype=np.float32)
     y = np.asarray(y, dtype=np.int64)
     rng = np.random.default_rng(seed)
@@ -253,29 +255,8 @@ def train_classifier(
         idx = np.flatnonzero(y == cls)
         k = max(1, round(test_fraction * idx.size))
         test[rng.choice(idx, size=k, replace=False)] = True
-    xtr, ytr = torch.from_numpy(x[~test]), torch.from_numpy(y[~test].astype(np.float32))
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        dims = [x.shape[1], hidden, 1] if hidden > 0 else [x.shape[1], 1]
-        linears = [torch.nn.Linear(a, b) for a, b in pairwise(dims)]
-        mods: list[torch.nn.Module] = []
-        for i, lin in enumerate(linears):
-            mods.append(lin)
-            if i < len(linears) - 1:
-                mods.append(torch.nn.Tanh())
-        net = torch.nn.Sequential(*mods)
-        opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=weight_decay)
-        pos_weight = torch.tensor(float((ytr == 0).sum() / max(float((ytr == 1).sum()), 1.0)))
-        loss_fn = torch.nn.BCEWithLogitsLoss(pos_weight=pos_weight)
-        for _ in range(epochs):
-            opt.zero_grad()
-            loss = loss_fn(net(xtr)[:, 0], ytr)
-            loss.backward()
-            opt.step()
-    layers = tuple(
-        (lin.weight.detach().numpy().T.astype(np.float64).copy(), lin.bias.detach().numpy().astype(np.float64).copy())
-        for lin in linears
-    )
+    layers = fit_binary_mlp(x[~test], y[~test].astype(np.float32), seed=seed, hidden=hidden, epochs=epochs, lr=lr,
+                            weight_decay=weight_decay)
     clf = Classifier(layers=layers)
     desc = f"MLP {x.shape[1]}-{hidden}-1 (tanh)" if hidden > 0 else f"logistic regression on {x.shape[1]} dimensions"
     return Classifier(

@@ -358,6 +358,8 @@ def clip_term_scores(
     Parameters
     ----------
     model : biastest.models.vlm.ClipLikeModel
+        Its embeddings, similarities and prompt ensembles come back as numpy
+        arrays; the tensor work stays in the adapter.
     images : sequence
         PIL images, or anything ``load`` turns into one (loaded per batch).
     spec : BiasSpec
@@ -374,8 +376,6 @@ def clip_term_scores(
     -------
     TermScores
     """
-    import torch
-
     if combine not in COMBINE_CHOICES:
         raise MethodError(MSG_BAD_COMBINE.format(value=combine, choices=", ".join(COMBINE_CHOICES)))
     templates = _check_templates(templates)
@@ -386,29 +386,25 @@ def clip_term_scores(
     text = model.encode_text(list(prompts))  # once per run
     scale = model.logit_scale()
     if combine == "mean-embedding":
-        by_term = text.reshape(n_t, n_m, -1).mean(dim=1)
-        side_t = torch.as_tensor(sides)
-        classes = torch.stack([by_term[side_t == 1].mean(0), by_term[side_t == 2].mean(0)])
-        classes = torch.nn.functional.normalize(classes, dim=-1)
-        term_emb = torch.nn.functional.normalize(by_term, dim=-1)
+        term_emb, classes = model.ensemble_prompts(text, n_templates=n_m, sides=sides)
     n = len(images)
     term_probs = np.zeros((n, n_t))
     p1 = np.zeros(n)
     vs_other = np.zeros((n, n_t))
     for start, batch in _batches(images, batch_size):
         pil = [load(x) for x in batch] if load is not None else list(batch)
-        feats = model.encode_images(pil).double()
+        feats = model.encode_images(pil)
         if combine == "sum-prob":
-            logits = scale * (feats @ text.double().T).numpy()
+            logits = scale * model.similarities(feats, text)
             probs = _softmax(logits).reshape(len(pil), n_t, n_m).sum(axis=2)
             term_probs[start : start + len(pil)] = probs
             p1[start : start + len(pil)] = probs[:, sides == 1].sum(axis=1)
             vs_other[start : start + len(pil)] = _vs_other(probs, sides)
         else:
-            cls_logits = scale * (feats @ classes.double().T).numpy()
+            cls_logits = scale * model.similarities(feats, classes)
             pc = _softmax(cls_logits)
             p1[start : start + len(pil)] = pc[:, 0]
-            term_logits = scale * (feats @ term_emb.double().T).numpy()
+            term_logits = scale * model.similarities(feats, term_emb)
             term_probs[start : start + len(pil)] = _softmax(term_logits)
             other_logit = np.where(sides[None, :] == 1, cls_logits[:, [1]], cls_logits[:, [0]])
             vs_other[start : start + len(pil)] = 1.0 / (1.0 + np.exp(other_logit - term_logits))

@@ -22,7 +22,9 @@ Anything else (a text-only model, an image-only encoder, a classifier) is
 refused with :class:`~biastest.errors.ModelKindError` (:data:`MSG_NOT_A_VLM`).
 Loaded adapters live in :data:`~biastest.models.cache.MODEL_CACHE`, so a model
 loads once per process. All primitives are batched and run under
-``torch.inference_mode``; results come back as float64 numpy arrays.
+``torch.inference_mode``; results come back as numpy arrays (CLIP-like
+embeddings in float32, as the model computes them; scores and similarities
+in float64), so metrics never handle tensors.
 """
 
 from __future__ import annotations
@@ -252,8 +254,24 @@ class ClipLikeModel(VisionLanguageModel):
             return float(1.0 / model.temperature.detach().float().item())
         return 1.0
 
-    def encode_text(self, texts: Sequence[str], *, batch_size: int = 64):
-        """Unit-length text embeddings, a float32 tensor of shape (len(texts), d) on the CPU."""
+    def encode_text(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        """Unit-length text embeddings.
+
+        Parameters
+        ----------
+        texts : sequence of str
+        batch_size : int
+            Texts per forward pass.
+
+        Returns
+        -------
+        ndarray of float32, shape (len(texts), d)
+
+        Raises
+        ------
+        MethodError
+            No texts (:data:`MSG_EMPTY_TEXTS`).
+        """
         import torch
 
         if not texts:
@@ -264,16 +282,85 @@ class ClipLikeModel(VisionLanguageModel):
                 enc = self._tokens(texts[start : start + batch_size], truncation=True)
                 feats = _features(self.model.get_text_features(**enc)).float()
                 chunks.append(torch.nn.functional.normalize(feats, dim=-1).cpu())
-        return torch.cat(chunks)
+        return torch.cat(chunks).numpy()
 
-    def encode_images(self, images: Sequence[Any]):
-        """Unit-length image embeddings of one batch, a float32 tensor (len(images), d) on the CPU."""
+    def encode_images(self, images: Sequence[Any]) -> np.ndarray:
+        """Unit-length image embeddings of one batch.
+
+        Parameters
+        ----------
+        images : sequence of PIL images
+
+        Returns
+        -------
+        ndarray of float32, shape (len(images), d)
+        """
         import torch
 
         with torch.inference_mode():
             pix = self.pixel_inputs(images)
             feats = _features(self.model.get_image_features(pixel_values=pix["pixel_values"])).float()
-            return torch.nn.functional.normalize(feats, dim=-1).cpu()
+            return torch.nn.functional.normalize(feats, dim=-1).cpu().numpy()
+
+    @staticmethod
+    def ensemble_prompts(
+        text_embeddings: np.ndarray, *, n_templates: int, sides: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Prompt ensembling by mean embedding (Radford et al. 2021, §3.1.4).
+
+        Formula: with unit prompt embeddings ``g(x_{t,m})`` (term ``t``,
+        template ``m``, term-major rows), ``e_t = mean_m g(x_{t,m})``; the term
+        embeddings are ``normalise(e_t)`` and the class embeddings
+        ``c_k = normalise(mean_{t: side(t) = k} e_t)`` for ``k = 1, 2``. All in
+        float32, as the embeddings come.
+
+        Parameters
+        ----------
+        text_embeddings : ndarray of float32, shape (n_terms · n_templates, d)
+            From :meth:`encode_text`, term-major (all templates of a term in a row).
+        n_templates : int
+            Prompts per term.
+        sides : ndarray of int, shape (n_terms,)
+            1 or 2: the class (concept group) of each term.
+
+        Returns
+        -------
+        term_embeddings : ndarray of float32, shape (n_terms, d)
+            Unit length.
+        class_embeddings : ndarray of float32, shape (2, d)
+            Unit length; row 0 is class 1.
+        """
+        import torch
+
+        text = torch.from_numpy(np.ascontiguousarray(text_embeddings))
+        by_term = text.reshape(-1, n_templates, text.shape[-1]).mean(dim=1)
+        side_t = torch.as_tensor(sides)
+        classes = torch.stack([by_term[side_t == 1].mean(0), by_term[side_t == 2].mean(0)])
+        classes = torch.nn.functional.normalize(classes, dim=-1)
+        term_emb = torch.nn.functional.normalize(by_term, dim=-1)
+        return term_emb.numpy(), classes.numpy()
+
+    @staticmethod
+    def similarities(image_embeddings: np.ndarray, text_embeddings: np.ndarray) -> np.ndarray:
+        """Cosine similarities of unit embeddings, computed in float64.
+
+        Parameters
+        ----------
+        image_embeddings : ndarray, shape (n_images, d)
+            From :meth:`encode_images`.
+        text_embeddings : ndarray, shape (n_texts, d)
+            From :meth:`encode_text` or :meth:`ensemble_prompts`.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_images, n_texts)
+            Multiply by :meth:`logit_scale` for the model's own zero-shot logits.
+        """
+        import torch
+
+        feats = torch.from_numpy(np.ascontiguousarray(image_embeddings)).double()
+        text = torch.from_numpy(np.ascontiguousarray(text_embeddings)).double()
+        return (feats @ text.T).numpy()
 
 
 class VQAClassifierModel(VisionLanguageModel):
