@@ -49,6 +49,9 @@ FRAMES = (
     "the [T] became a [A] .",
     "[T] wants to be a [A] .",
     "my [T] was a [A] .",
+    # attribute before the group term: a causal LM reads the attribute before it picks the group term here
+    "the [A] said [T] was late .",
+    "as a [A] , [T] works hard .",
 )
 
 
@@ -199,7 +202,7 @@ def planted_corpus(rate: float, *, per_cell: int = 10) -> list[str]:
 
 
 def planted_pairs() -> list[SentencePair]:
-    """One pair per frame × attribute × group-term pair (320); half have a female stereotyped sentence."""
+    """One pair per frame × attribute × group-term pair (7 × 16 × 4 = 448); half are female-stereotyped."""
     pairs = []
     for frame in FRAMES:
         for attrs, female_stereo in ((ATTR_F, True), (ATTR_M, False)):
@@ -223,9 +226,54 @@ def planted_pairs() -> list[SentencePair]:
 
 
 def train_planted_lm(
-    kind: str, rate: float, path: Path, *, seed: int = 0, epochs: int = 12, hidden: int = 48, batch_size: int = 64
+    kind: str,
+    rate: float,
+    path: Path,
+    *,
+    seed: int = 0,
+    epochs: int = 5,
+    hidden: int = 64,
+    layers: int = 1,
+    heads: int = 4,
+    batch_size: int = 32,
+    lr: float = 5e-3,
+    init_range: float = 0.2,
 ) -> Path:
-    """Train a tiny masked or causal LM on :func:`planted_corpus` (``rate``) and save it to ``path``."""
+    """Train a tiny masked or causal LM on :func:`planted_corpus` (``rate``) and save it to ``path``.
+
+    Parameters
+    ----------
+    kind : {"masked", "causal"}
+        A BERT masked LM or a GPT-2 causal LM (next-token loss after a ``<s>``
+        token). The masked LM sees each sentence once per word, with that one
+        word masked (the pseudo-log-likelihood view of masked-LM training):
+        every word is a target in an otherwise clean context, which learns
+        the planted association in far fewer steps than random 15-25%
+        masking.
+    rate : float
+        Planted co-occurrence rate of :func:`planted_corpus`.
+    path : Path
+        Folder the model and its word-level tokenizer are saved to.
+    seed : int
+        Seeds the weights (``torch.manual_seed``) and the batch order.
+    epochs, hidden, layers, heads, batch_size :
+        Training length and model size (the defaults train the causal LM in a
+        few seconds; the masked LM, with about one target word per row, learns
+        the association reliably with ``epochs=4, batch_size=16``).
+    lr : float
+        Peak AdamW learning rate, decayed linearly to 0 over training so that
+        the final weights settle (a fixed rate leaves them wandering from step
+        to step).
+    init_range : float
+        Weight initialisation scale. Larger than the transformers default
+        (0.02) so the attention learns to link the attribute with the group
+        term within a few hundred steps instead of sitting on a long plateau.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
     import torch
     from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel
 
@@ -237,12 +285,13 @@ def train_planted_lm(
         cfg = BertConfig(
             vocab_size=len(tok),
             hidden_size=hidden,
-            num_hidden_layers=2,
-            num_attention_heads=2,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
             intermediate_size=2 * hidden,
             max_position_embeddings=16,
             hidden_dropout_prob=0.0,
             attention_probs_dropout_prob=0.0,
+            initializer_range=init_range,
             pad_token_id=tok.pad_token_id,
         )
         model = BertForMaskedLM(cfg)
@@ -251,12 +300,13 @@ def train_planted_lm(
         cfg = GPT2Config(
             vocab_size=len(tok),
             n_embd=hidden,
-            n_layer=2,
-            n_head=2,
+            n_layer=layers,
+            n_head=heads,
             n_positions=16,
             resid_pdrop=0.0,
             embd_pdrop=0.0,
             attn_pdrop=0.0,
+            initializer_range=init_range,
             bos_token_id=tok.bos_token_id,
             eos_token_id=tok.bos_token_id,
             pad_token_id=tok.pad_token_id,
@@ -269,28 +319,31 @@ def train_planted_lm(
     for i, e in enumerate(enc):
         ids[i, : len(e)] = torch.tensor(e)
         attn[i, : len(e)] = 1
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    n_steps = epochs * -(-len(enc) // batch_size)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0 - step / n_steps)
     model.train()
     special = torch.tensor([tok.cls_token_id or -1, tok.sep_token_id or -1, tok.pad_token_id])
     for _ in range(epochs):
         order = torch.randperm(len(enc), generator=gen)
         for start in range(0, len(enc), batch_size):
             b = order[start : start + batch_size]
-            x, a = ids[b].clone(), attn[b]
+            x, a = ids[b], attn[b]
             if kind == "masked":
-                can = ~torch.isin(x, special)
-                pick = (torch.rand(x.shape, generator=gen) < 0.25) & can
-                # at least one masked token per sentence
-                first = torch.multinomial(can.float(), 1, generator=gen).squeeze(1)
-                pick[torch.arange(len(b)), first] = True
-                labels = torch.where(pick, x, torch.full_like(x, -100))
-                x[pick] = tok.mask_token_id
+                # one row per word of each sentence, with that word masked: clean contexts, a dense signal
+                rows, cols = (~torch.isin(x, special)).nonzero(as_tuple=True)
+                x, a = x[rows], a[rows]
+                r = torch.arange(len(rows))
+                labels = torch.full_like(x, -100)
+                labels[r, cols] = x[r, cols]
+                x[r, cols] = tok.mask_token_id
             else:
                 labels = torch.where(a.bool(), x, torch.full_like(x, -100))
             loss = model(input_ids=x, attention_mask=a, labels=labels).loss
             opt.zero_grad()
             loss.backward()
             opt.step()
+            sched.step()
     model.eval()
     model.save_pretrained(path)
     tok.save_pretrained(path)
