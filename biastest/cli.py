@@ -649,14 +649,7 @@ def _run_lm(args, spec, progress) -> _Run:
     )
     doc = _document("lm", "stereotype-score", spec, options, data, result.to_dict())
 
-    def write(target: Path) -> None:
-        folder = Path(tempfile.mkdtemp(prefix="biastest-cli-"))
-        try:
-            csv_path, _ = export_files(result, directory=folder)
-            shutil.copyfile(csv_path, target)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-
+    write = _copy_export(lambda: export_files(result))
     return _Run(doc, write, headline)
 
 
@@ -695,14 +688,7 @@ def _run_vlm(args, spec, progress) -> _Run:
     )
     doc = _document("vlm", "vlm", spec, options, data, result.to_dict())
 
-    def write(target: Path) -> None:
-        folder = Path(tempfile.mkdtemp(prefix="biastest-cli-"))
-        try:
-            csv_path, _ = write_exports(result, folder=folder)
-            shutil.copyfile(csv_path, target)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-
+    write = _copy_export(lambda: write_exports(result))
     return _Run(doc, write, headline)
 
 

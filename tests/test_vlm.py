@@ -152,6 +152,20 @@ def test_model_loads_once_through_the_cache(models):
     assert a is b and cache.hits == 1 and cache.misses == 1
 
 
+def test_cache_hit_reads_no_configuration(models, monkeypatch):
+    """A second user asking for a loaded model waits for a lookup, not for config.json to be parsed."""
+    cache = ModelCache(2)
+    a = M.load_vlm(str(models["clip"]), device="cpu", cache=cache)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the configuration was read on a cache hit")
+
+    monkeypatch.setattr(M, "load_config", refuse)
+    assert M.load_vlm(str(models["clip"]), device="cpu", cache=cache) is a
+    with pytest.raises(AssertionError, match="read on a cache hit"):
+        M.load_vlm(str(models["clip"]), device="cpu", cache=ModelCache(1))  # a miss does read it
+
+
 # ----------------------------------------------------------------------------- CLIP
 def _naive_clip_p1(model_dir, pil, prompts_by_side):
     """One image and one prompt at a time, cosine and softmax by hand."""

@@ -690,16 +690,23 @@ def load_vlm(
     quiet_transformers()
     source = resolve_model_source(model_id, revision=revision)
     dev = select_device(device)
-    config = load_config(source)
-    found = detect_vlm_kind(config)
-    if found is None:
-        archs = getattr(config, "architectures", None) or [getattr(config, "model_type", "unknown")]
-        raise ModelKindError(
-            MSG_NOT_A_VLM.format(model_id=source.model_id, architecture=", ".join(map(str, archs))),
-            model_id=source.model_id,
-        )
-    kind, cls = found
-    dt = select_dtype(dtype, device=dev, config=config)
-    key = model_cache_key(f"vlm:{kind}", source, device=dev, dtype=dt)
+    dtype_key: Any = dtype
+    if dev.type == "cpu" or (isinstance(dtype, str) and dtype.strip().lower() != "auto"):
+        dtype_key = select_dtype(dtype, device=dev)  # validated now; "auto" on a GPU depends on the config
+
+    def loader() -> VisionLanguageModel:
+        # the configuration is read on a miss only: a hit costs a dictionary lookup
+        config = load_config(source)
+        found = detect_vlm_kind(config)
+        if found is None:
+            archs = getattr(config, "architectures", None) or [getattr(config, "model_type", "unknown")]
+            raise ModelKindError(
+                MSG_NOT_A_VLM.format(model_id=source.model_id, architecture=", ".join(map(str, archs))),
+                model_id=source.model_id,
+            )
+        kind, cls = found
+        return _load(source, config, kind, cls, dev, select_dtype(dtype, device=dev, config=config))
+
+    key = model_cache_key("vlm", source, device=dev, dtype=dtype_key)
     # an empty ModelCache is falsy (it has __len__): compare with None
-    return (cache if cache is not None else MODEL_CACHE).get(key, lambda: _load(source, config, kind, cls, dev, dt))
+    return (cache if cache is not None else MODEL_CACHE).get(key, loader)
