@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from biastest.records import SentencePair, TestSentence
@@ -60,9 +61,18 @@ def _random_store(tmp_path, seed: int) -> DatasetStore:
     return store
 
 
-def test_retrieve_sentences_equals_naive_scan(tmp_path):
+@pytest.mark.parametrize(
+    "terms",
+    [
+        {},  # multi-word group terms: the attribute side is found first
+        dict(group1="man, he", group2="woman, she", stereotype1="math, social worker",
+             antistereotype1="art, nurse aide"),
+    ],
+    ids=["attributes-first", "groups-first"],
+)
+def test_retrieve_sentences_equals_naive_scan(tmp_path, terms):
     store = _random_store(tmp_path, seed=11)
-    spec = _spec()
+    spec = _spec(**terms)
     got = retrieve_sentences(store, spec)
     naive, excluded = _naive(store, spec)
     assert {m.sentence.id: (m.group_term, m.attribute_term) for m in got.matches} == naive
@@ -218,3 +228,14 @@ def test_real_biastestgpt_sentences_retrieved_for_core_specs(shared_data, tmp_pa
             assert spec.group_of(p.group_term_stereotyped) == spec.attribute_side(p.attribute_term)
         total += len(got.matches)
     assert total > 500
+
+
+def test_term_rows_within_a_mask(tmp_path):
+    view = _random_store(tmp_path, seed=5).view("sentences")
+    mask = np.random.default_rng(0).random(view.num_rows) < 0.5
+    for term in ("man", "social worker", "MATH", "nurse aide"):
+        rows = view.term_rows(term)
+        assert len(rows) > 0, term
+        assert view.term_rows(term, within=mask).tolist() == rows[mask[rows]].tolist(), term
+    with pytest.raises(ValueError, match="within has 3 entries"):
+        view.term_rows("man", within=np.ones(3, dtype=bool))

@@ -349,7 +349,7 @@ class _Shard:
         return idx
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
 
 
 def _record(cls: type, row: dict[str, Any]) -> Any:
@@ -357,15 +357,22 @@ def _record(cls: type, row: dict[str, Any]) -> Any:
 
     Shard rows always have every column of the schema, nulls as None and
     ``provenance`` as a JSON string, so the general checks of ``from_row``
-    are not needed.
+    are not needed. A row that carries its ``id`` (every row the store wrote:
+    the id is the content hash the record computed, and the one the store
+    deduplicates on) is not hashed again; a row without one goes through the
+    constructor, which computes it.
     """
     names = _FIELD_NAMES.get(cls)
     if names is None:
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
-    data = {k: row[k] for k in names if k in row}
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls))
+    data = row if row.keys() == names else {k: v for k, v in row.items() if k in names}
     prov = data.get("provenance")
     data["provenance"] = json.loads(prov) if isinstance(prov, str) and prov else {}
-    return cls(**data)
+    if len(data) != len(names) or not data.get("id"):
+        return cls(**data)
+    record = object.__new__(cls)
+    record.__dict__.update(data)  # what the frozen dataclass's __init__ would set, minus the hash
+    return record
 
 
 def _ids_array(ids: pa.ChunkedArray) -> np.ndarray:
@@ -458,13 +465,24 @@ class TableView:
         return [_record(cls, d) for d in dicts] if cls is not None else dicts
 
     # ----------------------------------------------------------- look-up
-    def term_rows(self, term: str, *, column: str = "text") -> np.ndarray:
+    def term_rows(self, term: str, *, column: str = "text", within: np.ndarray | None = None) -> np.ndarray:
         """Distinct rows whose ``column`` contains ``term`` as whole words.
 
         Exactly the rows for which :func:`biastest.spec.contains_term` is
         true, found through the shard indexes (candidates from the word
         index, then the regex check on the candidates only).
+
+        Parameters
+        ----------
+        term : str
+        column : str
+        within : numpy.ndarray of bool, optional
+            A mask over this view's rows: only rows where it is true are
+            returned (and only they are regex-checked), for a caller that
+            needs the term's rows among rows it already holds.
         """
+        if within is not None and len(within) != self.num_rows:
+            raise ValueError(f"within has {len(within)} entries for a view of {self.num_rows} rows")
         pattern = term_regex(term)
         keys = term_keys(term)
         # A one-word ASCII term made only of word characters needs no regex check on ASCII rows: there the
@@ -472,7 +490,8 @@ class TableView:
         bare = term.strip()
         exact = keys is not None and len(keys) == 1 and bare.isascii() and _WORD.fullmatch(bare) is not None
         if exact:
-            return self._exact_rows(keys[0], pattern, column)
+            rows = self._exact_rows(keys[0], pattern, column)
+            return rows if within is None else rows[within[rows]]
         found: list[np.ndarray] = []
         for s, shard in enumerate(self.shards):
             if keys is None:
@@ -487,7 +506,7 @@ class TableView:
                         break
                 local = np.asarray(local, dtype=np.int64)
             glob = local + self.offsets[s]
-            keep = self.keep[glob]
+            keep = self.keep[glob] if within is None else self.keep[glob] & within[glob]
             local, glob = local[keep], glob[keep]
             if len(glob) == 0:
                 continue

@@ -214,8 +214,17 @@ class ImageRetrieval:
 
 
 # ------------------------------------------------------------- sentences
-def _hits(view, terms: Sequence[str]) -> dict[str, np.ndarray]:
-    return {t: view.term_rows(t) for t in terms}
+def _hits(view, terms: Sequence[str], within: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    return {t: view.term_rows(t, within=within) for t in terms}
+
+
+def _union(hits: dict[str, np.ndarray]) -> np.ndarray:
+    return np.unique(np.concatenate([*hits.values(), np.zeros(0, np.int64)]))
+
+
+def _costly(term: str) -> bool:
+    """A term that needs the regex check on its candidate rows (not a single plain word)."""
+    return not (term.strip().isascii() and term.strip().replace("_", "a").isalnum())
 
 
 def _choose(stored: str, found: list[str]) -> str:
@@ -247,11 +256,17 @@ def retrieve_sentences(store: DatasetStore, spec: BiasSpec) -> SentenceRetrieval
     """
     spec.check_testable()
     view = store.view("sentences")
-    g_hits = _hits(view, spec.group_terms)
-    a_hits = _hits(view, spec.attribute_terms)
-    g_rows = np.unique(np.concatenate([*g_hits.values(), np.zeros(0, np.int64)]))
-    a_rows = np.unique(np.concatenate([*a_hits.values(), np.zeros(0, np.int64)]))
-    rows = np.intersect1d(g_rows, a_rows, assume_unique=True)
+    # Only rows with terms of both sides matter: the side with fewer regex-checked terms is found first,
+    # and the other side's terms are checked only on its rows.
+    groups_first = sum(map(_costly, spec.group_terms)) <= sum(map(_costly, spec.attribute_terms))
+    g_terms, a_terms = spec.group_terms, spec.attribute_terms
+    first, second = (g_terms, a_terms) if groups_first else (a_terms, g_terms)
+    first_hits = _hits(view, first)
+    mask = np.zeros(view.num_rows, dtype=bool)
+    mask[_union(first_hits)] = True
+    second_hits = _hits(view, second, within=mask)
+    rows = _union(second_hits)
+    g_hits, a_hits = (first_hits, second_hits) if groups_first else (second_hits, first_hits)
     # Which terms each candidate row contains (from the hit lists, no re-scan).
     g_of: dict[int, list[str]] = {}
     for t in spec.group_terms:
