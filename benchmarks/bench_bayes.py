@@ -152,7 +152,7 @@ def run(quick: bool = False) -> dict:
     out = {
         "seconds_to_rhat": bench_seconds_to_rhat(1 if quick else 3),
         "posterior_sampler": bench_posterior_ess(1 if quick else 3, 2000 if quick else 5000),
-        "coverage": bench_coverage(1 if quick else 3, 12 if quick else 16),
+        "coverage": bench_coverage(1 if quick else 2, 12 if quick else 16),
     }
     out["peak_rss_mb"] = _peak_mb()
     out["total_seconds"] = round(time.perf_counter() - t0, 1)

@@ -74,8 +74,8 @@ def run(quick: bool = False) -> dict:
     from biastest.spec import BiasSpec
 
     t0 = time.perf_counter()
-    n_images = 32 if quick else 64
-    batch = 16 if quick else 32
+    n_images = 32 if quick else 48
+    batch = 16
     n_unbatched = 8 if quick else 16
     repeats = 2 if quick else 3
     spec = BiasSpec.from_terms(
