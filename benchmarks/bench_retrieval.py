@@ -2,7 +2,8 @@
 
 A 16-term spec (4 + 4 group terms, 4 + 4 attribute terms, with ``he``/``she``
 and multi-word terms) against a store of 1,000,000 synthetic sentences in 100
-Parquet shards (``quick``: 100,000 in 10). Reported:
+Parquet shards (``quick``: 100,000 in 10), each row with the small provenance
+an import records (source file and row). Reported:
 
 * ``cold_index_s`` — the first look-up of a fresh process: reading every
   shard and building the per-shard word indexes;
@@ -76,7 +77,7 @@ def _write_store(root: Path, n: int, shards: int, seed: int) -> dict:
             "text": texts, "group_term": groups, "attribute_term": attrs, "template": [""] * k,
             "source": ["bench"] * k, "generator": [""] * k, "model": [""] * k, "prompt": [""] * k,
             "spec_name": [""] * k, "seed": [seed] * k, "created_at": ["2026-01-01T00:00:00Z"] * k,
-            "provenance": ["{}"] * k, "id": ids,
+            "provenance": [json.dumps({"file": f"bench{s:05d}.csv", "row": i}) for i in range(k)], "id": ids,
         }, schema=SCHEMAS["sentences"])
         pq.write_table(table, store.table_dir("sentences") / f"20260101T000000{s:06d}Z-1-bench{s:05d}.parquet",
                        compression="zstd")

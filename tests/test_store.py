@@ -209,7 +209,7 @@ def test_indexed_lookup_equals_naive_scan_random(tmp_path):
     rng = random.Random(7)
     vocab = ["he", "she", "the", "hero", "man", "woman", "social", "worker", "math", "art", "it's", "o'neil",
              "co-op", "naïve", "Ünïcode", "x"]
-    seps = [" ", "  ", ", ", ". ", "-", "'", "\n", "(", ")", "_"]
+    seps = [" ", "  ", ", ", ". ", "-", "'", "\n", "(", ")", "_", "\t", "\x0b", "\x1c", "\r\n", "\x0c "]
     store = DatasetStore(tmp_path)
     for _ in range(4):
         texts = []
@@ -221,6 +221,34 @@ def test_indexed_lookup_equals_naive_scan_random(tmp_path):
     terms = [*vocab, "social worker", "he-man", "o'neil", "co-op", "man woman", "it", "s", "neil", "op"]
     for term in terms:
         assert _index_ids(store, term) == _naive_ids(store, term), term
+
+
+def test_ascii_pattern_finds_exactly_what_the_term_regex_finds():
+    """The RE2 pattern used on ASCII rows answers "does the text contain the term?" as Python's pattern does."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from biastest.spec import term_regex
+
+    rng = random.Random(11)
+    pieces = ["he", "She", "man", "social", "WORKER", "social worker", "Social\t\x1cWorker", "he she", "o'neil",
+              "co-op", "c++", "(he)", "a.b", "x_y", "7"]
+    texts = []
+    for _ in range(3000):
+        n = rng.randint(0, 8)
+        parts = [rng.choice(pieces) if rng.random() < 0.6 else chr(rng.randrange(128)) for _ in range(n)]
+        texts.append("".join(p + (chr(rng.randrange(128)) if rng.random() < 0.5 else "") for p in parts))
+    terms = ["he", "she", "man", "social worker", "social  worker", "o'neil", "co-op", "c++", "(he)", "a.b", "x_y",
+             "7", "he she", "Social Worker", "[T]", "a\\b", "^he$", ".*"]
+    lowered = pc.ascii_lower(pa.array(texts))
+    for term in terms:
+        pattern = local_mod.ascii_term_pattern(term)
+        got = pc.match_substring_regex(lowered, pattern=pattern).to_pylist()
+        want = [term_regex(term).search(t) is not None for t in texts]
+        assert got == want, term
+        assert any(want) or term in {"[T]", "a\\b", "^he$", ".*"}, term  # the texts exercise the term
+    assert local_mod.ascii_term_pattern("naïve") is None
+    assert local_mod.ascii_term_pattern("   ") is None
 
 
 # --------------------------------------------------------------------- images

@@ -222,6 +222,19 @@ def _union(hits: dict[str, np.ndarray]) -> np.ndarray:
     return np.unique(np.concatenate([*hits.values(), np.zeros(0, np.int64)]))
 
 
+def _terms_of_rows(rows: np.ndarray, hits: dict[str, np.ndarray], terms: Sequence[str]) -> dict[int, list[str]]:
+    """Row → the terms (in ``terms`` order) whose hit list holds it, for the sorted distinct ``rows``."""
+    out: dict[int, list[str]] = {}
+    for t in terms:
+        hit = hits[t]
+        at = np.searchsorted(rows, hit)
+        inside = at < len(rows)
+        inside[inside] = rows[at[inside]] == hit[inside]
+        for r in hit[inside].tolist():
+            out.setdefault(r, []).append(t)
+    return out
+
+
 def _costly(term: str) -> bool:
     """A term that needs the regex check on its candidate rows (not a single plain word)."""
     return not (term.strip().isascii() and term.strip().replace("_", "a").isalnum())
@@ -263,19 +276,14 @@ def retrieve_sentences(store: DatasetStore, spec: BiasSpec) -> SentenceRetrieval
     first, second = (g_terms, a_terms) if groups_first else (a_terms, g_terms)
     first_hits = _hits(view, first)
     mask = np.zeros(view.num_rows, dtype=bool)
-    mask[_union(first_hits)] = True
+    for hit in first_hits.values():
+        mask[hit] = True
     second_hits = _hits(view, second, within=mask)
     rows = _union(second_hits)
     g_hits, a_hits = (first_hits, second_hits) if groups_first else (second_hits, first_hits)
     # Which terms each candidate row contains (from the hit lists, no re-scan).
-    g_of: dict[int, list[str]] = {}
-    for t in spec.group_terms:
-        for r in np.intersect1d(g_hits[t], rows, assume_unique=True).tolist():
-            g_of.setdefault(r, []).append(t)
-    a_of: dict[int, list[str]] = {}
-    for t in spec.attribute_terms:
-        for r in np.intersect1d(a_hits[t], rows, assume_unique=True).tolist():
-            a_of.setdefault(r, []).append(t)
+    g_of = _terms_of_rows(rows, g_hits, spec.group_terms)
+    a_of = _terms_of_rows(rows, a_hits, spec.attribute_terms)
     records = view.records(rows)
     per_attr = dict.fromkeys(spec.attribute_terms, 0)
     per_group = dict.fromkeys(spec.group_terms, 0)
