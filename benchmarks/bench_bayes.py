@@ -151,7 +151,7 @@ def run(quick: bool = False) -> dict:
     t0 = time.perf_counter()
     out = {
         "seconds_to_rhat": bench_seconds_to_rhat(1 if quick else 3),
-        "posterior_sampler": bench_posterior_ess(1 if quick else 3, 2000 if quick else 5000),
+        "posterior_sampler": bench_posterior_ess(1 if quick else 3, 2000 if quick else 3000),
         "coverage": bench_coverage(1 if quick else 2, 12 if quick else 16),
     }
     out["peak_rss_mb"] = _peak_mb()
