@@ -223,6 +223,17 @@ def test_indexed_lookup_equals_naive_scan_random(tmp_path):
         assert _index_ids(store, term) == _naive_ids(store, term), term
 
 
+def test_each_column_has_its_own_word_index(tmp_path):
+    store = DatasetStore(tmp_path)
+    store.add([TestSentence("The man likes math.", "man", "math", template="The [T] likes math."),
+               TestSentence("She paints.", "she", "art", template="[T] paints art.")])
+    view = store.view("sentences")
+    assert view.column("text", view.term_rows("man")) == ["The man likes math."]
+    assert view.column("text", view.term_rows("art", column="template")) == ["She paints."]
+    assert len(view.term_rows("art")) == 0  # the text column's index is not the template column's
+    assert view.column("text", view.term_rows("paints art", column="template")) == ["She paints."]
+
+
 def test_ascii_pattern_finds_exactly_what_the_term_regex_finds():
     """The RE2 pattern used on ASCII rows answers "does the text contain the term?" as Python's pattern does."""
     import pyarrow as pa

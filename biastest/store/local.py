@@ -352,7 +352,7 @@ class _Shard:
     mtime_ns: int
     table: pa.Table
     ids: np.ndarray  # uint64 (hex ids) or object
-    _token_index: _TokenIndex | None = None
+    _token_index: dict[str, _TokenIndex] | None = None
     _field_index: dict[str, dict[str, np.ndarray]] | None = None
     _arrays: dict[str, pa.Array] | None = None
 
@@ -372,8 +372,11 @@ class _Shard:
 
     def token_index(self, column: str) -> _TokenIndex:
         if self._token_index is None:
-            self._token_index = _TokenIndex(self.table.column(column))
-        return self._token_index
+            self._token_index = {}
+        index = self._token_index.get(column)
+        if index is None:
+            index = self._token_index[column] = _TokenIndex(self.table.column(column))
+        return index
 
     def field_index(self, column: str) -> dict[str, np.ndarray]:
         if self._field_index is None:
