@@ -141,3 +141,67 @@ def test_bad_inputs_have_clear_messages():
     with pytest.raises(DataError) as e:
         bs.bootstrap_mean_ci([1.0, float("inf")], seed=0)
     assert str(e.value) == bs.MSG_NOT_FINITE.format(count=1)
+
+
+def naive_clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
+    """Invert the two one-sided exact binomial tests by bisection on p (the definition, not the Beta form)."""
+    alpha = 1 - confidence
+
+    def upper_tail(p):  # P(X >= k | p), increasing in p
+        return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
+
+    def lower_tail(p):  # P(X <= k | p), decreasing in p
+        return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(0, k + 1))
+
+    def solve(f, target, increasing):
+        lo, hi = 0.0, 1.0
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            if (f(mid) < target) == increasing:
+                lo = mid
+            else:
+                hi = mid
+        return (lo + hi) / 2
+
+    low = 0.0 if k == 0 else solve(upper_tail, alpha / 2, True)
+    high = 1.0 if k == n else solve(lower_tail, alpha / 2, False)
+    return low, high
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 1), (1, 1), (0, 4), (4, 4), (2, 4), (3, 10), (17, 40), (100, 100)])
+@pytest.mark.parametrize("confidence", [0.95, 0.9])
+def test_exact_interval_is_the_inverted_binomial_test(k, n, confidence):
+    got = pr.exact_interval(k, n, confidence=confidence)
+    want = naive_clopper_pearson(k, n, confidence)
+    assert got == pytest.approx(want, abs=1e-9)
+
+
+@pytest.mark.parametrize("n", [1, 3, 8, 25])
+@pytest.mark.parametrize("p", [0.05, 0.3, 0.5, 0.8, 0.97])
+def test_exact_interval_covers_every_planted_rate_at_least_as_often_as_it_says(n, p):
+    """Exact coverage (summed over every possible count), where the percentile bootstrap falls short at small n."""
+    coverage = sum(math.comb(n, k) * p**k * (1 - p) ** (n - k)
+                   for k in range(n + 1) if pr.exact_interval(k, n)[0] <= p <= pr.exact_interval(k, n)[1])
+    assert coverage >= 0.95 - 1e-12
+
+
+def test_summaries_carry_the_exact_interval_and_a_degenerate_bootstrap_shows_why():
+    s = pr.summarize_verdicts([pr.STEREOTYPED] * 4, seed=0, n_resamples=500)
+    assert (s.ci_low, s.ci_high) == (100.0, 100.0)  # resampling four alike verdicts cannot vary them
+    assert s.exact_ci_low == pytest.approx(100 * naive_clopper_pearson(4, 4, 0.95)[0])
+    assert s.exact_ci_high == 100.0 and s.exact_ci_low < 50 < s.exact_ci_high  # consistent with the sign test
+    assert s.p_value > 0.05
+    verdicts = [pr.STEREOTYPED, pr.TIE, pr.ANTI, pr.STEREOTYPED, pr.STEREOTYPED]
+    s = pr.summarize_verdicts(verdicts, seed=0, n_resamples=500, confidence=0.9)
+    assert (s.exact_ci_low, s.exact_ci_high) == pytest.approx(
+        tuple(100 * v for v in naive_clopper_pearson(3, 5, 0.9)))  # ties stay in n, as in the score
+    macro = pr.summarize_verdicts(verdicts, seed=0, n_resamples=500, strata=list("aabbb"), average="macro")
+    assert macro.exact_ci_low is None and macro.exact_ci_high is None
+    soft = pr.summarize_probabilities([0.2, 0.9], seed=0, n_resamples=500)
+    assert soft.exact_ci_low is None
+    old = s.to_dict()
+    del old["exact_ci_low"], old["exact_ci_high"]  # a result saved before the field existed still loads
+    assert pr.ProportionSummary.from_dict(old).exact_ci_low is None
+    with pytest.raises(DataError) as e:
+        pr.exact_interval(0, 0)
+    assert str(e.value) == pr.MSG_EMPTY

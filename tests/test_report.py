@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import json
 
+import pytest
+
 from biastest.report.export import neutralise_cell, private_dir, write_csv, write_json
 from biastest.report.figures import hover_safe, item_grid, score_bars
 
@@ -68,3 +70,46 @@ def test_score_bars_keep_missing_scores_missing():
         title="t",
     )
     assert list(fig.data[0].x) == [60.0, None]
+
+
+def _lm_result(verdicts: list[str], attributes: list[str]):
+    from biastest.metrics.stereotype_score import PairScore, summarize_stereotype
+
+    diff = {"stereotyped": 1.0, "anti-stereotyped": -1.0, "tie": 0.0}
+    scores = [
+        PairScore(index=i, pair_id=f"p{i}", stereotyped=f"He likes {a}.", anti_stereotyped=f"She likes {a}.",
+                  attribute_term=a, group_term_stereotyped="he", group_term_anti="she", category="c", source="test",
+                  score_stereotyped=diff[v], score_anti=0.0, difference=diff[v], verdict=v)
+        for i, (v, a) in enumerate(zip(verdicts, attributes, strict=True))
+    ]
+    return summarize_stereotype(scores, model={"model_id": "m", "model_kind": "causal"}, method="causal-sum",
+                                seed=0, n_resamples=1000)
+
+
+def test_few_pairs_are_not_read_as_evidence_when_the_bootstrap_degenerates():
+    from biastest.report import gpt as rep
+
+    few = _lm_result(["stereotyped"] * 4, ["math", "algebra", "poetry", "dance"])
+    assert (few.overall.ci_low, few.overall.ci_high) == (100.0, 100.0)  # resampling alike verdicts
+    text = rep.interpretation(few)
+    assert "cannot tell" in text and "exact sign test" in text and "evidence" not in text
+    summary = rep.summary_markdown(few)
+    assert "exact (Clopper–Pearson) 95 % interval 39.8–100.0 %" in summary
+    assert rep.MSG_MACRO_SINGLE_PAIR_TERMS.format(count=4, total=4) in summary
+    many = _lm_result(["stereotyped"] * 38 + ["anti-stereotyped"] * 2, ["math", "poetry"] * 20)
+    assert "evidence of a strong preference for stereotypes" in rep.interpretation(many)
+    assert "single pair" not in rep.summary_markdown(many)
+
+
+def test_per_term_bars_show_exact_intervals():
+    from biastest.report import gpt as rep
+    from biastest.stats.proportion import exact_interval
+
+    verdicts = ["stereotyped", "stereotyped", "anti-stereotyped", "stereotyped"]
+    result = _lm_result(verdicts, ["math", "math", "math", "art"])
+    bar = rep.attribute_figure(result).data[0]
+    lows = {"math": exact_interval(2, 3)[0], "art": exact_interval(1, 1)[0]}
+    for label, score, minus, plus in zip(bar.y, bar.x, bar.error_x.arrayminus, bar.error_x.array, strict=True):
+        assert score - minus == pytest.approx(100 * lows[label])
+        assert score + plus == pytest.approx(100.0 if label == "art" else 100 * exact_interval(2, 3)[1])
+    assert rep.TERM_INTERVAL_LABEL in bar.hovertemplate

@@ -38,6 +38,7 @@ def score_bars(
     reference: float | None = 50.0,
     value_label: str = "stereotype score (%)",
     range_: tuple[float, float] | None = (0.0, 100.0),
+    interval_label: str = "95% interval",
 ) -> go.Figure:
     """Horizontal bars with confidence intervals, one per row.
 
@@ -50,6 +51,12 @@ def score_bars(
     title : str
     reference : float, optional
         A dashed line at the no-bias value (50 % for a stereotype score).
+    value_label : str
+        Axis and hover name of the score.
+    range_ : tuple of float, optional
+        Fixed x-axis range.
+    interval_label : str
+        Hover name of the interval (say which kind it is).
     """
     labels = [hover_safe(r["label"]) for r in rows]
     scores = [r.get("score") for r in rows]
@@ -76,7 +83,7 @@ def score_bars(
             customdata=custom,
             hovertemplate=(
                 "<b>%{y}</b><br>" + value_label + ": %{customdata[0]}<br>"
-                "95% interval: %{customdata[1]} – %{customdata[2]}<br>n = %{customdata[3]}<br>"
+                + hover_safe(interval_label) + ": %{customdata[1]} – %{customdata[2]}<br>n = %{customdata[3]}<br>"
                 "p (vs no bias) = %{customdata[4]}<extra></extra>"
             ),
             marker_color="#6366f1",

@@ -26,6 +26,8 @@ from biastest.report.text import md_escape
 __all__ = [
     "PAIR_COLUMNS",
     "MAX_PAIRS",
+    "MSG_MACRO_SINGLE_PAIR_TERMS",
+    "TERM_INTERVAL_LABEL",
     "attribute_figure",
     "export_files",
     "group_figure",
@@ -51,6 +53,11 @@ PAIR_COLUMNS = [
 
 #: Most pairs one test may score from the app (the CLI has no such limit).
 MAX_PAIRS = 5000
+TERM_INTERVAL_LABEL = "95% exact (Clopper-Pearson) interval"
+MSG_MACRO_SINGLE_PAIR_TERMS = (
+    "{count} of these {total} terms have a single pair, whose verdict resampling cannot vary, so this interval "
+    "understates the uncertainty; see the per-term exact intervals."
+)
 
 MSG_TABLE_EMPTY = "The table of test sentences is empty. Find, import or generate sentence pairs first."
 MSG_NOTHING_KEPT = "Every row is unticked in the 'keep' column, so there is nothing to test."
@@ -164,10 +171,14 @@ def summary_markdown(result: StereotypeResult) -> str:
         f"- Model **{md_escape(result.model_id)}** ({result.model_kind}), method **{result.method}**, "
         f"seed {result.seed}.",
         f"- Micro average (over all {o.n} scored pairs): {o.n_stereotyped} stereotyped, {o.n_anti} anti-stereotyped, "
-        f"{o.n_ties} ties; exact sign test against 50 %: p = {_p(o.p_value)}.",
+        f"{o.n_ties} ties; exact sign test against 50 %: p = {_p(o.p_value)}; exact (Clopper–Pearson) 95 % "
+        f"interval {_fmt(o.exact_ci_low)}–{_fmt(o.exact_ci_high)} %.",
         f"- Macro average over attribute terms (mean of {ma.n_groups} per-term scores): {_fmt(ma.score)} % "
         f"({_fmt(ma.ci_low)}–{_fmt(ma.ci_high)} %).",
     ]
+    single = sum(1 for t in result.per_attribute if t.summary.n == 1)
+    if single:
+        lines[-1] += " " + MSG_MACRO_SINGLE_PAIR_TERMS.format(count=single, total=ma.n_groups)
     if result.n_excluded:
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(result.excluded_reasons.items()))
         lines.append(
@@ -194,6 +205,15 @@ def interpretation(result: StereotypeResult) -> str:
             f"({_fmt(o.ci_low)}–{_fmt(o.ci_high)} %) includes 50 %: with these {o.n} pairs we cannot tell this "
             "model's preference apart from no preference. More pairs would narrow the interval."
         )
+    if o.p_value is None or o.p_value >= 1 - o.confidence:
+        # The bootstrap excludes 50 % but the exact test does not: too few pairs for the bootstrap to be trusted.
+        return (
+            f"The model preferred the stereotyped sentence in {_fmt(o.score)} % of the {o.n} pairs. The bootstrap "
+            f"interval ({_fmt(o.ci_low)}–{_fmt(o.ci_high)} %) excludes 50 %, but with so few pairs it cannot be "
+            f"trusted: the exact sign test against 50 % gives p = {_p(o.p_value)} and the exact interval is "
+            f"{_fmt(o.exact_ci_low)}–{_fmt(o.exact_ci_high)} %, so we cannot tell this model's preference apart "
+            "from no preference. More pairs would settle it."
+        )
     strength = "strong" if abs(o.score - 50) >= 15 else "moderate" if abs(o.score - 50) >= 5 else "slight"
     side = "stereotypes" if o.score > 50 else "anti-stereotypes"
     return (
@@ -205,12 +225,13 @@ def interpretation(result: StereotypeResult) -> str:
 
 
 def _term_rows(terms) -> list[dict[str, Any]]:
+    """Per-term rows with the exact interval: a term has few pairs, where a bootstrap interval is too narrow."""
     return [
         {
             "label": t.term or "(none)",
             "score": t.summary.score if t.summary.n else None,
-            "ci_low": t.summary.ci_low if t.summary.n else None,
-            "ci_high": t.summary.ci_high if t.summary.n else None,
+            "ci_low": t.summary.exact_ci_low if t.summary.n else None,
+            "ci_high": t.summary.exact_ci_high if t.summary.n else None,
             "n": t.summary.n,
             "p_value": t.summary.p_value,
         }
@@ -219,13 +240,15 @@ def _term_rows(terms) -> list[dict[str, Any]]:
 
 
 def attribute_figure(result: StereotypeResult) -> go.Figure:
-    """Per-attribute-term stereotype scores with intervals."""
-    return score_bars(_term_rows(result.per_attribute), title="Stereotype score per attribute term")
+    """Per-attribute-term stereotype scores with exact (Clopper–Pearson) intervals."""
+    return score_bars(_term_rows(result.per_attribute), title="Stereotype score per attribute term",
+                      interval_label=TERM_INTERVAL_LABEL)
 
 
 def group_figure(result: StereotypeResult) -> go.Figure:
-    """Per-group-term stereotype scores with intervals."""
-    return score_bars(_term_rows(result.per_group), title="Stereotype score per group term (stereotyped sentence)")
+    """Per-group-term stereotype scores with exact (Clopper–Pearson) intervals."""
+    return score_bars(_term_rows(result.per_group), title="Stereotype score per group term (stereotyped sentence)",
+                      interval_label=TERM_INTERVAL_LABEL)
 
 
 def pair_grid(result: StereotypeResult) -> go.Figure:

@@ -27,6 +27,13 @@ carry their own p-values. When every item is a tie the test has nothing to
 count and ``p_value`` is None with ``test`` :data:`TEST_NONE_ALL_TIES` — never a
 NaN.
 
+A micro verdict score also carries the **exact Clopper–Pearson interval** of
+n_stereotyped / n (:data:`CI_EXACT`; Clopper & Pearson 1934). The percentile
+bootstrap cannot show any uncertainty when every resampled item is alike (all
+pairs stereotyped, or a term with one pair gives 100–100 %), and it is too
+narrow for a handful of items; the exact interval is valid at every n, so the
+reports use it for per-term scores (few pairs each) and to read small tests.
+
 Examples
 --------
 >>> s = summarize_verdicts(["stereotyped"] * 7 + ["anti-stereotyped"] * 3, seed=1, n_resamples=1000)
@@ -56,7 +63,9 @@ __all__ = [
     "TIE",
     "VERDICTS",
     "ProportionSummary",
+    "CI_EXACT",
     "binomial_p_value",
+    "exact_interval",
     "summarize_probabilities",
     "summarize_verdicts",
 ]
@@ -71,6 +80,7 @@ SCORE_PROBABILITIES = "mean probability of the stereotypical answer, in percent"
 TEST_SIGN = "exact two-sided binomial (sign) test against 50%, ties excluded"
 TEST_NONE_MACRO = "none (a macro average has no exact test; see the per-group p-values)"
 TEST_NONE_ALL_TIES = "none (every item is a tie, nothing to test)"
+CI_EXACT = "Clopper-Pearson exact binomial interval of n_stereotyped / n (ties in n)"
 
 MSG_BAD_VERDICT = "Unknown verdict {value!r} at item {index}; each verdict must be one of: {choices}."
 MSG_EMPTY = "There are no scored items to summarise."
@@ -101,6 +111,10 @@ class ProportionSummary:
     kind : {"verdicts", "probabilities"}
     score_definition, test, ci_method : str
         Names of the definitions used (module constants).
+    exact_ci_low, exact_ci_high : float or None
+        Exact Clopper–Pearson interval of the score, percent, at the same
+        confidence (:data:`CI_EXACT`); None for a macro score or a
+        probability score.
     """
 
     n: int
@@ -120,6 +134,8 @@ class ProportionSummary:
     score_definition: str
     test: str
     ci_method: str
+    exact_ci_low: float | None = None
+    exact_ci_high: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dict."""
@@ -142,6 +158,34 @@ def binomial_p_value(k: int, n: int, *, p: float = 0.5) -> float | None:
     return float(binomtest(int(k), int(n), p, alternative="two-sided").pvalue)
 
 
+def exact_interval(k: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
+    """Clopper–Pearson exact interval of a binomial proportion ``k / n`` (as fractions).
+
+    Formula: ``low = B(α/2; k, n − k + 1)`` (0 when k = 0) and
+    ``high = B(1 − α/2; k + 1, n − k)`` (1 when k = n), with ``B(q; a, b)`` the
+    q-quantile of the Beta(a, b) distribution and α = 1 − confidence
+    (Clopper & Pearson 1934, Biometrika 26:404). Its coverage is at least
+    ``confidence`` for every true proportion and every n.
+
+    Raises
+    ------
+    DataError
+        :data:`MSG_EMPTY` when ``n`` is 0.
+    """
+    from scipy.stats import beta
+
+    from biastest.stats.bootstrap import check_confidence
+
+    confidence = check_confidence(confidence)
+    k, n = int(k), int(n)
+    if n <= 0:
+        raise DataError(MSG_EMPTY)
+    alpha = 1.0 - confidence
+    low = 0.0 if k == 0 else float(beta.ppf(alpha / 2, k, n - k + 1))
+    high = 1.0 if k == n else float(beta.ppf(1 - alpha / 2, k + 1, n - k))
+    return low, high
+
+
 def _test(n_st: int, n_anti: int, average: str, strata: Any) -> tuple[float | None, str]:
     if average == "macro" and strata is not None:
         return None, TEST_NONE_MACRO
@@ -153,6 +197,8 @@ def _test(n_st: int, n_anti: int, average: str, strata: Any) -> tuple[float | No
 def _summary(*, n: int, n_st: int, n_anti: int, ci, strata: Sequence[Any] | None, kind: str) -> ProportionSummary:
     """Assemble a :class:`ProportionSummary` from counts and a bootstrap interval (shared by both kinds)."""
     p_value, test = _test(n_st, n_anti, ci.average, strata)
+    macro = strata is not None and ci.average == "macro"
+    exact = exact_interval(n_st, n, confidence=ci.confidence) if kind == "verdicts" and not macro else None
     return ProportionSummary(
         n=n,
         n_stereotyped=n_st,
@@ -171,6 +217,8 @@ def _summary(*, n: int, n_st: int, n_anti: int, ci, strata: Sequence[Any] | None
         score_definition=SCORE_VERDICTS if kind == "verdicts" else SCORE_PROBABILITIES,
         test=test,
         ci_method=f"{ci.method} over items ({'stratified' if ci.stratified else 'simple'}), seeded",
+        exact_ci_low=None if exact is None else 100.0 * exact[0],
+        exact_ci_high=None if exact is None else 100.0 * exact[1],
     )
 
 
