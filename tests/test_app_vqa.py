@@ -438,6 +438,9 @@ def test_a_vqa_model_gets_the_chosen_question_and_it_is_recorded(tmp_path):
         assert img.p_t1 + img.p_t2 == pytest.approx(1.0)
     summary = rep.summary_markdown(result)
     assert f"the answer probabilities to the question “{question}”".replace("'", "&#x27;") in summary
+    rows = {r["label"]: r for r in rep.term_rows(result)}  # one image per term: no zero-width interval
+    assert rows["images of 'man'"]["n"] == 1 and rows["images of 'man'"]["ci_low"] is None
+    assert rows["All images"]["ci_low"] == result.soft.ci_low
     _, json_path = rep.write_exports(result)
     assert json.loads(Path(json_path).read_text())["question"] == question
     app.discard_session(new)

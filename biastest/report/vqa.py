@@ -158,22 +158,31 @@ def summary_markdown(result: VLMResult) -> str:
 
 
 # --------------------------------------------------------------------------- per-term bars
+def _interval(summary, n: int) -> dict[str, float | None]:
+    """The bootstrap interval, or none for a single image (resampling one value cannot show any uncertainty)."""
+    if n < 2:
+        return {"ci_low": None, "ci_high": None}
+    return {"ci_low": summary.ci_low, "ci_high": summary.ci_high}
+
+
 def term_rows(result: VLMResult) -> list[dict[str, Any]]:
-    """Rows for :func:`~biastest.report.figures.score_bars`: overall, each image term, each target term."""
+    """Rows for :func:`~biastest.report.figures.score_bars`: overall, each image term, each target term.
+
+    A row resting on a single image has no interval (``ci_low``/``ci_high``
+    None, drawn without an error bar and shown as "—"), never a zero-width one.
+    """
     t1, t2 = target_names(result)
     rows: list[dict[str, Any]] = [
         {"label": "All images", "kind": "overall", "term": "", "score": result.soft.score,
-         "ci_low": result.soft.ci_low, "ci_high": result.soft.ci_high, "n": result.n_images,
-         "p_value": result.soft.p_value}
+         **_interval(result.soft, result.n_images), "n": result.n_images, "p_value": result.soft.p_value}
     ]
     for t in result.per_image_term:
         rows.append({"label": f"images of '{t.term}'", "kind": "image term", "term": t.term, "score": t.soft.score,
-                     "ci_low": t.soft.ci_low, "ci_high": t.soft.ci_high, "n": t.n_images,
-                     "p_value": t.soft.p_value})
+                     **_interval(t.soft, t.n_images), "n": t.n_images, "p_value": t.soft.p_value})
     for t in result.per_target_term:
         group = t1 if t.side == 1 else t2
         rows.append({"label": f"target '{t.term}' ({group})", "kind": "target term", "term": t.term,
-                     "score": t.soft.score, "ci_low": t.soft.ci_low, "ci_high": t.soft.ci_high, "n": t.n_images,
+                     "score": t.soft.score, **_interval(t.soft, t.n_images), "n": t.n_images,
                      "p_value": t.soft.p_value})
     return rows
 
