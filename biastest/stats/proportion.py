@@ -171,6 +171,15 @@ def exact_interval(k: int, n: int, *, confidence: float = 0.95) -> tuple[float, 
     ------
     DataError
         :data:`MSG_EMPTY` when ``n`` is 0.
+
+    Examples
+    --------
+    Four pairs, all stereotyped: a bootstrap of them gives 100–100 %, the
+    exact interval does not exclude 50 %.
+
+    >>> low, high = exact_interval(4, 4)
+    >>> round(100 * low, 1), high
+    (39.8, 1.0)
     """
     from scipy.stats import beta
 
