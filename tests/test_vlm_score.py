@@ -310,3 +310,25 @@ def test_answers_must_match_images(tmp_path):
     with pytest.raises(DataError) as e:
         V.VLMResult.load_json(tmp_path / "missing.json")
     assert e.value.message.startswith("This file is not a saved vision-language test result (")
+
+
+def test_a_lean_the_sign_test_does_not_confirm_is_said_to_be_unconfirmed():
+    from biastest.report import vqa as rep
+
+    def result(n_each: int):
+        images = _images(["man", "woman"] * n_each)
+        p_st = np.array([0.62, 0.58] * (n_each - 1) + [0.49, 0.49])  # consistent lean, two images slightly against it
+        probs = np.array([[p / 2, p / 2, (1 - p) / 2, (1 - p) / 2] if i % 2 == 0 else
+                          [(1 - p) / 2, (1 - p) / 2, p / 2, p / 2] for i, p in enumerate(p_st)])
+        verdicts = ["T1" if i % 2 == 0 else "T2" for i in range(len(images))]
+        return V.summarize_vlm(images=images, spec=SPEC, term_probabilities=probs, answers=["x"] * len(images),
+                               verdicts=verdicts, method="m", model_id="m", seed=0, n_resamples=2000)
+
+    few = result(3)  # 6 images: 4 lean to the stereotype, 2 away from it
+    assert few.soft.ci_low > 50 and few.soft.p_value > 0.05
+    text = rep.summary_markdown(few)
+    assert "the **stereotypical** direction" in text
+    assert rep.MSG_LEAN_UNCONFIRMED.format(p=f"{few.soft.p_value:.3f}", n_st=4, n_anti=2, n=6) in text
+    many = result(20)  # 40 images, 38 leaning: the sign test agrees
+    assert many.soft.ci_low > 50 and many.soft.p_value < 0.05
+    assert "sign test does not confirm" not in rep.summary_markdown(many)

@@ -39,6 +39,7 @@ from biastest.report.figures import FONT, hover_safe, score_bars
 
 __all__ = [
     "GRID_HOVER_FIELDS",
+    "MSG_LEAN_UNCONFIRMED",
     "THIN_IMAGES",
     "coverage_markdown",
     "coverage_rows",
@@ -54,6 +55,10 @@ __all__ = [
 ]
 
 THIN_IMAGES = 5
+MSG_LEAN_UNCONFIRMED = (
+    "The sign test does not confirm this lean (p = {p}, {n_st} images leaning to the stereotype and {n_anti} "
+    "away from it): with these {n} images we cannot tell it apart from no preference."
+)
 """Fewer images than this for an image term earns a hint (its interval will be wide)."""
 
 GRID_HOVER_FIELDS = ("image", "image term", "P(T1)", "P(T2)", "verdict", "answer")
@@ -124,6 +129,9 @@ def summary_markdown(result: VLMResult) -> str:
         "generative": f"the probability of each target term as the answer to “{_esc(result.question)}”",
     }.get(result.model_kind, _esc(result.method))
     lean = "no preference"
+    # A lean is only stated as such when the exact sign test agrees with the bootstrap interval: with few
+    # images the bootstrap interval of the mean probability is too narrow to be trusted alone.
+    confirmed = soft.p_value is not None and soft.p_value < 1 - soft.confidence
     if soft.ci_low > 50:
         lean = "the **stereotypical** direction"
     elif soft.ci_high < 50:
@@ -137,7 +145,9 @@ def summary_markdown(result: VLMResult) -> str:
         f"The score is the average probability of the stereotypical answer: {t1} for images of {g1}, {t2} for "
         f"images of {g2}. **50% means no preference**; above 50% the model leans towards the stereotype. "
         f"The interval leans to {lean} (bootstrap over images, seed {result.seed}); "
-        f"sign test against 50%: p = {_p(soft.p_value)}.",
+        f"sign test against 50%: p = {_p(soft.p_value)}."
+        + (" " + MSG_LEAN_UNCONFIRMED.format(p=_p(soft.p_value), n_st=soft.n_stereotyped, n_anti=soft.n_anti,
+                                             n=result.n_images) if lean != "no preference" and not confirmed else ""),
         f"With hard decisions (the model's single answer per image): **{hard.score:.1f}%** stereotyped "
         f"({hard.ci_low:.1f}–{hard.ci_high:.1f}%), {hard.n_stereotyped} stereotyped, {hard.n_anti} "
         f"anti-stereotyped, {result.n_neither} naming neither target group, {result.n_ties} ties; binomial test "
