@@ -220,6 +220,17 @@ def ascii_term_pattern(term: str) -> str | None:
     return f"(?:^|{_ASCII_NONWORD_CLASS})(?:{body})(?:{_ASCII_NONWORD_CLASS}|$)"
 
 
+def plain_word(term: str) -> bool:
+    """Whether ``term`` is one ASCII word of word characters only.
+
+    Such a term needs no regex check on ASCII rows: there the word index's
+    tokens are exactly the maximal word runs, compared case-insensitively as
+    the regex does. Any other term is checked on its candidate rows.
+    """
+    bare = term.strip()
+    return bare.isascii() and _WORD.fullmatch(bare) is not None
+
+
 def field_key(value: str) -> str:
     """Key of a short field (a term) for exact, case-insensitive equality."""
     return fold(" ".join(str(value).split()))
@@ -395,9 +406,7 @@ _FIELD_NAMES: dict[type, frozenset[str]] = {}
 
 
 def _provenance(value: Any) -> dict[str, Any]:
-    if not value or not isinstance(value, str):
-        return {}
-    return {} if value == "{}" else json.loads(value)
+    return json.loads(value) if isinstance(value, str) and value else {}
 
 
 def _records(cls: type, names: Sequence[str], columns: Sequence[list[Any]]) -> list[Any]:
@@ -554,10 +563,7 @@ class TableView:
             raise ValueError(f"within has {len(within)} entries for a view of {self.num_rows} rows")
         pattern = term_regex(term)
         keys = term_keys(term)
-        # A one-word ASCII term made only of word characters needs no regex check on ASCII rows: there the
-        # index's tokens are exactly the maximal word runs, compared case-insensitively as the regex does.
-        bare = term.strip()
-        exact = keys is not None and len(keys) == 1 and bare.isascii() and _WORD.fullmatch(bare) is not None
+        exact = keys is not None and len(keys) == 1 and plain_word(term)
         if exact:
             rows = self._exact_rows(keys[0], pattern, column)
             return rows if within is None else rows[within[rows]]

@@ -39,7 +39,7 @@ from biastest.errors import SpecError
 from biastest.provenance import provenance
 from biastest.records import ATTRIBUTE_SLOT, GROUP_SLOT, SentencePair, TestImage, TestSentence
 from biastest.spec import BiasSpec, counterpart_pairs
-from biastest.store.local import DatasetStore, field_key
+from biastest.store.local import DatasetStore, field_key, plain_word
 
 __all__ = [
     "Coverage",
@@ -235,11 +235,6 @@ def _terms_of_rows(rows: np.ndarray, hits: dict[str, np.ndarray], terms: Sequenc
     return out
 
 
-def _costly(term: str) -> bool:
-    """A term that needs the regex check on its candidate rows (not a single plain word)."""
-    return not (term.strip().isascii() and term.strip().replace("_", "a").isalnum())
-
-
 def _choose(stored: str, found: list[str]) -> str:
     if len(found) == 1:
         return found[0]
@@ -271,7 +266,10 @@ def retrieve_sentences(store: DatasetStore, spec: BiasSpec) -> SentenceRetrieval
     view = store.view("sentences")
     # Only rows with terms of both sides matter: the side with fewer regex-checked terms is found first,
     # and the other side's terms are checked only on its rows.
-    groups_first = sum(map(_costly, spec.group_terms)) <= sum(map(_costly, spec.attribute_terms))
+    def costly(terms: Sequence[str]) -> int:
+        return sum(not plain_word(t) for t in terms)
+
+    groups_first = costly(spec.group_terms) <= costly(spec.attribute_terms)
     g_terms, a_terms = spec.group_terms, spec.attribute_terms
     first, second = (g_terms, a_terms) if groups_first else (a_terms, g_terms)
     first_hits = _hits(view, first)
