@@ -20,23 +20,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from statistics import median
 
 GOAL_HIT_MS = 10.0
-
-
-def _hit_ms(load, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        load()
-        times.append((time.perf_counter() - t) * 1000)
-    return median(times)
 
 
 def run(quick: bool = False) -> dict:
     """Run the benchmark; returns a JSON-able dict of figures (and prints it)."""
     from benchmarks.bench_lm import _build_bert
+    from benchmarks.bench_retrieval import _median_ms
     from benchmarks.bench_vlm import _build_model as _build_clip
     from biastest.models.cache import ModelCache
     from biastest.models.embeddings import load_embeddings
@@ -61,7 +52,7 @@ def run(quick: bool = False) -> dict:
             t = time.perf_counter()
             first = loader(cache)
             cold_s = time.perf_counter() - t
-            hit = _hit_ms(lambda loader=loader, cache=cache: loader(cache), repeats)
+            hit = _median_ms(lambda loader=loader, cache=cache: loader(cache), repeats)
             assert loader(cache) is first and cache.misses == 1  # every later call was a hit
             adapters[name] = {
                 "cold_load_s": round(cold_s, 3),
