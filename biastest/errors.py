@@ -22,6 +22,8 @@ __all__ = [
     "GenerationError",
     "StoreError",
     "SyncError",
+    "OptionError",
+    "PolicyError",
 ]
 
 
@@ -81,3 +83,11 @@ class StoreError(BiastestError, RuntimeError):
 
 class SyncError(BiastestError, RuntimeError):
     """Syncing with the Hugging Face dataset failed (local rows are kept)."""
+
+
+class OptionError(BiastestError, ValueError):
+    """A run option (seed, resample count, confidence …) is outside what is allowed."""
+
+
+class PolicyError(BiastestError, PermissionError):
+    """A request is refused by this deployment's policy (public mode: server paths, private addresses, uploads)."""

@@ -1,0 +1,169 @@
+"""One validation of every run option, used by the command line, the runners and the apps.
+
+Every option a user can set (seed, resample and permutation counts, confidence
+level, batch size, sampler draws and chains …) is checked here, at the
+boundary, **before any model or embedding is loaded**: a bad value costs the
+user no waiting and gets one message in their words that names the option,
+the value and what is allowed. The bounds are sane for a public server (a
+bootstrap of 10¹² resamples is refused before it can exhaust memory) and
+generous for research use.
+
+The checks raise :class:`~biastest.errors.OptionError` (exit status 2 on the
+command line) with the ``MSG_*`` constants below, which tests assert.
+
+Examples
+--------
+>>> check_option("seed", 42)
+42
+>>> check_option("confidence", 0.9)
+0.9
+>>> check_option("seed", -1)
+Traceback (most recent call last):
+...
+biastest.errors.OptionError: The seed must be a whole number from 0 to 4,294,967,295, got -1.
+>>> validate_options({"n_resamples": 1000, "batch_size": 8})
+{'n_resamples': 1000, 'batch_size': 8}
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from biastest.errors import OptionError
+
+__all__ = [
+    "BOUNDS",
+    "Bound",
+    "MSG_BAD_CONFIDENCE",
+    "MSG_BAD_NUMBER",
+    "MSG_BAD_WHOLE",
+    "MSG_NOT_A_NUMBER",
+    "MSG_UNKNOWN_OPTION",
+    "check_option",
+    "validate_options",
+]
+
+MSG_BAD_WHOLE = "{label} must be a whole number from {low:,} to {high:,}, got {value!r}."
+MSG_BAD_NUMBER = "{label} must be a number from {low:g} to {high:g}, got {value!r}."
+MSG_BAD_CONFIDENCE = "The confidence level must be a number between 0 and 1 (for example 0.95), got {value!r}."
+MSG_NOT_A_NUMBER = "{label} must be a number, got {value!r}."
+MSG_UNKNOWN_OPTION = "Unknown option '{name}'."
+
+#: Largest seed: every random generator the suite uses (numpy, torch, jax, gensim) accepts 0 … 2³² − 1.
+MAX_SEED = 2**32 - 1
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Allowed values of one option.
+
+    Parameters
+    ----------
+    label : str
+        How the message names the option ("The seed", "The number of …").
+    low, high : float
+        Inclusive bounds.
+    whole : bool
+        Whole numbers only (``True``) or any finite real number.
+    """
+
+    label: str
+    low: float
+    high: float
+    whole: bool = True
+
+
+#: Every option the runners take from a user, with its bounds.
+BOUNDS: dict[str, Bound] = {
+    "seed": Bound("The seed", 0, MAX_SEED),
+    # bootstrap resamples of the stereotype and VLM scores (percentile intervals need at least 100)
+    "n_resamples": Bound("The number of bootstrap resamples", 100, 100_000),
+    # bootstrap fits of the 2AFC psychometric functions (0 = no interval for the fits)
+    "n_bootstrap": Bound("The number of bootstrap fits of the psychometric functions", 0, 2_000),
+    "n_permutations": Bound("The number of permutations", 100, 1_000_000),
+    "batch_size": Bound("The batch size", 1, 1024),
+    "draws": Bound("The number of posterior draws per chain", 100, 20_000),
+    "tune": Bound("The number of warm-up (tuning) steps per chain", 100, 20_000),
+    "chains": Bound("The number of chains", 1, 8),
+    "max_new_tokens": Bound("The number of new tokens", 1, 64),
+    "n_replicates": Bound("The number of replicate models", 2, 64),
+    "per_attribute": Bound("The number of sentences per attribute term", 1, 50),
+    "per_term": Bound("The number of pictures per image term", 1, 20),
+    "tie_tolerance": Bound("The tie tolerance (in nats)", 0.0, 10.0, whole=False),
+    "noise_sigma": Bound("The perceptual noise σ", 0.0, 1.0, whole=False),
+    "confidence": Bound("The confidence level", 0.0, 1.0, whole=False),  # open interval, checked apart
+}
+
+
+def _whole(name: str, bound: Bound, value: Any) -> int:
+    if isinstance(value, bool):
+        raise OptionError(MSG_BAD_WHOLE.format(label=bound.label, low=int(bound.low), high=int(bound.high),
+                                               value=value), option=name, value=value)
+    if isinstance(value, numbers.Integral):
+        v = int(value)
+    elif isinstance(value, numbers.Real) and math.isfinite(float(value)) and float(value).is_integer():
+        v = int(value)  # 42.0 from a number box is 42
+    else:
+        raise OptionError(MSG_BAD_WHOLE.format(label=bound.label, low=int(bound.low), high=int(bound.high),
+                                               value=value), option=name, value=value)
+    if not bound.low <= v <= bound.high:
+        raise OptionError(MSG_BAD_WHOLE.format(label=bound.label, low=int(bound.low), high=int(bound.high),
+                                               value=value), option=name, value=value)
+    return v
+
+
+def _real(name: str, bound: Bound, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise OptionError(MSG_NOT_A_NUMBER.format(label=bound.label, value=value), option=name, value=value)
+    v = float(value)
+    if name == "confidence":
+        if not (math.isfinite(v) and 0.0 < v < 1.0):
+            raise OptionError(MSG_BAD_CONFIDENCE.format(value=value), option=name, value=value)
+        return v
+    if not (math.isfinite(v) and bound.low <= v <= bound.high):
+        raise OptionError(MSG_BAD_NUMBER.format(label=bound.label, low=bound.low, high=bound.high, value=value),
+                          option=name, value=value)
+    return v
+
+
+def check_option(name: str, value: Any) -> Any:
+    """Validate one option and return it in its canonical type.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`BOUNDS`.
+    value : Any
+        The value as the user gave it (a whole-valued float from a number box is accepted as an int).
+
+    Returns
+    -------
+    int or float
+
+    Raises
+    ------
+    OptionError
+        With :data:`MSG_BAD_WHOLE`, :data:`MSG_BAD_NUMBER`, :data:`MSG_BAD_CONFIDENCE` or
+        :data:`MSG_NOT_A_NUMBER`.
+    KeyError
+        ``name`` is not an option (a programming error, not a user's).
+    """
+    bound = BOUNDS[name]
+    return _whole(name, bound, value) if bound.whole else _real(name, bound, value)
+
+
+def validate_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate every known option in ``options``; return them canonical, others unchanged.
+
+    ``None`` values (an option left out) are kept as ``None``. Keys that are not in
+    :data:`BOUNDS` (a model id, a method name) are passed through: their own
+    registries check them.
+    """
+    out: dict[str, Any] = {}
+    for name, value in options.items():
+        out[name] = check_option(name, value) if name in BOUNDS and value is not None else value
+    return out
