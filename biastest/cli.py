@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from biastest.errors import BiastestError, DataError, MethodError, SpecError
+from biastest.errors import BiastestError, DataError, MethodError, OptionError, PolicyError, SpecError
 
 __all__ = [
     "DEFAULT_SEEDS",
@@ -140,7 +140,9 @@ MSG_BAD_SIGMA = (
     "The perceptual noise σ must be 0 (no noise: a deterministic step) or a positive number (e.g. 0.05); got {value!r}."
 )
 MSG_TOO_FEW_REPLICATES = "Give at least two replicate embedding files (--replicate FILE, once per file); got {count}."
-MSG_UNEXPECTED = "Unexpected error ({type_name}): {problem}"
+MSG_UNEXPECTED = (
+    "Unexpected error ({type_name}). Nothing was written. If it happens again, report it with the command you ran."
+)
 MSG_INTERRUPTED = "Interrupted."
 MSG_WROTE = "Wrote {path}"
 
@@ -211,14 +213,15 @@ def exit_code_for(exc: BaseException) -> int:
     -------
     int
         :data:`EXIT_USAGE` for :class:`UsageError`, :class:`SpecError`,
-        :class:`MethodError` and :class:`DataError` (except "none of the pairs
+        :class:`MethodError`, :class:`OptionError`, :class:`PolicyError` and
+        :class:`DataError` (except "none of the pairs
         could be scored", a run-time outcome); :data:`EXIT_RUN_FAILED` for
         everything else (model or embedding that cannot be loaded or is the
         wrong kind, store, generation and unexpected errors).
     """
     if isinstance(exc, DataError) and exc.message.startswith(_nothing_scored_prefix()):
         return EXIT_RUN_FAILED
-    if isinstance(exc, (UsageError, SpecError, MethodError, DataError)):
+    if isinstance(exc, (UsageError, SpecError, MethodError, DataError, OptionError, PolicyError)):
         return EXIT_USAGE
     return EXIT_RUN_FAILED
 
@@ -262,7 +265,7 @@ def load_spec(value: str):
     UsageError
         The file does not exist.
     """
-    from biastest.spec import MSG_BAD_JSON, BiasSpec, TwoAFCSpec
+    from biastest.spec import BiasSpec, TwoAFCSpec, parse_spec_json, read_spec_bytes
     from biastest.specs import get_spec, get_twoafc_spec, list_specs
 
     path = Path(value).expanduser()
@@ -270,9 +273,7 @@ def load_spec(value: str):
         if not path.is_file():
             raise UsageError(MSG_FILE_NOT_FOUND.format(what="specification file", path=value))
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise SpecError(MSG_BAD_JSON.format(problem=str(exc))) from None
+            data = parse_spec_json(read_spec_bytes(path))
         except OSError as exc:
             raise UsageError(
                 MSG_FILE_UNREADABLE.format(what="specification file", path=value, problem=exc.strerror or exc)
@@ -584,6 +585,34 @@ def _check_scopes(args: argparse.Namespace, scope: str, what: str) -> None:
             )
 
 
+#: The run options checked by :func:`biastest.options.check_option`, per flag: (option name per scope).
+_CHECKED_FLAGS: dict[str, dict[str, str]] = {
+    "seed": {"*": "seed"},
+    "bootstrap": {"lm": "n_resamples", "vlm": "n_resamples", "2afc": "n_bootstrap"},
+    "confidence": {"*": "confidence"},
+    "batch_size": {"*": "batch_size"},
+    "tie_tolerance": {"*": "tie_tolerance"},
+    "max_new_tokens": {"*": "max_new_tokens"},
+    "permutations": {"*": "n_permutations"},
+    "draws": {"*": "draws"},
+    "tune": {"*": "tune"},
+    "chains": {"*": "chains"},
+}
+
+
+def _check_options(args: argparse.Namespace, scope: str) -> None:
+    """Validate every numeric option given, before anything is loaded (:mod:`biastest.options`)."""
+    from biastest.options import check_option
+
+    for flag, names in _CHECKED_FLAGS.items():
+        value = getattr(args, flag, None)
+        if value is None:
+            continue
+        name = names.get(scope, names.get("*"))
+        if name is not None:
+            check_option(name, value)
+
+
 def _or(value: Any, default: Any) -> Any:
     return default if value is None else value
 
@@ -707,6 +736,7 @@ def _run_embeddings(args, spec, progress) -> _Run:
     is_2afc_spec = isinstance(spec, TwoAFCSpec)
     test = _check_choice(args.test, TESTS, MSG_UNKNOWN_TEST) if args.test else ("2afc" if is_2afc_spec else "weat")
     _check_scopes(args, test, f"--kind embeddings --test {test}")
+    _check_options(args, test)
     if test == "2afc" and not is_2afc_spec:
         raise SpecError(MSG_2AFC_NEEDS_TWOAFC_SPEC.format(name=spec.name))
     if test != "2afc" and is_2afc_spec:
@@ -807,11 +837,22 @@ def _output_path(value: str, what: str) -> Path:
         raise UsageError(MSG_NO_OUTPUT_FOLDER.format(path=path.parent))
     if path.is_dir():
         raise UsageError(MSG_FILE_UNREADABLE.format(what=what, path=value, problem="it is a folder"))
+    try:  # find out now, not after the model ran, whether the folder takes a new file
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UsageError(MSG_CANNOT_WRITE.format(path=value, problem=exc.strerror or type(exc).__name__)) from None
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UsageError(MSG_CANNOT_WRITE.format(path=value, problem="it is read-only"))
     return path
 
 
 def _write_atomic(target: Path, write: Callable[[Path], None]) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise BiastestError(MSG_CANNOT_WRITE.format(path=target, problem=exc.strerror or exc)) from None
     os.close(fd)
     try:
         write(Path(tmp))
@@ -830,6 +871,7 @@ def _cmd_run(args: argparse.Namespace, out: Callable[[str], None], err: Callable
     kind = _check_choice(args.kind, KINDS, MSG_UNKNOWN_KIND)
     if kind != "embeddings":
         _check_scopes(args, kind, f"--kind {kind}")
+        _check_options(args, kind)
     out_path = _output_path(args.out, "output file")
     csv_path = _output_path(args.csv, "CSV file") if args.csv else None
     if csv_path is not None and csv_path.resolve() == out_path.resolve():
@@ -867,6 +909,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     def out(line: str) -> None:
         print(line, file=sys.stdout, flush=True)
 
+    try:
+        return _main(argv, out)
+    except BrokenPipeError:  # the reader went away (`list-specs | head -3`): stop quietly, as Unix tools do
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_OK
+
+
+def _main(argv: Sequence[str] | None, out: Callable[[str], None]) -> int:
+
     def err(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
@@ -890,5 +945,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         err(MSG_INTERRUPTED)
         return 130
     except Exception as exc:
-        err(MSG_UNEXPECTED.format(type_name=type(exc).__name__, problem=exc))
+        if isinstance(exc, BrokenPipeError):
+            raise
+        err(MSG_UNEXPECTED.format(type_name=type(exc).__name__))
         return EXIT_RUN_FAILED

@@ -89,5 +89,5 @@ class OptionError(BiastestError, ValueError):
     """A run option (seed, resample count, confidence …) is outside what is allowed."""
 
 
-class PolicyError(BiastestError, PermissionError):
+class PolicyError(BiastestError, ValueError):
     """A request is refused by this deployment's policy (public mode: server paths, private addresses, uploads)."""

@@ -40,6 +40,7 @@ __all__ = [
     "Bound",
     "MSG_BAD_CONFIDENCE",
     "MSG_BAD_NUMBER",
+    "MSG_BAD_POSITIVE",
     "MSG_BAD_WHOLE",
     "MSG_NOT_A_NUMBER",
     "MSG_UNKNOWN_OPTION",
@@ -49,6 +50,7 @@ __all__ = [
 
 MSG_BAD_WHOLE = "{label} must be a whole number from {low:,} to {high:,}, got {value!r}."
 MSG_BAD_NUMBER = "{label} must be a number from {low:g} to {high:g}, got {value!r}."
+MSG_BAD_POSITIVE = "{label} must be a number greater than {low:g} and at most {high:g}, got {value!r}."
 MSG_BAD_CONFIDENCE = "The confidence level must be a number between 0 and 1 (for example 0.95), got {value!r}."
 MSG_NOT_A_NUMBER = "{label} must be a number, got {value!r}."
 MSG_UNKNOWN_OPTION = "Unknown option '{name}'."
@@ -69,12 +71,15 @@ class Bound:
         Inclusive bounds.
     whole : bool
         Whole numbers only (``True``) or any finite real number.
+    low_open : bool
+        ``low`` itself is not allowed (real numbers only).
     """
 
     label: str
     low: float
     high: float
     whole: bool = True
+    low_open: bool = False
 
 
 #: Every option the runners take from a user, with its bounds.
@@ -94,7 +99,8 @@ BOUNDS: dict[str, Bound] = {
     "per_attribute": Bound("The number of sentences per attribute term", 1, 50),
     "per_term": Bound("The number of pictures per image term", 1, 20),
     "tie_tolerance": Bound("The tie tolerance (in nats)", 0.0, 10.0, whole=False),
-    "noise_sigma": Bound("The perceptual noise σ", 0.0, 1.0, whole=False),
+    # Thurstonian noise of one model (None = no noise; the command line's 0 means None)
+    "noise_sigma": Bound("The perceptual noise σ", 0.0, 1.0, whole=False, low_open=True),
     "confidence": Bound("The confidence level", 0.0, 1.0, whole=False),  # open interval, checked apart
 }
 
@@ -124,6 +130,9 @@ def _real(name: str, bound: Bound, value: Any) -> float:
         if not (math.isfinite(v) and 0.0 < v < 1.0):
             raise OptionError(MSG_BAD_CONFIDENCE.format(value=value), option=name, value=value)
         return v
+    if bound.low_open and not (math.isfinite(v) and bound.low < v <= bound.high):
+        raise OptionError(MSG_BAD_POSITIVE.format(label=bound.label, low=bound.low, high=bound.high, value=value),
+                          option=name, value=value)
     if not (math.isfinite(v) and bound.low <= v <= bound.high):
         raise OptionError(MSG_BAD_NUMBER.format(label=bound.label, low=bound.low, high=bound.high, value=value),
                           option=name, value=value)

@@ -38,7 +38,12 @@ from typing import Any, Literal
 from biastest.errors import SpecError
 
 __all__ = [
+    "MAX_SPEC_BYTES",
     "MAX_TERMS_PER_LIST",
+    "MSG_JSON_TOO_DEEP",
+    "MSG_JSON_TOO_LARGE",
+    "parse_spec_json",
+    "read_spec_bytes",
     "MAX_TERM_LENGTH",
     "BiasSpec",
     "TermPairing",
@@ -92,6 +97,13 @@ MSG_BAD_NAME = "The specification needs a name (text), got {value!r}."
 MSG_DUPLICATE_LIST_NAME = "Two {kind} are both called '{name}'. Give each list its own name."
 MSG_BAD_DOCUMENT = "This is not a bias specification: {problem}."
 MSG_BAD_JSON = "The file is not valid JSON ({problem}). Check that it was saved as a BiasTestGPT specification."
+MSG_JSON_TOO_DEEP = (
+    "The file nests lists or objects too deeply to be a specification. Check that it was saved as a BiasTestGPT "
+    "specification."
+)
+MSG_JSON_TOO_LARGE = "The specification file is larger than {limit_kb} KB; a specification is a few kilobytes."
+#: Largest specification text read (the largest library spec is ~20 KB).
+MAX_SPEC_BYTES = 1_000_000
 MSG_BAD_TEMPLATE = "The template {template!r} must contain the group slot [T] (and may contain the attribute slot [A])."
 MSG_SAMPLE_NEEDS_SEED = "A sampled pairing needs a seed so that it can be repeated; give a whole number."
 MSG_BAD_SAMPLE_SIZE = "The number of sampled pairs must be a positive whole number, got {value!r}."
@@ -104,6 +116,32 @@ MSG_UNEQUAL_POSITIONAL = (
 _WS = re.compile(r"\s+")
 
 TermList = tuple[str, tuple[str, ...]]
+
+
+def read_spec_bytes(path: str | Path) -> bytes:
+    """The bytes of a specification file, refused above :data:`MAX_SPEC_BYTES` (never read whole first)."""
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_SPEC_BYTES + 1)
+    if len(data) > MAX_SPEC_BYTES:
+        raise SpecError(MSG_JSON_TOO_LARGE.format(limit_kb=MAX_SPEC_BYTES // 1000))
+    return data
+
+
+def parse_spec_json(text: str | bytes) -> Any:
+    """JSON of a specification: invalid, oversized or absurdly nested text is a :class:`SpecError`.
+
+    The message never quotes the text (:data:`MSG_BAD_JSON` carries only the parser's position).
+    """
+    if len(text) > MAX_SPEC_BYTES:
+        raise SpecError(MSG_JSON_TOO_LARGE.format(limit_kb=MAX_SPEC_BYTES // 1000))
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError(MSG_BAD_JSON.format(problem=f"{exc.msg} at line {exc.lineno}, column {exc.colno}")) from None
+    except UnicodeDecodeError:
+        raise SpecError(MSG_BAD_JSON.format(problem="it is not UTF-8 text")) from None
+    except RecursionError:
+        raise SpecError(MSG_JSON_TOO_DEEP) from None
 
 
 def parse_terms(value: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -449,11 +487,7 @@ class BiasSpec:
     @classmethod
     def from_json(cls, text: str | bytes) -> BiasSpec:
         """Parse one spec from JSON text."""
-        try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise SpecError(MSG_BAD_JSON.format(problem=str(exc))) from None
-        return cls.from_dict(data)
+        return cls.from_dict(parse_spec_json(text))
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """Serialise to BiasTestGPT JSON text."""
@@ -462,10 +496,7 @@ class BiasSpec:
     @classmethod
     def load_many(cls, path: str | Path) -> list[BiasSpec]:
         """Read a file holding one spec or a list of specs."""
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise SpecError(MSG_BAD_JSON.format(problem=str(exc))) from None
+        data = parse_spec_json(read_spec_bytes(path))
         if isinstance(data, list):
             return [cls.from_dict(d) for d in data]
         return [cls.from_dict(data)]

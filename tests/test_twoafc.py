@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from biastest.errors import DataError, EmbeddingError, MethodError
+from biastest.errors import DataError, EmbeddingError, MethodError, OptionError
 from biastest.metrics.twoafc import (
-    MSG_BAD_SIGMA,
     MSG_IDENTICAL_CUES,
     MSG_MODES,
     MSG_NO_PAIRS,
@@ -25,6 +24,7 @@ from biastest.metrics.twoafc import (
     twoafc_decide,
 )
 from biastest.models.embeddings import MSG_MOSTLY_MISSING, InMemoryEmbeddings, load_embeddings
+from biastest.options import BOUNDS, MSG_BAD_POSITIVE
 from biastest.runner.embeddings import run_twoafc
 from tests.embeddings_helpers import cos, glove_vec, mean, naive_pearson, naive_pse_by_sweep, ranks, sd
 
@@ -192,9 +192,9 @@ def test_thurstonian_noise_gives_the_analytic_curve():
         [thurstonian_curve(alphas, pse=q.pse, sim_c1_c2=q.sim_c1_c2, noise_sigma=0.2) for q in pairs], axis=0
     )
     assert curve.proportion == pytest.approx(list(want))
-    with pytest.raises(MethodError) as e:
+    with pytest.raises(OptionError) as e:  # checked before the embedding loads
         run_twoafc(targets=["nurse"], cue_pairs=PAPER_CUE_PAIRS[:1], noise_sigma=-1.0, seed=SEED)
-    assert e.value.message == MSG_BAD_SIGMA.format(value=-1.0)
+    assert e.value.message == MSG_BAD_POSITIVE.format(label=BOUNDS["noise_sigma"].label, low=0, high=1, value=-1.0)
     with pytest.raises(MethodError) as e:
         run_twoafc(
             targets=["nurse"],

@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 import torch
 
-from biastest.errors import DataError, MethodError, ModelKindError, ModelLoadError, SpecError
+from biastest.errors import DataError, MethodError, ModelKindError, ModelLoadError, OptionError, SpecError
 from biastest.metrics import vlm_score as V
 from biastest.models import images as IM
 from biastest.models import vlm as M
 from biastest.models.cache import ModelCache
+from biastest.options import MSG_BAD_WHOLE
 from biastest.runner import vlm as R
 from biastest.spec import BiasSpec
 from tests import vlm_helpers as H
@@ -457,12 +458,12 @@ def test_runner_refuses_bad_input(models, store):
     with pytest.raises(DataError) as e:
         _run(models, store, "clip", images=[*imgs, "not a record"])
     assert e.value.message == R.MSG_NOT_AN_IMAGE_RECORD.format(index=10, type_name="str")
-    with pytest.raises(MethodError) as e:
+    with pytest.raises(OptionError) as e:
         _run(models, store, "clip", batch_size=0)
-    assert e.value.message == R.MSG_BAD_BATCH_SIZE.format(value=0)
-    with pytest.raises(MethodError) as e:
+    assert e.value.message == MSG_BAD_WHOLE.format(label="The batch size", low=1, high=1024, value=0)
+    with pytest.raises(OptionError) as e:
         _run(models, store, "clip", seed="x")
-    assert e.value.message == R.MSG_BAD_SEED.format(value="x")
+    assert e.value.message == MSG_BAD_WHOLE.format(label="The seed", low=0, high=2**32 - 1, value="x")
     with pytest.raises(MethodError) as e:
         _run(models, store, "clip", prompt_template="a photo")
     assert e.value.message == V.MSG_BAD_TEMPLATE.format(template="a photo")

@@ -261,10 +261,20 @@ class OpenAIImageGenerator(_OpenAIClientMixin, ImageGenerator):
         raise MalformedAnswer(REJECT_EMPTY)
 
     def _download(self, url: str, timeout: float) -> bytes:
+        from biastest import public
+
         if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
             raise MalformedAnswer(REJECT_MALFORMED)
+        public.check_outbound_url(url)  # the address the service answered with, and every redirect below
+
+        class _CheckedRedirects(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, req, fp, code, msg, headers, newurl):
+                public.check_outbound_url(newurl)
+                return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+        opener = urllib.request.build_opener(_CheckedRedirects)
         try:
-            with urllib.request.urlopen(url, timeout=timeout) as resp:
+            with opener.open(url, timeout=timeout) as resp:
                 data = resp.read(MAX_DOWNLOAD_BYTES + 1)
         except TimeoutError:
             raise TransientError("timeout") from None

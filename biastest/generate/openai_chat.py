@@ -31,7 +31,7 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from biastest.errors import GenerationError
+from biastest.errors import GenerationError, PolicyError
 from biastest.generate.base import (
     REJECT_EMPTY,
     REJECT_MALFORMED,
@@ -91,10 +91,39 @@ def safe_base_url(base_url: str | None) -> str:
 
 
 def _check_base_url(base_url: str) -> str:
-    parts = urllib.parse.urlsplit(base_url or "")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise GenerationError(MSG_BAD_BASE_URL.format(value=safe_base_url(base_url) if base_url else base_url))
+    from biastest import public
+
+    try:
+        parts = urllib.parse.urlsplit(base_url or "")
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except (ValueError, TypeError):
+        ok = False
+    if not ok:
+        shown = safe_base_url(base_url)[:100] if isinstance(base_url, str) and base_url else base_url
+        raise GenerationError(MSG_BAD_BASE_URL.format(value=shown))
+    public.check_outbound_url(base_url)  # public mode: public addresses only, checked before any connection
     return base_url
+
+
+def guarded_http_client(timeout: float):
+    """An ``httpx2`` client whose every request (redirects included) passes the public-mode address check.
+
+    In public mode the OpenAI clients use it, so a public endpoint cannot redirect a request to a private,
+    loopback or link-local address, and a host whose name starts resolving to one is refused at the next
+    request (:func:`biastest.public.check_outbound_url`; a :class:`~biastest.errors.PolicyError` is raised
+    before the connection is opened).
+    """
+    import httpx2
+
+    from biastest import public
+
+    class _GuardedTransport(httpx2.HTTPTransport):
+        def handle_request(self, request):
+            public.check_outbound_url(str(request.url))
+            return super().handle_request(request)
+
+    return httpx2.Client(transport=_GuardedTransport(), timeout=timeout, follow_redirects=True)
 
 
 def _retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -132,6 +161,10 @@ def translate_openai_error(exc: BaseException, *, where: str, model: str) -> Bas
     """
     import openai
 
+    if isinstance(exc, PolicyError):
+        return exc
+    if isinstance(exc, openai.APIConnectionError) and isinstance(exc.__cause__, PolicyError):
+        return exc.__cause__  # the guarded transport refused the address: final, never retried
     if isinstance(exc, openai.APITimeoutError):
         return TransientError("timeout")
     if isinstance(exc, openai.APIConnectionError):
@@ -183,9 +216,12 @@ class _OpenAIClientMixin:
             raise GenerationError(MSG_NO_API_KEY)
         self._has_key = key is not None
         self.base_url = base_url
+        from biastest import public
+
+        http_client = guarded_http_client(timeout) if public.current().public else None
         # Servers without authentication ignore the header; the client insists on a value.
         self._client = OpenAI(api_key=key or "no-key", base_url=base_url, organization=organization,
-                              max_retries=0, timeout=timeout)
+                              max_retries=0, timeout=timeout, http_client=http_client)
 
     @property
     def where(self) -> str:
@@ -197,7 +233,7 @@ class _OpenAIClientMixin:
             return sorted(m.id for m in self._client.models.list())
         except Exception as exc:
             mapped = translate_openai_error(exc, where=self.where, model=self.model)
-            if isinstance(mapped, GenerationError):
+            if isinstance(mapped, GenerationError | PolicyError):
                 raise mapped from None
             problem = {"timeout": "it did not answer in time", "connection": "it could not be reached"}.get(
                 getattr(mapped, "kind", ""), "the answer was not understood")

@@ -33,6 +33,7 @@ from biastest.metrics.posterior import (
     train_classifier,
 )
 from biastest.models.embeddings import WordEmbeddings, check_coverage, load_embeddings
+from biastest.options import validate_options
 
 __all__ = ["MSG_TWO_LISTS", "available_models", "run_bayes", "run_posterior", "word_vectors"]
 
@@ -114,6 +115,7 @@ def run_bayes(
     -------
     BayesResult
     """
+    validate_options({"seed": seed, "draws": draws, "tune": tune, "chains": chains})
     groups = _two(spec_groups, "social groups", "group")
     attrs = _two(spec_attributes, "attribute lists", "group")
     tick = _fraction_progress(progress)
@@ -182,6 +184,7 @@ def run_posterior(
     -------
     PosteriorResult
     """
+    validate_options({"seed": seed, "draws": draws, "tune": tune, "chains": chains})
     tick = _fraction_progress(progress)
     if tick:
         tick(0.0, "Training the sentiment classifier on the embedding")

@@ -26,6 +26,7 @@ from biastest.models.embeddings import (
     load_embeddings,
     train_bootstrap_replicates,
 )
+from biastest.options import BOUNDS, check_option, validate_options
 from biastest.provenance import provenance
 
 __all__ = ["run_twoafc", "run_weat", "run_mac", "resolve_models", "MSG_NO_TERMS", "MSG_CORPUS_AND_REPLICATES"]
@@ -136,6 +137,10 @@ def run_twoafc(
     -------
     TwoAFCResult
     """
+    validate_options({"seed": seed, "n_bootstrap": n_bootstrap, "noise_sigma": noise_sigma,
+                      "n_replicates": n_replicates if corpus is not None else None})
+    if replicates is not None and len(replicates) > BOUNDS["n_replicates"].high:
+        check_option("n_replicates", len(replicates))
     if spec is not None:
         targets = targets or list(spec.targets)
         cue_pairs = cue_pairs or list(spec.cue_pairs)
@@ -271,6 +276,7 @@ def run_weat(
     WEATResult
         Effect size d, test statistic, permutation p-values, per-word table.
     """
+    validate_options({"seed": seed, "n_permutations": n_permutations})
     X, Y, A, B, spec_names = _weat_inputs(X, Y, A, B, spec)
     names = {**spec_names, **dict(names or {})}
     _tick(progress, 0, 3, "Loading the embedding")

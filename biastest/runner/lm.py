@@ -39,6 +39,7 @@ from biastest.metrics.stereotype_score import (
 )
 from biastest.models.cache import MODEL_CACHE, ModelCache
 from biastest.models.lm import ProgressCallback, detect_model_kind, load_language_model
+from biastest.options import validate_options
 from biastest.records import SentencePair, TestSentence
 from biastest.spec import BiasSpec, contains_term
 from biastest.stats.bootstrap import check_confidence, check_n_resamples, check_seed
@@ -121,6 +122,8 @@ def run_stereotype_test(
     ModelLoadError, ModelKindError
         The model cannot be loaded or is not a masked/causal LM.
     """
+    validate_options({"seed": seed, "n_resamples": n_resamples, "confidence": confidence, "batch_size": batch_size,
+                      "tie_tolerance": tie_tolerance})
     pairs = check_pairs(pairs)
     seed = check_seed(seed)
     n_resamples = check_n_resamples(n_resamples)

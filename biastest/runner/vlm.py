@@ -40,14 +40,13 @@ from biastest.metrics.vlm_score import (
 from biastest.models.cache import ModelCache
 from biastest.models.images import DEFAULT_MAX_BYTES, DEFAULT_MAX_PIXELS, load_image, probe_image
 from biastest.models.vlm import load_vlm
+from biastest.options import validate_options
 from biastest.records import TestImage
 from biastest.spec import BiasSpec
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
     "MAX_IMAGES",
-    "MSG_BAD_BATCH_SIZE",
-    "MSG_BAD_SEED",
     "MSG_IMAGE_OUTSIDE_ROOT",
     "MSG_IMAGE_UNREADABLE",
     "MSG_NO_IMAGES_FOR_TERM",
@@ -74,8 +73,6 @@ MSG_IMAGE_OUTSIDE_ROOT = (
 )
 MSG_NOT_AN_IMAGE_RECORD = "Item {index} of the test images is not an image record (got {type_name})."
 MSG_TOO_MANY_IMAGES = "{count} images were given; a test may have at most {limit}. Use fewer images per term."
-MSG_BAD_BATCH_SIZE = "The batch size must be a whole number between 1 and 1024, got {value!r}."
-MSG_BAD_SEED = "The seed must be a whole number, got {value!r}."
 
 
 def _tick(progress: Progress | None, done: int, total: int, message: str) -> None:
@@ -195,11 +192,9 @@ def run_vlm_test(
     ModelLoadError, ModelKindError
         The model cannot be loaded, or is not a vision-language model.
     """
+    validate_options({"seed": seed, "n_resamples": n_resamples, "confidence": confidence, "batch_size": batch_size,
+                      "max_new_tokens": max_new_tokens})
     spec.check_testable()
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 1024:
-        raise MethodError(MSG_BAD_BATCH_SIZE.format(value=batch_size))
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise MethodError(MSG_BAD_SEED.format(value=seed))
     if combine not in COMBINE_CHOICES:
         raise MethodError(MSG_BAD_COMBINE.format(value=combine, choices=", ".join(COMBINE_CHOICES)))
     templates = (prompt_template,) if isinstance(prompt_template, str) else tuple(prompt_template)
