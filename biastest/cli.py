@@ -89,7 +89,7 @@ DEFAULT_EMBEDDINGS = "glove-6b-50d"
 BAYES_DEFAULTS = {"bayes_model": "hierarchical", "draws": 1000, "tune": 1000, "chains": 2}
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
-EMBEDDING_FILE_SUFFIXES = (".txt", ".vec", ".bin", ".kv", ".gz", ".model")
+EMBEDDING_FILE_SUFFIXES = (".txt", ".vec", ".bin", ".gz", ".npz", ".safetensors", ".kv", ".model", ".wv")
 
 MSG_UNKNOWN_KIND = "Unknown kind of test '{value}'.{hint} Choose one of: {choices}."
 MSG_UNKNOWN_TEST = "Unknown embedding test '{value}'.{hint} Choose one of: {choices}."
@@ -175,6 +175,7 @@ OPTION_SCOPES: dict[str, tuple[str, ...]] = {
     "draws": ("bayes",),
     "tune": ("bayes",),
     "chains": ("bayes",),
+    "trust_gensim_file": ("2afc", "weat", "bayes"),
 }
 
 EMBEDDING_TESTS = {
@@ -217,8 +218,14 @@ def exit_code_for(exc: BaseException) -> int:
         :class:`DataError` (except "none of the pairs
         could be scored", a run-time outcome); :data:`EXIT_RUN_FAILED` for
         everything else (model or embedding that cannot be loaded or is the
-        wrong kind, store, generation and unexpected errors).
+        wrong kind, store, generation and unexpected errors). An embedding file
+        refused as unsafe (pickle-based, without ``--trust-gensim-file``) is bad
+        input: :data:`EXIT_USAGE`.
     """
+    from biastest.errors import EmbeddingError
+
+    if isinstance(exc, EmbeddingError) and exc.details.get("unsafe"):
+        return EXIT_USAGE
     if isinstance(exc, DataError) and exc.message.startswith(_nothing_scored_prefix()):
         return EXIT_RUN_FAILED
     if isinstance(exc, (UsageError, SpecError, MethodError, DataError, OptionError, PolicyError)):
@@ -523,6 +530,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--draws", type=int, help="bayes: draws per chain (default 1000)")
     g.add_argument("--tune", type=int, help="bayes: tuning steps per chain (default 1000)")
     g.add_argument("--chains", type=int, help="bayes: chains (default 2)")
+    g.add_argument(
+        "--trust-gensim-file",
+        action="store_true",
+        default=None,
+        help="also open gensim .kv/.model/.wv files (--model, --replicate). They are pickles: opening one RUNS "
+        "THE CODE IN THE FILE. Only for files you made yourself or fully trust",
+    )
     return parser
 
 
@@ -627,6 +641,23 @@ def _progress(enabled: bool, err: Callable[[str], None]):
     return report
 
 
+def _with_trusted_files(options: dict[str, Any], trust: bool | None) -> dict[str, Any]:
+    """The runner arguments: with ``--trust-gensim-file``, the embedding sources loaded with the opt-in.
+
+    The runners then receive loaded embeddings; ``options`` (what the result
+    JSON records) keeps the source names. Without the flag, unchanged.
+    """
+    if not trust:
+        return options
+    from biastest.models.embeddings import load_embeddings
+
+    out = dict(options)
+    out["source"] = load_embeddings(options["source"], trust_pickle=True)
+    if options.get("replicates"):
+        out["replicates"] = [load_embeddings(r, trust_pickle=True) for r in options["replicates"]]
+    return out
+
+
 def _copy_export(make: Callable[[], tuple[Path, Path]]) -> Callable[[Path], None]:
     """A CSV writer that runs the app's export and copies its CSV (the temporary folder is removed)."""
 
@@ -722,10 +753,12 @@ def _run_vlm(args, spec, progress) -> _Run:
 
 
 def _sigma(value: float | None) -> float | None:
+    from biastest.options import check_option
+
     v = DEFAULT_NOISE_SIGMA if value is None else value
     if not math.isfinite(v) or v < 0:
         raise UsageError(MSG_BAD_SIGMA.format(value=value))
-    return None if v == 0 else v
+    return None if v == 0 else check_option("noise_sigma", v)
 
 
 def _run_embeddings(args, spec, progress) -> _Run:
@@ -767,8 +800,8 @@ def _run_embeddings(args, spec, progress) -> _Run:
             "lapse": bool(args.lapse),
             "n_bootstrap": _or(args.bootstrap, DEFAULT_BOOTSTRAP["2afc"]),
         }
-        name = load_embeddings(source).name
-        result = run_twoafc(spec=spec, progress=progress, **options)
+        name = load_embeddings(source, trust_pickle=bool(args.trust_gensim_file)).name
+        result = run_twoafc(spec=spec, progress=progress, **_with_trusted_files(options, args.trust_gensim_file))
         headline = (
             f"2AFC: PSE of {len(result.targets)} target words on {len(result.cue_pairs)} cue pairs, mode "
             f"{result.mode}, embedding {name} (seed {result.seed})."
@@ -780,9 +813,10 @@ def _run_embeddings(args, spec, progress) -> _Run:
         from biastest.runner.embeddings import run_mac, run_weat
 
         options = {"source": source, "seed": seed, "n_permutations": _or(args.permutations, DEFAULT_PERMUTATIONS)}
-        weat = run_weat(spec=spec, progress=progress, **options)
-        mac = run_mac(spec=spec, source=source)
-        name = load_embeddings(source).name
+        runner_options = _with_trusted_files(options, args.trust_gensim_file)
+        weat = run_weat(spec=spec, progress=progress, **runner_options)
+        mac = run_mac(spec=spec, source=runner_options["source"])
+        name = load_embeddings(source, trust_pickle=bool(args.trust_gensim_file)).name
         headline = (
             f"WEAT effect size d = {weat.effect_size:.3f} (one-sided p = {weat.p_one_sided:.4g}); MAC = "
             f"{mac.mac:.4f}; embedding {name} (seed {weat.seed})."
@@ -803,8 +837,8 @@ def _run_embeddings(args, spec, progress) -> _Run:
     }
     spec.check_testable()
     result = run_bayes(spec_groups=dict(spec.social_groups[:2]), spec_attributes=dict(spec.attributes[:2]),
-                       spec_name=spec.name, progress=progress, **options)
-    name = load_embeddings(source).name
+                       spec_name=spec.name, progress=progress, **_with_trusted_files(options, args.trust_gensim_file))
+    name = load_embeddings(source, trust_pickle=bool(args.trust_gensim_file)).name
     d = result.diagnostics
     headline = (
         f"Bayesian estimate ({result.model['name']} model): max R-hat {d.get('max_rhat')}, converged "

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,14 +165,21 @@ def check_option(name: str, value: Any) -> Any:
     return _whole(name, bound, value) if bound.whole else _real(name, bound, value)
 
 
-def validate_options(options: Mapping[str, Any]) -> dict[str, Any]:
+def validate_options(options: Mapping[str, Any], *, optional: Collection[str] = ()) -> dict[str, Any]:
     """Validate every known option in ``options``; return them canonical, others unchanged.
 
-    ``None`` values (an option left out) are kept as ``None``. Keys that are not in
-    :data:`BOUNDS` (a model id, a method name) are passed through: their own
+    Parameters
+    ----------
+    options : mapping
+        Option name → value as given.
+    optional : collection of str
+        Options that may be ``None`` (left out; kept as ``None``). Any other ``None`` is refused.
+
+    Keys that are not in :data:`BOUNDS` (a model id, a method name) are passed through: their own
     registries check them.
     """
     out: dict[str, Any] = {}
     for name, value in options.items():
-        out[name] = check_option(name, value) if name in BOUNDS and value is not None else value
+        skip = name not in BOUNDS or (value is None and name in optional)
+        out[name] = value if skip else check_option(name, value)
     return out

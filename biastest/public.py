@@ -46,7 +46,6 @@ from biastest.errors import PolicyError
 __all__ = [
     "ALLOWED_HOSTS_ENV",
     "MAX_FILES_PER_UPLOAD",
-    "MAX_IMAGES_PER_SESSION",
     "MAX_UPLOAD_BYTES",
     "MSG_BAD_URL",
     "MSG_HOST_UNRESOLVED",
@@ -76,8 +75,6 @@ ALLOWED_HOSTS_ENV = "BIASTEST_ALLOWED_HOSTS"
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 #: Files accepted by one upload.
 MAX_FILES_PER_UPLOAD = 100
-#: Pictures one session of the vision-language app may hold.
-MAX_IMAGES_PER_SESSION = 500
 
 MSG_SERVER_PATHS_OFF = (
     "This server is public, so it does not read files by their path on the server. Upload the file instead."

@@ -138,7 +138,8 @@ def run_twoafc(
     TwoAFCResult
     """
     validate_options({"seed": seed, "n_bootstrap": n_bootstrap, "noise_sigma": noise_sigma,
-                      "n_replicates": n_replicates if corpus is not None else None})
+                      "n_replicates": n_replicates if corpus is not None else None},
+                     optional=("noise_sigma", "n_replicates"))
     if replicates is not None and len(replicates) > BOUNDS["n_replicates"].high:
         check_option("n_replicates", len(replicates))
     if spec is not None:
