@@ -15,7 +15,9 @@ The rule's sentences cycle through :data:`FRAMES` (by request count), so
 repeated requests give distinct sentences. Scripted faults (each consumed
 once, in order, per endpoint, before any ``always`` action): ``status``
 (e.g. 429 with ``Retry-After``, 500), ``sleep`` (answer late, beyond a client
-time-out), ``empty`` (empty content), ``null`` (null content), ``malformed``
+time-out), ``hang`` (hold the request open and never answer: the connection
+is closed after ``seconds``, default :data:`HANG_MAX_SECONDS`, or when the
+stub stops), ``empty`` (empty content), ``null`` (null content), ``malformed``
 (a body that is not JSON), ``no_choices``, ``text`` (a given answer) and
 ``missing_attribute`` (a sentence with the target term only). ``always`` sets
 a fault that repeats for every request (e.g. a server that is down).
@@ -39,7 +41,10 @@ from typing import Any
 
 from PIL import Image
 
-__all__ = ["OpenAIStub", "Action", "png_bytes"]
+__all__ = ["OpenAIStub", "Action", "png_bytes", "HANG_MAX_SECONDS"]
+
+#: Longest a ``hang`` action holds a request open (every wait in the stub is bounded).
+HANG_MAX_SECONDS = 20.0
 
 _TARGET = re.compile(r'target term "([^"]+)"')
 _ATTRIBUTE = re.compile(r'attribute term "([^"]+)"')
@@ -61,7 +66,7 @@ class Action:
     Attributes
     ----------
     kind : str
-        ``status``, ``sleep``, ``empty``, ``null``, ``malformed``,
+        ``status``, ``sleep``, ``hang``, ``empty``, ``null``, ``malformed``,
         ``no_choices``, ``text``, ``missing_attribute``, ``url`` (images) or
         ``rule`` (answer by the rule).
     status : int
@@ -69,7 +74,9 @@ class Action:
     headers : dict
         Extra response headers (``Retry-After``).
     seconds : float
-        Delay for ``sleep`` (then answers by the rule).
+        Delay for ``sleep`` (then answers by the rule); for ``hang``, how long
+        the request is held before the connection is closed unanswered
+        (0: :data:`HANG_MAX_SECONDS`).
     text : str
         Answer for ``text``.
     body : dict
@@ -236,6 +243,10 @@ class OpenAIStub:
                 if action.kind == "sleep":
                     stub._stop.wait(action.seconds)
                     return False
+                if action.kind == "hang":  # never answer; close the connection when released
+                    stub._stop.wait(min(action.seconds or HANG_MAX_SECONDS, HANG_MAX_SECONDS))
+                    self.close_connection = True
+                    return True
                 if action.kind == "malformed":
                     self._send(200, b'{"id": "x", "choices": [ {"message": ')
                     return True

@@ -12,7 +12,12 @@ Everything else lives here:
   a wall-clock limit, and per-request retries with exponential backoff that
   respects ``Retry-After`` (capped). :class:`RunState` enforces them; when a
   limit is hit it raises :class:`RunStopped` and the orchestration keeps
-  what was produced.
+  what was produced. A run also stops when the caller sets its stop signal
+  (a plain :class:`threading.Event`): the signal and the time limit are
+  watched while a request is in flight and during backoff waits, so a
+  hanging service holds the caller for at most about
+  :data:`POLL_SECONDS` after a stop and :data:`DEADLINE_GRACE_SECONDS`
+  after the time limit.
 * :class:`SentenceRules` validates a generation: one sentence, containing the
   group term and the attribute term (escaped, word-bounded,
   case-insensitive), no term of the other social group, within word-count
@@ -27,6 +32,7 @@ Progress reaches the caller through a plain callback
 from __future__ import annotations
 
 import abc
+import contextvars
 import logging
 import random
 import re
@@ -65,6 +71,8 @@ __all__ = [
     "STOP_UNAVAILABLE",
     "STOP_ERROR",
     "STOP_CANCELLED",
+    "POLL_SECONDS",
+    "DEADLINE_GRACE_SECONDS",
     "REJECT_EMPTY",
     "REJECT_MALFORMED",
     "REJECT_NOT_ONE_SENTENCE",
@@ -90,6 +98,11 @@ STOP_RATE_LIMITED = "rate_limited"
 STOP_UNAVAILABLE = "service_unavailable"
 STOP_ERROR = "error"
 STOP_CANCELLED = "cancelled"
+
+#: How often a run waiting on a request looks at its stop signal and its time limit, in seconds.
+POLL_SECONDS = 0.05
+#: How long past the time limit a request in flight may still answer before it is given up, in seconds.
+DEADLINE_GRACE_SECONDS = 0.5
 
 REJECT_EMPTY = "empty"
 REJECT_MALFORMED = "malformed"
@@ -292,10 +305,20 @@ class RunState:
     seed : int
         Seeds the backoff jitter.
     cancel : threading.Event, optional
-        Set it from another thread to stop the run early (checked between
-        requests and during backoff waits).
+        The stop signal: set it from another thread to stop the run early.
+        It is checked before each request, every :data:`POLL_SECONDS`
+        while a request is in flight (the request is then given up) and
+        during backoff waits.
     clock : callable, optional
         Monotonic clock (seconds); ``time.monotonic`` by default.
+
+    Notes
+    -----
+    Each request runs in a helper (daemon) thread so that the run can give
+    it up: at a stop, or :data:`DEADLINE_GRACE_SECONDS` after the time
+    limit when the request's own time-out did not end it (a local model, a
+    service that trickles bytes). A request given up keeps its thread until
+    its own time-out or computation ends; its answer is dropped.
     """
 
     def __init__(
@@ -337,14 +360,18 @@ class RunState:
     def call(self, fn: Callable[[float], T], *, what: str) -> T:
         """Call ``fn(timeout)`` with retries on :class:`TransientError`.
 
-        Every try counts against the request budget. Backoff waits respect
-        ``Retry-After`` (capped) and never extend past the run's time limit.
+        Every try counts against the request budget; its time-out is the
+        smaller of ``request_timeout`` and the time left. Backoff waits
+        respect ``Retry-After`` (capped) and never extend past the run's
+        time limit. A stop signal ends the call within about
+        :data:`POLL_SECONDS`, even while a request hangs.
 
         Raises
         ------
         RunStopped
-            When a limit is hit, or retries are exhausted (``rate_limited``
-            or ``service_unavailable``).
+            When a limit is hit, the stop signal is set (``cancelled``), or
+            retries are exhausted (``rate_limited`` or
+            ``service_unavailable``).
         MalformedAnswer, GenerationError
             Passed through from ``fn``.
         """
@@ -355,7 +382,7 @@ class RunState:
             tries += 1
             timeout = max(0.01, min(self.limits.request_timeout, self.remaining()))
             try:
-                return fn(timeout)
+                return self._bounded(fn, timeout, what=what)
             except TransientError as exc:
                 self.transient[exc.kind] = self.transient.get(exc.kind, 0) + 1
                 self.last_tries = tries
@@ -369,9 +396,36 @@ class RunState:
                 log.info("%s: %s (status %s); retry %d in %.2f s", what, exc.kind, exc.status, tries, wait)
                 if self.cancel is not None:
                     if self.cancel.wait(wait):
+                        log.info("%s: stopped on request during a backoff wait", what)
                         raise RunStopped(STOP_CANCELLED) from None
                 else:
                     time.sleep(wait)
+
+    def _bounded(self, fn: Callable[[float], T], timeout: float, *, what: str) -> T:
+        """``fn(timeout)`` in a helper thread, given up at a stop or past the time limit."""
+        box: dict[str, Any] = {}
+        finished = threading.Event()
+
+        def work() -> None:
+            try:
+                box["value"] = fn(timeout)
+            except BaseException as exc:  # handed to the caller's thread below
+                box["error"] = exc
+            finally:
+                finished.set()
+
+        context = contextvars.copy_context()
+        threading.Thread(target=context.run, args=(work,), name=f"biastest-request {what}", daemon=True).start()
+        while not finished.wait(POLL_SECONDS):
+            if self.cancel is not None and self.cancel.is_set():
+                log.info("%s: stopped on request; the request in flight is given up", what)
+                raise RunStopped(STOP_CANCELLED)
+            if self.remaining() < -DEADLINE_GRACE_SECONDS:
+                log.warning("%s: the request in flight passed the time limit and is given up", what)
+                raise RunStopped(STOP_TIME)
+        if "error" in box:
+            raise box.pop("error")
+        return box["value"]
 
 
 # --------------------------------------------------------------- generators

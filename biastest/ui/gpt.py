@@ -33,6 +33,7 @@ from biastest.ui.spec_step import (
     spec_summary,
     wire_validation,
 )
+from biastest.ui.stop import StopControl, time_limit_hint
 
 __all__ = ["SUGGESTED_MODELS", "build_demo"]
 
@@ -127,7 +128,13 @@ def import_file(file, fmt, state, table):
 
 
 @user_errors
-def generate(kind, api_key, base_url, model, per_attribute, prompt, seed, state, table, progress=gr.Progress()):
+def generate(kind, api_key, base_url, model, per_attribute, prompt, seed, state, table, progress=gr.Progress(), *,
+             cancel=None, max_seconds=services.GENERATION_MAX_SECONDS):
+    """Generate the missing sentences; a run stopped (``cancel`` set, or ``max_seconds`` passed) keeps its pairs.
+
+    The pairs made before a stop are stored and added to the table like those of a finished run; the message says
+    why the run stopped and how many were kept.
+    """
     spec = _spec(state)
     run = services.generate_pairs(
         spec,
@@ -139,6 +146,8 @@ def generate(kind, api_key, base_url, model, per_attribute, prompt, seed, state,
         prompt=prompt,
         seed=_seed(seed),
         progress=progress_callback(progress),
+        cancel=cancel,
+        max_seconds=max_seconds,
     )
     merged = _merge(table, report.pairs_to_table(run.pairs)) if run.pairs else table
     return merged, md_escape(run.report.message), ""
@@ -203,8 +212,22 @@ def method_info(method: str) -> str:
 
 
 # ------------------------------------------------------------------ layout
-def build_demo() -> gr.Blocks:
-    """Build the language-model app (no queue, no launch)."""
+def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS) -> gr.Blocks:
+    """Build the language-model app (no queue, no launch).
+
+    Parameters
+    ----------
+    generation_seconds : float
+        Time limit of one sentence-generation run (the Stop button ends a run sooner; both keep what was made).
+    """
+    stops = StopControl()
+
+    def generate_handler(kind, api_key, base_url, model, per_attribute, prompt, seed, state, table,
+                         request: gr.Request, progress=gr.Progress()):
+        with stops.running(request) as cancel:
+            return generate(kind, api_key, base_url, model, per_attribute, prompt, seed, state, table,
+                            progress=progress, cancel=cancel, max_seconds=generation_seconds)
+
     with gr.Blocks(title="biastest · language models") as demo:
         state = gr.State(_fresh_state())
         gr.Markdown(INTRO)
@@ -233,7 +256,8 @@ def build_demo() -> gr.Blocks:
                     gr.Markdown(
                         "Sentences are written for each (group term, attribute term), kept only if they are one "
                         "sentence containing both terms, and paired by swapping the group term. An API key is used "
-                        "for this session only and is never stored.",
+                        "for this session only and is never stored. "
+                        + time_limit_hint(generation_seconds),
                         elem_classes=["bt-hint"],
                     )
                     with gr.Row():
@@ -264,7 +288,9 @@ def build_demo() -> gr.Blocks:
                             choices=services.sentence_prompt_choices(), value="with-context", label="Prompt"
                         )
                         gen_seed = gr.Number(label="Seed", value=42, precision=0)
-                    gen_btn = gr.Button("Generate", elem_id="gen-run")
+                    with gr.Row():
+                        gen_btn = gr.Button("Generate", elem_id="gen-run")
+                        gen_stop = StopControl.button("gen-stop")
                     gen_msg = gr.Markdown("", elem_id="gen-message")
                 gr.Markdown(
                     "**Test sentence pairs.** Edit any cell to fix a sentence; untick *keep* to leave a pair out.",
@@ -318,10 +344,14 @@ def build_demo() -> gr.Blocks:
         next_btn.click(confirm_spec, [*spec_boxes, state], [state, inputs.message, tabs, tab_data, testing])
         find_btn.click(find_sentences, [state, table], [table, find_msg, coverage])
         import_btn.click(import_file, [upload, fmt, state, table], [table, import_msg])
-        gen_btn.click(
-            generate,
-            [gen_kind, api_key, base_url, gen_model, per_attr, prompt, gen_seed, state, table],
-            [table, gen_msg, coverage],
+        stops.wire(
+            demo,
+            generate_btn=gen_btn,
+            stop_btn=gen_stop,
+            fn=generate_handler,
+            inputs=[gen_kind, api_key, base_url, gen_model, per_attr, prompt, gen_seed, state, table],
+            outputs=[table, gen_msg, coverage],
+            api_name="generate_sentences",
             concurrency_id="generation",
         )
         method.change(method_info, method, method_md)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,10 @@ from biastest.spec import BiasSpec
 __all__ = [
     "IMPORT_FORMATS",
     "Found",
+    "GENERATION_MAX_SECONDS",
+    "StopSignals",
     "generate_pairs",
+    "generation_limits",
     "import_pairs",
     "retrieve_pairs",
     "run_lm_test",
@@ -49,6 +53,14 @@ MSG_THIN = "⚠️ thin: generate more"
 MAX_PER_ATTRIBUTE = 50
 THIN_BELOW = 2
 
+#: Longest a whole generation run (sentences or images) may take in the apps, in seconds; what was generated
+#: before the limit is kept.
+GENERATION_MAX_SECONDS = 300.0
+#: Longest one request to a sentence generator may take (never longer than the time left in the run).
+TEXT_REQUEST_TIMEOUT = 60.0
+#: Longest one request to an image generator may take (never longer than the time left in the run).
+IMAGE_REQUEST_TIMEOUT = 120.0
+
 _store_lock = threading.Lock()
 _stores: dict[str, Any] = {}
 
@@ -62,6 +74,103 @@ def shared_store():
         if root not in _stores:
             _stores[root] = DatasetStore(root, writer="app")
         return _stores[root]
+
+
+def generation_limits(*, request_timeout: float, max_seconds: float = GENERATION_MAX_SECONDS):
+    """The apps' bounds of one generation run: an overall time limit and a per-request time-out.
+
+    A request's time-out is never longer than the time left in the run
+    (:class:`~biastest.generate.base.RunState`), so a hanging service holds
+    a user for at most ``max_seconds`` (or until they press Stop).
+    """
+    from biastest.generate.base import RunLimits
+
+    return RunLimits(max_seconds=max_seconds, request_timeout=min(request_timeout, max_seconds))
+
+
+@dataclass
+class _Run:
+    event: threading.Event
+    active: int = 0
+
+
+class StopSignals:
+    """The stop signals of the generation runs of one app, one per user session.
+
+    A process-wide service (each app builds one and passes it to its
+    handlers): the Stop button sets the signal of its own session, and the
+    run of that session (which checks it between requests, while a request
+    is in flight and during backoff waits) ends early and keeps what it
+    made. It holds only :class:`threading.Event` objects keyed by session
+    id, and only from :meth:`arm` until the run ends (:meth:`running`),
+    :meth:`disarm` or :meth:`forget` — no user data.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: dict[str, _Run] = {}
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._runs)
+
+    def arm(self, key: str) -> threading.Event:
+        """Prepare the signal of the next run of session ``key`` (before the run is queued).
+
+        A Stop pressed while the run waits in the queue is then honoured as
+        soon as the run starts. While a run of the session is in progress,
+        its signal is returned unchanged.
+        """
+        with self._lock:
+            run = self._runs.get(key)
+            if run is None or run.active == 0:
+                run = self._runs[key] = _Run(threading.Event())
+            return run.event
+
+    @contextmanager
+    def running(self, key: str) -> Iterator[threading.Event]:
+        """The signal for a run of session ``key`` (armed or new), released when the run ends."""
+        with self._lock:
+            run = self._runs.get(key)
+            if run is None:
+                run = self._runs[key] = _Run(threading.Event())
+            run.active += 1
+        try:
+            yield run.event
+        finally:
+            with self._lock:
+                run.active -= 1
+                if run.active == 0 and self._runs.get(key) is run:
+                    del self._runs[key]
+
+    def is_running(self, key: str) -> bool:
+        """Whether a run of session ``key`` is in progress."""
+        with self._lock:
+            run = self._runs.get(key)
+            return run is not None and run.active > 0
+
+    def stop(self, key: str) -> bool:
+        """Ask the armed or running run of session ``key`` to stop; False when there is none."""
+        with self._lock:
+            run = self._runs.get(key)
+        if run is None:
+            return False
+        run.event.set()
+        return True
+
+    def disarm(self, key: str) -> None:
+        """Drop the signal of session ``key`` if no run of it is in progress (the run was never started)."""
+        with self._lock:
+            run = self._runs.get(key)
+            if run is not None and run.active == 0:
+                del self._runs[key]
+
+    def forget(self, key: str) -> None:
+        """The session ended: stop its run, if any, and drop its signal."""
+        with self._lock:
+            run = self._runs.pop(key, None)
+        if run is not None:
+            run.event.set()
 
 
 @dataclass(frozen=True)
@@ -165,10 +274,15 @@ def generate_pairs(
     prompt: str,
     seed: int,
     progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+    max_seconds: float = GENERATION_MAX_SECONDS,
 ):
     """Generate the sentences the spec is missing, store them, return the run.
 
     The key is handed to the client and forgotten; it is not stored or logged.
+    The run ends at ``max_seconds`` or when ``cancel`` is set; the sentences
+    generated before that are stored and returned all the same (the
+    report's message says why it stopped and how many were kept).
     """
     from biastest.generate import generate_sentences, make_text_generator
 
@@ -201,6 +315,8 @@ def generate_pairs(
         prompt=prompt,
         existing_texts=found.texts,
         progress=progress,
+        limits=generation_limits(request_timeout=TEXT_REQUEST_TIMEOUT, max_seconds=max_seconds),
+        cancel=cancel,
     )
     if run.sentences or run.pairs:
         shared_store().add(run.sentences, run.pairs)

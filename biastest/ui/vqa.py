@@ -43,6 +43,7 @@ from biastest.records import TestImage
 from biastest.report import vqa as rep
 from biastest.spec import BiasSpec
 from biastest.ui.common import escape, gated_tabs_reset, progress_callback, unlock_step, user_errors
+from biastest.ui.services import GENERATION_MAX_SECONDS, IMAGE_REQUEST_TIMEOUT, generation_limits
 from biastest.ui.spec_step import (
     CUSTOM,
     build_spec_inputs,
@@ -51,6 +52,7 @@ from biastest.ui.spec_step import (
     spec_summary,
     wire_validation,
 )
+from biastest.ui.stop import StopControl, time_limit_hint
 
 log = logging.getLogger("biastest.ui.vqa")
 
@@ -476,8 +478,14 @@ def generate_core(
     seed: Any,
     *,
     progress=None,
+    cancel: threading.Event | None = None,
+    max_seconds: float = GENERATION_MAX_SECONDS,
 ) -> tuple[dict[str, Any], str]:
-    """Generate images until every image term has ``per_term`` images; returns the session and the report."""
+    """Generate images until every image term has ``per_term`` images; returns the session and the report.
+
+    The run ends early when ``cancel`` is set (the Stop button) or after ``max_seconds``; the images made before
+    that are added to the session all the same, and the report says why the run stopped and how many were kept.
+    """
     from biastest.generate.images import generate_images
 
     new = _copy(session)
@@ -488,7 +496,8 @@ def generate_core(
                                size=size)
     run = generate_images(list(spec.group_terms), generator, seed=seed_i, existing_counts=image_counts(new),
                           target_per_term=target, prompt=prompt_name or "portrait", spec_name=spec.name,
-                          progress=progress)
+                          progress=progress, cancel=cancel,
+                          limits=generation_limits(request_timeout=IMAGE_REQUEST_TIMEOUT, max_seconds=max_seconds))
     added, problems = add_generated(new, run.images)
     lines = [escape(MSG_GENERATED.format(report=run.report.message))]
     if problems:
@@ -630,12 +639,18 @@ class VQAApp:
         its default folder, opened on first use.
     use_store : bool
         False: no shared store at all (no retrieval, no saving).
+    generation_seconds : float
+        Time limit of one image-generation run (the Stop button, :attr:`stops`, ends a run sooner; both keep the
+        images made until then).
     """
 
-    def __init__(self, store=None, *, use_store: bool = True) -> None:
+    def __init__(self, store=None, *, use_store: bool = True,
+                 generation_seconds: float = GENERATION_MAX_SECONDS) -> None:
         self._store = store
         self._use_store = use_store or store is not None
         self._lock = threading.Lock()
+        self.generation_seconds = generation_seconds
+        self.stops = StopControl()
 
     @property
     def has_store(self) -> bool:
@@ -691,10 +706,16 @@ class VQAApp:
 
     @user_errors
     def generate_handler(self, session, source, api_key, base_url, model, local_model, size, per_term, prompt_name,
-                         seed, progress=gr.Progress()):
-        """Generate the missing images for every image term (the key is used for this request only)."""
-        new, md = generate_core(session, source, api_key, base_url, model, local_model, size, per_term, prompt_name,
-                                seed, progress=progress_callback(progress))
+                         seed, request: gr.Request = None, progress=gr.Progress()):
+        """Generate the missing images for every image term (the key is used for this request only).
+
+        The session's Stop button (:attr:`stops`) or the time limit ends the run early; the images made until
+        then are added all the same.
+        """
+        with self.stops.running(request) as cancel:
+            new, md = generate_core(session, source, api_key, base_url, model, local_model, size, per_term,
+                                    prompt_name, seed, progress=progress_callback(progress), cancel=cancel,
+                                    max_seconds=self.generation_seconds)
         return (new, md, *self.step2_view(new))
 
     @user_errors
@@ -834,7 +855,8 @@ if (!window.__btVqaTimer) { window.__btVqaTimer = setInterval(attach, 300); }
 """
 
 
-def build_demo(*, store=None, use_store: bool = True) -> gr.Blocks:
+def build_demo(*, store=None, use_store: bool = True,
+               generation_seconds: float = GENERATION_MAX_SECONDS) -> gr.Blocks:
     """The app's Blocks (no queue, no launch: :func:`biastest.ui.serve.configure_queue` does that).
 
     Parameters
@@ -844,8 +866,10 @@ def build_demo(*, store=None, use_store: bool = True) -> gr.Blocks:
         the store at ``$BIASTEST_DATA_DIR``, opened on first use).
     use_store : bool
         False hides retrieval and saving (no shared store at all).
+    generation_seconds : float
+        Time limit of one image-generation run (the Stop button ends a run sooner; both keep what was made).
     """
-    handlers = VQAApp(store, use_store=use_store)
+    handlers = VQAApp(store, use_store=use_store, generation_seconds=generation_seconds)
     with gr.Blocks(title="biastest · vision-language models") as demo:
         session = gr.State(new_session(), delete_callback=discard_session)
         gr.Markdown(HEADER, elem_id="app-header")
@@ -922,7 +946,10 @@ def build_demo(*, store=None, use_store: bool = True) -> gr.Blocks:
                             [(f"{p.name}: “{p.template}”", p.name) for p in IMAGE_PROMPTS.values()],
                             value="portrait", label="Prompt", elem_id="gen-prompt")
                         gen_seed = gr.Number(0, precision=0, label="Seed", elem_id="gen-seed")
-                    gen_btn = gr.Button("Generate the missing pictures", elem_id="gen-run")
+                    gr.Markdown(time_limit_hint(generation_seconds), elem_classes=["bt-hint"])
+                    with gr.Row():
+                        gen_btn = gr.Button("Generate the missing pictures", elem_id="gen-run")
+                        gen_stop = StopControl.button("gen-stop")
                     gen_md = gr.Markdown("", elem_id="gen-message")
                 gallery = gr.Gallery(label="Test images (click one to select it)", columns=8, height=300,
                                      allow_preview=False, elem_id="image-gallery")
@@ -1001,10 +1028,11 @@ def build_demo(*, store=None, use_store: bool = True) -> gr.Blocks:
         upload_btn.click(handlers.upload_handler, [session, upload_files, upload_term],
                          [session, upload_md, upload_files, *step2_view])
         gen_source.change(on_generator, gen_source, [gen_key, gen_url, gen_model, gen_local, gen_size], queue=False)
-        gen_btn.click(handlers.generate_handler,
-                      [session, gen_source, gen_key, gen_url, gen_model, gen_local, gen_size, gen_n, gen_prompt,
-                       gen_seed],
-                      [session, gen_md, *step2_view], concurrency_id="vqa-generate", concurrency_limit=1)
+        handlers.stops.wire(demo, generate_btn=gen_btn, stop_btn=gen_stop, fn=handlers.generate_handler,
+                            inputs=[session, gen_source, gen_key, gen_url, gen_model, gen_local, gen_size, gen_n,
+                                    gen_prompt, gen_seed],
+                            outputs=[session, gen_md, *step2_view], api_name="generate_images",
+                            concurrency_id="vqa-generate", concurrency_limit=1)
         gallery.select(gallery_select_handler, session, [session, gallery_md], queue=False)
         remove_btn.click(handlers.remove_handler, session, [session, gallery_md, *step2_view])
         store_btn.click(handlers.retrieve_handler, [session, store_n], [session, store_md, *step2_view])
