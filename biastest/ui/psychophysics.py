@@ -26,10 +26,12 @@ from biastest.metrics.posterior import load_default_groups
 from biastest.metrics.twoafc import labor_statistics_correlation, load_occupations_bls
 from biastest.models.embeddings import (
     EMBEDDING_SOURCES,
+    SAFE_EMBEDDING_SUFFIXES,
     KeyedVectorsEmbeddings,
     LookupReport,
     WordEmbeddings,
     check_coverage,
+    check_upload_file,
     load_embeddings,
     train_bootstrap_replicates,
 )
@@ -70,7 +72,8 @@ MSG_SPEC_OK_WEAT = (
     "✅ Specification is valid: target lists of {nx} and {ny} words, attribute lists of {na} and {nb} words."
 )
 MSG_NO_UPLOAD = (
-    "Upload an embedding file (word2vec, GloVe or fastText; text or binary), or choose the embedded GloVe 6B 50d."
+    "Upload an embedding file (word2vec, GloVe or fastText, text or binary; .npz or .safetensors), or choose the "
+    "embedded GloVe 6B 50d."
 )
 MSG_NO_PATH = "Type the path of an embedding file on this server, or choose another embedding source."
 MSG_PATHS_DISABLED = (
@@ -158,6 +161,7 @@ def embedding_source_id(choice: str, upload: Any, path: str | None, *, allow_pat
         p = _file_path(upload)
         if not p:
             raise EmbeddingError(MSG_NO_UPLOAD)
+        check_upload_file(p)  # the widget's file types are only a hint to the browser: never open a pickle
         return f"file:{p}"
     if choice == SOURCE_PATH:
         if not allow_paths:
@@ -585,6 +589,8 @@ def _replicate_models(session: dict[str, Any], mode: str, files: Any) -> list[Wo
         paths = [p for p in (_file_path(f) for f in (files or [])) if p]
         if len(paths) < 2:
             raise DataError(MSG_NO_REPLICATE_FILES)
+        for p in paths:
+            check_upload_file(p)
         words = _spec_words(session["spec"])
         return [KeyedVectorsEmbeddings(p, name=Path(p).name).restrict(words, name=Path(p).name) for p in paths]
     if mode == REPLICATES_TRAIN:
@@ -806,12 +812,13 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
                     source_choices(allow_paths=allow_paths),
                     value=DEFAULT_SOURCE,
                     label="Embedding",
-                    info="The embedded GloVe 6B 50d works offline. Uploads: word2vec/GloVe/fastText, text or binary.",
+                    info="The embedded GloVe 6B 50d works offline. Uploads: word2vec/GloVe/fastText (text or "
+                    "binary), .npz or .safetensors.",
                     elem_id="embedding-source",
                 )
                 upload = gr.File(
                     label="Embedding file",
-                    file_types=[".txt", ".vec", ".bin", ".kv", ".gz", ".model"],
+                    file_types=list(SAFE_EMBEDDING_SUFFIXES),
                     visible=False,
                     elem_id="embedding-upload",
                 )
@@ -861,6 +868,7 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
                     rep_files = gr.File(
                         label="Replicate embedding files (two or more)",
                         file_count="multiple",
+                        file_types=list(SAFE_EMBEDDING_SUFFIXES),
                         visible=False,
                         elem_id="replicate-files",
                     )
