@@ -4,7 +4,9 @@ Cells that a spreadsheet would run as a formula (starting with ``=``, ``+``,
 ``-``, ``@``, a tab or a carriage return) are neutralised by prefixing a single
 quote (OWASP "CSV injection"); numbers stay numbers. HTML in text is left as
 text (CSV and JSON are not rendered as HTML). Files are written to a fresh
-per-request temporary directory, never to a shared fixed path.
+per-request directory under the process's working folder
+(:mod:`biastest.workdir`), never to a shared fixed path; the apps put it in
+the user's session folder, so it goes when the session ends.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from __future__ import annotations
 import csv
 import json
 import math
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from biastest import workdir
 
 __all__ = ["FORMULA_PREFIXES", "neutralise_cell", "private_dir", "write_csv", "write_json"]
 
@@ -33,9 +36,18 @@ def neutralise_cell(value: Any) -> Any:
     return value
 
 
-def private_dir(prefix: str = "biastest-") -> Path:
-    """A fresh temporary directory for one user's download."""
-    return Path(tempfile.mkdtemp(prefix=prefix))
+def private_dir(prefix: str = "biastest-", *, session_id: str | None = None) -> Path:
+    """A fresh directory for one user's download, under the process's working folder.
+
+    Parameters
+    ----------
+    prefix : str
+        Start of the folder's name.
+    session_id : str, optional
+        Put it in this session's folder (removed with the session); default:
+        the process's loose ``exports`` folder (removed by age or at exit).
+    """
+    return workdir.new_export_dir(session_id, prefix=prefix)
 
 
 def _jsonable(value: Any) -> Any:

@@ -421,9 +421,10 @@ def twoafc_interpretation(result, *, source: str) -> str:
     return "\n\n".join(lines)
 
 
-def twoafc_exports(result, *, source: str, corr=None, spec: Mapping[str, Any] | None = None) -> tuple[Path, Path]:
-    """CSV (one row per target) and JSON (everything, with provenance) in a fresh private folder."""
-    folder = private_dir("biastest-2afc-")
+def twoafc_exports(result, *, source: str, corr=None, spec: Mapping[str, Any] | None = None,
+                   directory: Path | None = None) -> tuple[Path, Path]:
+    """CSV (one row per target) and JSON (everything, with provenance) in ``directory`` (default: a fresh folder)."""
+    folder = Path(directory) if directory is not None else private_dir("biastest-2afc-")
     csv_path = write_csv(twoafc_csv_rows(result, source=source), folder / "psychophysics_2afc.csv")
     payload = {"test": "2afc", "embedding": source, "spec": dict(spec) if spec else None, "result": result.to_dict(),
                "labour_statistics": corr.to_dict() if corr is not None else None}
@@ -548,9 +549,10 @@ def weat_interpretation(weat, mac, *, source: str) -> str:
     return "\n\n".join(lines)
 
 
-def weat_exports(weat, mac, *, source: str, spec: Mapping[str, Any] | None = None) -> tuple[Path, Path]:
-    """CSV (one row per target word: WEAT association and MAC distances) and JSON in a private folder."""
-    folder = private_dir("biastest-weat-")
+def weat_exports(weat, mac, *, source: str, spec: Mapping[str, Any] | None = None,
+                 directory: Path | None = None) -> tuple[Path, Path]:
+    """CSV (per target word: WEAT association, MAC distances) and JSON in ``directory`` (default: a fresh folder)."""
+    folder = Path(directory) if directory is not None else private_dir("biastest-weat-")
     mac_by_word: dict[str, dict[str, float]] = {}
     for r in mac.per_word_class:
         mac_by_word.setdefault(r["word"], {})[f"mac_distance[{r['class']}]"] = r["mean_distance"]
@@ -679,9 +681,9 @@ def bayes_diagnostics_markdown(result) -> str:
     return "\n".join(lines)
 
 
-def bayes_exports(result, *, source: str) -> tuple[Path, Path]:
-    """CSV (intervals per word, connection and contrast) and JSON (everything) in a private folder."""
-    folder = private_dir("biastest-bayes-")
+def bayes_exports(result, *, source: str, directory: Path | None = None) -> tuple[Path, Path]:
+    """CSV (intervals per word, connection and contrast) and JSON in ``directory`` (default: a fresh folder)."""
+    folder = Path(directory) if directory is not None else private_dir("biastest-bayes-")
     rows = [{**r, "embedding": source, "model": result.model["name"], "seed": result.seed}
             for r in result.interval_records()]
     csv_path = write_csv(rows, folder / "bayes_estimate.csv")
@@ -778,9 +780,9 @@ def posterior_group_frame(result) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def posterior_exports(result, *, source: str) -> tuple[Path, Path]:
-    """CSV (per-word distances to each posterior and the word tables) and JSON in a private folder."""
-    folder = private_dir("biastest-posterior-")
+def posterior_exports(result, *, source: str, directory: Path | None = None) -> tuple[Path, Path]:
+    """CSV (per-word distances to each posterior, word tables) and JSON in ``directory`` (default: a fresh folder)."""
+    folder = Path(directory) if directory is not None else private_dir("biastest-posterior-")
     rows: list[dict[str, Any]] = []
     for t in result.group_tests:
         for group, words, scores in ((t["group_a"], t["words_a"], t["scores_a"]),

@@ -19,7 +19,10 @@ one directory laid out exactly like the Hugging Face dataset that
 shard (``<UTC time>-<process id>-<random>.parquet``): it is written to a
 temporary file and renamed into place atomically, so a reader never sees a
 half-written shard and two processes (or two threads) appending at once never
-lose a row. Nothing ever rewrites an existing file.
+lose a row. Nothing ever rewrites an existing file. A writer that dies between
+the two steps (a crash, a kill, a power cut) leaves its temporary file behind:
+the store removes such orphans when it opens (see
+:meth:`DatasetStore.remove_stale_temp_files` for the rule).
 
 **Dedup on read.** Records have content-hash ids (:mod:`biastest.records`);
 the same content written twice (by two users, two runs, a pull and a local
@@ -43,6 +46,7 @@ import logging
 import os
 import re
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -83,6 +87,8 @@ STATE_DIR = ".biastest"
 TABLES = ("sentences", "pairs", "images", "specs", "results")
 #: Suffix of shards that must never be pushed to the user's dataset (read-only public imports).
 LOCAL_ONLY_SUFFIX = "-public"
+#: A temporary file unchanged for this many seconds belongs to a write that died (removed when a store opens).
+STALE_TMP_SECONDS = 600.0
 #: Image formats accepted (Pillow format name → file extension).
 IMAGE_FORMATS = {"PNG": "png", "JPEG": "jpg", "WEBP": "webp", "GIF": "gif", "BMP": "bmp"}
 MAX_IMAGE_BYTES = 40 * 1024 * 1024
@@ -723,6 +729,48 @@ class DatasetStore:
                 MSG_CANNOT_WRITE.format(root=self.root, problem=exc.strerror or str(exc), env=DATA_DIR_ENV),
                 root=str(self.root),
             ) from None
+        self.remove_stale_temp_files()
+
+    def remove_stale_temp_files(self, *, max_age: float = STALE_TMP_SECONDS, now: float | None = None) -> list[str]:
+        """Remove the temporary files of writes that died (called when the store opens).
+
+        The rule: a file in ``.biastest/tmp`` whose name ends in ``.tmp`` and
+        that has not changed for ``max_age`` seconds (default ten minutes).
+        A live write keeps its temporary file for the moments it takes to
+        write, sync and rename it, changing it all the while, so a file that
+        old belongs to a writer that is gone. Ages, not process ids, decide:
+        the store folder may be shared by processes of other machines or
+        containers, whose ids mean nothing here.
+
+        Parameters
+        ----------
+        max_age : float
+            Seconds without a change.
+        now : float, optional
+            The current time (``time.time()``), for tests.
+
+        Returns
+        -------
+        list of str
+            The names of the files removed.
+        """
+        now = time.time() if now is None else float(now)
+        removed = []
+        try:
+            candidates = [p for p in self.tmp_dir.iterdir() if p.name.endswith(".tmp")]
+        except OSError:
+            return removed
+        for path in candidates:
+            try:
+                if path.is_symlink() or not path.is_file() or now - path.stat().st_mtime <= max_age:
+                    continue
+                path.unlink()
+            except OSError:  # gone meanwhile, or not ours to remove: leave it
+                continue
+            removed.append(path.name)
+        if removed:
+            log.info("removed %d orphaned temporary file(s) from %s", len(removed), self.tmp_dir)
+        return removed
 
     # ------------------------------------------------------------ paths
     @property

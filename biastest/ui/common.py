@@ -14,10 +14,12 @@ import html
 import logging
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
+from biastest import workdir
 from biastest.errors import BiastestError
 
 __all__ = [
@@ -26,9 +28,13 @@ __all__ = [
     "MSG_UNEXPECTED",
     "STEP_IDS",
     "THEME",
+    "current_session_id",
+    "end_session_files_on_unload",
     "gated_tabs_reset",
+    "gradio_cache_policy",
     "launch_kwargs",
     "progress_callback",
+    "session_export_dir",
     "unlock_step",
     "user_errors",
 ]
@@ -116,6 +122,7 @@ def launch_kwargs() -> dict[str, Any]:
     """
     host = os.environ.get("BIASTEST_HOST") or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
     port = os.environ.get("BIASTEST_PORT") or os.environ.get("GRADIO_SERVER_PORT") or os.environ.get("PORT") or "7860"
+    workdir.remove_on_sigterm()
     return {
         "server_name": host,
         "server_port": int(port),
@@ -124,3 +131,58 @@ def launch_kwargs() -> dict[str, Any]:
         "ssr_mode": False,
         "max_file_size": MAX_UPLOAD,
     }
+
+# --------------------------------------------------------------------------- session files
+def current_session_id() -> str | None:
+    """The Gradio session id (``session_hash``) of the event being handled; None outside an event.
+
+    Read from the request Gradio keeps for the running event (the same one a
+    ``gr.Request`` parameter receives), so handlers need no extra parameter
+    to put their files in the session's folder (:func:`biastest.workdir.session_dir`).
+    """
+    from gradio.context import LocalContext
+
+    request = LocalContext.request.get(None)
+    session_hash = getattr(request, "session_hash", None)
+    return str(session_hash) if session_hash else None
+
+
+def session_export_dir(prefix: str = "biastest-") -> Path:
+    """A fresh folder for one download, inside the current session's folder (see :func:`current_session_id`)."""
+    return workdir.new_export_dir(current_session_id(), prefix=prefix)
+
+
+def _end_session(request: gr.Request) -> None:
+    """Gradio ``unload`` handler: remove the ending session's folder (its pictures and downloads)."""
+    session_hash = getattr(request, "session_hash", None)
+    if session_hash:
+        workdir.remove_session(session_hash)
+
+
+def end_session_files_on_unload(demo: gr.Blocks) -> gr.Blocks:
+    """Remove a session's folder when its browser tab closes or reloads (Gradio's ``unload`` event).
+
+    Sessions whose ``unload`` never comes (a server-side disconnect the
+    heartbeat missed) are removed by the sweeper of :mod:`biastest.workdir`
+    after ``BIASTEST_SESSION_MAX_AGE`` seconds without a change; the same
+    sweeper tidies what Gradio's own cache clean-up leaves behind
+    (:func:`biastest.workdir.tidy_cache_dir`).
+    """
+    from gradio.utils import get_upload_folder
+
+    demo.unload(_end_session)
+    workdir.watch_cache_dir(get_upload_folder())
+    return demo
+
+
+def gradio_cache_policy() -> tuple[int, int]:
+    """``delete_cache=(frequency, age)`` for ``gr.Blocks``: Gradio's own cache keeps files for a session's age.
+
+    Gradio copies every upload and every file it serves (downloads, pictures)
+    into its cache (``GRADIO_TEMP_DIR``). With this, every ``frequency``
+    seconds it deletes those of this app older than ``age`` seconds
+    (``BIASTEST_SESSION_MAX_AGE``, default two hours), and all of them when the
+    server shuts down.
+    """
+    age = workdir.session_max_age()
+    return int(min(900, max(1, age // 4))), int(age)

@@ -24,7 +24,15 @@ from biastest.report import gpt as report
 from biastest.report.text import md_escape
 from biastest.spec import BiasSpec
 from biastest.ui import services
-from biastest.ui.common import gated_tabs_reset, progress_callback, unlock_step, user_errors
+from biastest.ui.common import (
+    end_session_files_on_unload,
+    gated_tabs_reset,
+    gradio_cache_policy,
+    progress_callback,
+    session_export_dir,
+    unlock_step,
+    user_errors,
+)
 from biastest.ui.spec_step import (
     CUSTOM,
     build_spec_inputs,
@@ -168,7 +176,7 @@ def run_test(model_id, method, seed, state, table, progress=gr.Progress()):
         progress=progress_callback(progress),
     )
     state = {**state, "result": result.to_dict()}
-    csv_path, json_path = report.export_files(result)
+    csv_path, json_path = report.export_files(result, directory=session_export_dir("biastest-lm-"))
     tabs, tab = unlock_step("results")
     return (
         state,
@@ -228,7 +236,7 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS) -
             return generate(kind, api_key, base_url, model, per_attribute, prompt, seed, state, table,
                             progress=progress, cancel=cancel, max_seconds=generation_seconds)
 
-    with gr.Blocks(title="biastest · language models") as demo:
+    with gr.Blocks(title="biastest · language models", delete_cache=gradio_cache_policy()) as demo:
         state = gr.State(_fresh_state())
         gr.Markdown(INTRO)
         with gr.Tabs(selected="spec") as tabs:
@@ -382,4 +390,5 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS) -
             btn.click(restart, None, reset_outputs).then(
                 lambda: ("", "", "", "", "", CUSTOM), None, [*inputs.term_boxes, inputs.message, inputs.library]
             )
+        end_session_files_on_unload(demo)
     return demo

@@ -40,7 +40,16 @@ from biastest.runner.bayes import available_models, run_bayes, run_posterior
 from biastest.runner.embeddings import run_mac, run_twoafc, run_weat
 from biastest.spec import BiasSpec, TwoAFCSpec, parse_terms
 from biastest.specs import get_spec, get_twoafc_spec, list_specs
-from biastest.ui.common import escape, gated_tabs_reset, progress_callback, unlock_step, user_errors
+from biastest.ui.common import (
+    end_session_files_on_unload,
+    escape,
+    gated_tabs_reset,
+    gradio_cache_policy,
+    progress_callback,
+    session_export_dir,
+    unlock_step,
+    user_errors,
+)
 
 __all__ = [
     "CUSTOM",
@@ -648,7 +657,8 @@ def results_view(session: dict[str, Any]) -> tuple:
     hide = gr.update(visible=False)
     if isinstance(spec, TwoAFCSpec):
         result, corr = session["result"], session.get("labour")
-        csv_path, json_path = rep.twoafc_exports(result, source=source, corr=corr, spec=spec.to_dict())
+        csv_path, json_path = rep.twoafc_exports(result, source=source, corr=corr, spec=spec.to_dict(),
+                                                   directory=session_export_dir("biastest-2afc-"))
         names = [t.target for t in sorted(result.targets, key=lambda t: -t.pse)]
         first = names[0] if names else None
         return (
@@ -672,7 +682,8 @@ def results_view(session: dict[str, Any]) -> tuple:
             gr.update(value=str(json_path), visible=True),
         )
     weat, mac = session["weat"], session["mac"]
-    csv_path, json_path = rep.weat_exports(weat, mac, source=source, spec=spec.to_dict())
+    csv_path, json_path = rep.weat_exports(weat, mac, source=source, spec=spec.to_dict(),
+                                               directory=session_export_dir("biastest-weat-"))
     return (
         rep.weat_interpretation(weat, mac, source=source),
         gr.update(visible=False),
@@ -743,7 +754,7 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
         ``BIASTEST_ALLOW_SERVER_PATHS=1``, or the server binds a loopback address.
     """
     allow_paths = _paths_allowed() if allow_server_paths is None else bool(allow_server_paths)
-    with gr.Blocks(title="biastest · word embeddings") as demo:
+    with gr.Blocks(title="biastest · word embeddings", delete_cache=gradio_cache_policy()) as demo:
         session = gr.State(new_session())
         gr.Markdown(HEADER, elem_id="app-header")
         with gr.Tabs(selected="spec", elem_id="steps") as tabs:
@@ -1076,6 +1087,7 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
 
         for btn in (new1, new2, new3):
             btn.click(user_errors(reset), None, reset_outputs, queue=False)
+        end_session_files_on_unload(demo)
         del tab1
     return demo
 
@@ -1132,7 +1144,8 @@ def bayes_core(session, model, draws, tune, chains, seed, *, progress=None) -> d
 def bayes_view(session: dict[str, Any]) -> tuple:
     """Outputs of the Bayes section: status, priors, two plots, diagnostics, table, CSV, JSON."""
     result = session["bayes"]
-    csv_path, json_path = rep.bayes_exports(result, source=session["source"])
+    csv_path, json_path = rep.bayes_exports(result, source=session["source"],
+                                                directory=session_export_dir("biastest-bayes-"))
     return (
         MSG_BAYES_DONE.format(model=escape(result.model["title"]), seconds=result.seconds),
         rep.bayes_priors_markdown(result.model),
@@ -1235,7 +1248,8 @@ def posterior_core(session, name_a, words_a, name_b, words_b, draws, tune, chain
 def posterior_view(session: dict[str, Any]) -> tuple:
     """Outputs of the posterior section: status, reading, ACF, PCA, word table, group table, CSV, JSON."""
     result = session["posterior"]
-    csv_path, json_path = rep.posterior_exports(result, source=session["source"])
+    csv_path, json_path = rep.posterior_exports(result, source=session["source"],
+                                                    directory=session_export_dir("biastest-posterior-"))
     return (
         MSG_POSTERIOR_DONE.format(seconds=float(result.diagnostics.get("seconds", 0.0))),
         rep.posterior_markdown(result),

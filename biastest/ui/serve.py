@@ -18,6 +18,8 @@ import logging
 import os
 from dataclasses import dataclass
 
+from biastest import workdir
+
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
@@ -140,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.basicConfig(level=logging.INFO)
     app = build_server(entries)
+    workdir.remove_on_sigterm()  # the working folder goes at exit (atexit) and on SIGTERM
     print(f"biastest: serving {', '.join('/' + e.key for e in entries)} at http://{args.host}:{args.port}/")
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

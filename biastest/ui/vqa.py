@@ -24,11 +24,13 @@ import os
 import shutil
 import tempfile
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
+from biastest import workdir
 from biastest.errors import DataError, GenerationError, MethodError, SpecError, StoreError
 from biastest.generate.prompts import IMAGE_PROMPTS
 from biastest.metrics.vlm_score import (
@@ -42,7 +44,17 @@ from biastest.models.images import normalise_image_bytes
 from biastest.records import TestImage
 from biastest.report import vqa as rep
 from biastest.spec import BiasSpec
-from biastest.ui.common import escape, gated_tabs_reset, progress_callback, unlock_step, user_errors
+from biastest.ui.common import (
+    current_session_id,
+    end_session_files_on_unload,
+    escape,
+    gated_tabs_reset,
+    gradio_cache_policy,
+    progress_callback,
+    session_export_dir,
+    unlock_step,
+    user_errors,
+)
 from biastest.ui.services import GENERATION_MAX_SECONDS, IMAGE_REQUEST_TIMEOUT, generation_limits
 from biastest.ui.spec_step import (
     CUSTOM,
@@ -160,11 +172,21 @@ def _copy(session: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def session_root(session: dict[str, Any]) -> Path:
-    """The session's private image folder (``<root>/images/<sha256>.png``), created on first use."""
+    """The session's private image folder (``<root>/images/<sha256>.png``), created on first use.
+
+    It lies in the Gradio session's folder (:func:`biastest.workdir.session_dir`),
+    which goes when the session ends; outside a Gradio event, in a folder of its own.
+    Each use marks it as used (the age sweeper counts from the last change).
+    """
     if not session.get("dir") or not Path(session["dir"]).is_dir():
-        session["dir"] = tempfile.mkdtemp(prefix=SESSION_PREFIX)
+        owner = current_session_id() or f"local-{uuid.uuid4().hex}"
+        session["dir"] = tempfile.mkdtemp(prefix=SESSION_PREFIX, dir=workdir.session_dir(owner))
     root = Path(session["dir"])
     (root / "images").mkdir(exist_ok=True)
+    try:
+        os.utime(root)
+    except OSError:
+        pass
     return root
 
 
@@ -602,7 +624,7 @@ def results_view(session: dict[str, Any]) -> tuple:
     result = session["result"]
     root = Path(session["dir"])
     thumbs = {img.image_id: rep.thumbnail_uri(root / img.path) for img in result.images}
-    csv_path, json_path = rep.write_exports(result)
+    csv_path, json_path = rep.write_exports(result, folder=session_export_dir("biastest-vqa-"))
     choices = _image_choices(result)
     first_path, first_md = image_detail(session, 0 if choices else None)
     return (
@@ -870,7 +892,7 @@ def build_demo(*, store=None, use_store: bool = True,
         Time limit of one image-generation run (the Stop button ends a run sooner; both keep what was made).
     """
     handlers = VQAApp(store, use_store=use_store, generation_seconds=generation_seconds)
-    with gr.Blocks(title="biastest · vision-language models") as demo:
+    with gr.Blocks(title="biastest · vision-language models", delete_cache=gradio_cache_policy()) as demo:
         session = gr.State(new_session(), delete_callback=discard_session)
         gr.Markdown(HEADER, elem_id="app-header")
         with gr.Tabs(selected="spec", elem_id="steps") as tabs:
@@ -1068,5 +1090,6 @@ def build_demo(*, store=None, use_store: bool = True,
 
         for btn in (new1, new2, new3):
             btn.click(user_errors(reset), session, reset_outputs, queue=False)
+        end_session_files_on_unload(demo)
         del tab1
     return demo
