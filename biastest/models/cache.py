@@ -4,7 +4,13 @@ Models are expensive to load and identical for every user, so a model loads
 once per process however many users click. The cache holds models only —
 never user data. It is an LRU by count (``BIASTEST_MODEL_CACHE_SIZE``,
 default 3). Concurrent requests for the same key wait for one load instead
-of loading twice.
+of loading twice, and loads of different models never overlap
+(:data:`LOAD_LOCK`): ``from_pretrained`` of transformers and diffusers
+patches process-wide state while it loads (weight initialisation, the
+meta device), so two loads in two threads — two users of a public server
+choosing different models at the same moment — could corrupt each other
+(seen: a GPT-2 loaded beside a CLIP model came up without its tied
+``lm_head`` weights). Cache hits never wait for a load.
 """
 
 from __future__ import annotations
@@ -15,7 +21,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
-__all__ = ["ModelCache", "MODEL_CACHE"]
+__all__ = ["LOAD_LOCK", "ModelCache", "MODEL_CACHE"]
+
+#: Held while any model loads in this process (re-entrant: a loader may load a part through the cache).
+LOAD_LOCK = threading.RLock()
 
 
 class ModelCache:
@@ -33,7 +42,6 @@ class ModelCache:
         self.max_items = max_items
         self._items: OrderedDict[Hashable, Any] = OrderedDict()
         self._lock = threading.Lock()
-        self._key_locks: dict[Hashable, threading.Lock] = {}
         self.hits = 0
         self.misses = 0
 
@@ -47,8 +55,7 @@ class ModelCache:
                 self._items.move_to_end(key)
                 self.hits += 1
                 return self._items[key]
-            key_lock = self._key_locks.setdefault(key, threading.Lock())
-        with key_lock:
+        with LOAD_LOCK:  # one load at a time in this process (a same-key request finds it loaded below)
             with self._lock:
                 if key in self._items:  # loaded by another thread while we waited
                     self._items.move_to_end(key)
@@ -61,7 +68,6 @@ class ModelCache:
                 self._items.move_to_end(key)
                 while len(self._items) > self.max_items:
                     self._items.popitem(last=False)
-                self._key_locks.pop(key, None)
             return value
 
     def __contains__(self, key: Hashable) -> bool:

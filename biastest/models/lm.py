@@ -50,7 +50,7 @@ from biastest.models.base import (
     select_dtype,
     translate_load_error,
 )
-from biastest.models.cache import MODEL_CACHE, ModelCache
+from biastest.models.cache import LOAD_LOCK, MODEL_CACHE, ModelCache
 
 __all__ = [
     "KINDS",
@@ -583,7 +583,11 @@ def load_language_model(
     def loader() -> LanguageModel:
         return _load(source, kind=kind, device=dev, dtype=dtype)
 
-    adapter = loader() if cache is None else cache.get(key, loader)
+    if cache is None:
+        with LOAD_LOCK:
+            adapter = loader()
+    else:
+        adapter = cache.get(key, loader)
     if kind != "auto" and adapter.kind != kind:
         raise ModelKindError(
             MSG_WRONG_KIND.format(model_id=source.model_id, actual=adapter.kind, requested=kind),
