@@ -536,3 +536,21 @@ def test_gzipped_text_and_binary_word2vec_load(tmp_path):
         gz.write_bytes(gzip.compress(plain.read_bytes()))
         emb = load_embeddings(f"file:{gz}", cache=ModelCache(1))
         assert emb.format == fmt and np.allclose(emb.matrix(), vecs, atol=1e-6)
+
+
+def test_an_uploaded_gzip_bomb_is_refused_before_parsing(tmp_path, monkeypatch):
+    """A small .gz that unpacks beyond the upload limit is refused (the limit is lowered to keep the test fast)."""
+    from biastest.models import embeddings as E
+
+    monkeypatch.setattr(E, "MAX_UPLOAD_UNPACKED_BYTES", 4 * 1024**2)
+    bomb = tmp_path / "vectors.txt.gz"
+    with gzip.open(bomb, "wb") as fh:
+        for _ in range(5):
+            fh.write(b"0" * (1 << 20))
+    with pytest.raises(EmbeddingError) as e:
+        E.check_upload_file(bomb)
+    assert e.value.message == E.MSG_GZ_TOO_LARGE.format(name="vectors.txt.gz", limit_mb=4)
+    small = tmp_path / "ok.txt.gz"
+    with gzip.open(small, "wb") as fh:
+        fh.write(b"he 0.1 0.2\nshe 0.2 0.1\n")
+    assert E.check_upload_file(small) == small

@@ -81,6 +81,7 @@ __all__ = [
     "MSG_BAD_REPLICATES",
     "MSG_PICKLE_REFUSED",
     "MSG_UNSAFE_UPLOAD",
+    "MSG_GZ_TOO_LARGE",
     "MSG_HEADER_TOO_LARGE",
     "MSG_NPZ_LAYOUT",
     "MSG_SAFETENSORS_LAYOUT",
@@ -112,6 +113,12 @@ MSG_PICKLE_REFUSED = (
     "trusted file (command line: --trust-gensim-file; never for uploads). Save the vectors as word2vec text or "
     "binary, .npz or .safetensors instead."
 )
+MSG_GZ_TOO_LARGE = (
+    "The compressed file '{name}' unpacks to more than {limit_mb:,} MB. Upload the vectors of the words you need, "
+    "or run biastest on your own computer for very large embeddings."
+)
+#: Largest unpacked size of an uploaded ``.gz`` embedding (a 50 MB upload could otherwise unpack to ~50 GB).
+MAX_UPLOAD_UNPACKED_BYTES = 2 * 1024**3
 MSG_UNSAFE_UPLOAD = (
     "The file '{name}' is not accepted as an embedding. Upload word2vec, GloVe or fastText vectors in text or binary "
     "format (.txt, .vec, .bin, optionally .gz), an .npz or a .safetensors file; pickle-based files (.kv, .model, "
@@ -791,11 +798,28 @@ def check_upload_file(path: str | Path) -> Path:
             raise refuse
         if head.startswith(_ZIP_MAGIC) and _zip_holds_pickle(p):
             raise refuse
+        if head[:2] == _GZIP_MAGIC and _gz_unpacks_beyond(p, MAX_UPLOAD_UNPACKED_BYTES):
+            raise EmbeddingError(
+                MSG_GZ_TOO_LARGE.format(name=p.name[:120], limit_mb=MAX_UPLOAD_UNPACKED_BYTES // 2**20), path=str(p)
+            )
     except EmbeddingError:
         raise
     except Exception:  # unreadable or a broken gzip: the loader says so in its own words
         pass
     return p
+
+
+def _gz_unpacks_beyond(path: Path, limit: int) -> bool:
+    """Whether a gzip file unpacks to more than ``limit`` bytes (streamed in 1 MB steps; nothing is kept)."""
+    import gzip
+
+    total = 0
+    with gzip.open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            total += len(chunk)
+            if total > limit:
+                return True
+    return False
 
 
 def _problem(exc: BaseException) -> str:
