@@ -81,6 +81,9 @@ def test_make_run_serves_the_three_apps_on_one_server(tmp_path):
             # each mounted app answers with its Gradio config (title and the three step tabs)
             config = _get(f"{base}/{key}/config")
             assert '"1 \\u00b7 ' in config or '"1 · ' in config
+        # the one public-mode decision, printed at start: private on 127.0.0.1, server paths offered
+        assert "biastest: private mode (bound to 127.0.0.1)" in (tmp_path / "serve.log").read_text()
+        assert "A file on this server" in _get(f"{base}/psychophysics/config")
         with chromium_browser() as browser:
             page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
             page.goto(base + "/")
@@ -92,6 +95,26 @@ def test_make_run_serves_the_three_apps_on_one_server(tmp_path):
             page.wait_for_url(f"{base}/gpt/", timeout=30_000)
             page.get_by_role("tab", name="1 · Bias specification").wait_for(timeout=60_000)
             assert page.get_by_role("tab", name="3 · Results").is_disabled()
+
+
+@pytest.mark.parametrize(("extra", "reason"), [
+    ({"BIASTEST_PUBLIC": "1"}, "BIASTEST_PUBLIC=1"),
+    ({"SPACE_ID": "someone/biastest"}, "running as the Hugging Face Space someone/biastest"),
+])
+def test_a_public_server_says_so_at_start_and_offers_no_server_paths(tmp_path, extra, reason):
+    """Behind a reverse proxy (BIASTEST_PUBLIC=1) or as a Space, 127.0.0.1 is public: no server paths."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    if "SPACE_ID" in extra:  # a Space runs one app file
+        cmd = [sys.executable, "app_psychophysics.py"]
+        env, page = _env(tmp_path, PORT=str(port), BIASTEST_HOST="127.0.0.1", **extra), base + "/"
+    else:
+        cmd = [sys.executable, "-m", "biastest.ui.serve", "--host", "127.0.0.1", "--port", str(port)]
+        env, page = _env(tmp_path, **extra), base + "/psychophysics/"
+    with running(cmd, env, page, tmp_path / "serve.log"):
+        config = _get(page + "config")
+        assert "Upload an embedding file" in config and "A file on this server" not in config
+        assert f"biastest: PUBLIC mode ({reason})" in (tmp_path / "serve.log").read_text()
 
 
 def test_an_app_alone_launches_as_a_space_does(tmp_path):

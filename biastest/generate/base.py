@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from biastest.errors import GenerationError
+from biastest.errors import GenerationError, PolicyError
 from biastest.spec import contains_term, terms_regex
 
 __all__ = [
@@ -452,9 +452,16 @@ class TextGenerator(abc.ABC):
         """
 
     def ask(self, messages: Sequence[Mapping[str, str]], *, run: RunState, seed: int | None) -> str:
-        """:meth:`_complete` under the run's limits and retry policy."""
-        return run.call(lambda timeout: self._complete(messages, seed=seed, timeout=timeout),
-                        what=f"{self.kind}:{self.model}")
+        """:meth:`_complete` under the run's limits and retry policy.
+
+        A public-mode refusal of the address (a redirect to a private host) ends the run like any fatal error:
+        what was generated before it is kept.
+        """
+        try:
+            return run.call(lambda timeout: self._complete(messages, seed=seed, timeout=timeout),
+                            what=f"{self.kind}:{self.model}")
+        except PolicyError as exc:
+            raise GenerationError(exc.message) from None
 
     def describe(self) -> dict[str, Any]:
         """JSON-able description for provenance (never a key)."""
@@ -482,9 +489,12 @@ class ImageGenerator(abc.ABC):
         """Return one image (any format Pillow reads) for ``prompt``."""
 
     def ask(self, prompt: str, *, run: RunState, seed: int | None) -> bytes:
-        """:meth:`_generate` under the run's limits and retry policy."""
-        return run.call(lambda timeout: self._generate(prompt, seed=seed, timeout=timeout),
-                        what=f"{self.kind}:{self.model}")
+        """:meth:`_generate` under the run's limits and retry policy (a public-mode refusal is fatal)."""
+        try:
+            return run.call(lambda timeout: self._generate(prompt, seed=seed, timeout=timeout),
+                            what=f"{self.kind}:{self.model}")
+        except PolicyError as exc:
+            raise GenerationError(exc.message) from None
 
     def describe(self) -> dict[str, Any]:
         """JSON-able description for provenance (never a key)."""

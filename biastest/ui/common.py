@@ -33,6 +33,7 @@ __all__ = [
     "gated_tabs_reset",
     "gradio_cache_policy",
     "launch_kwargs",
+    "option_value",
     "progress_callback",
     "session_export_dir",
     "unlock_step",
@@ -109,6 +110,21 @@ def gated_tabs_reset() -> tuple[Any, Any, Any]:
     return gr.Tabs(selected="spec"), gr.Tab(interactive=False), gr.Tab(interactive=False)
 
 
+def option_value(name: str, value: Any) -> int | float:
+    """A number box's value checked by the one option validation (:func:`biastest.options.check_option`).
+
+    Text is read as a number first; anything else (None, NaN, ±inf, out of bounds) gets the option's message.
+    """
+    from biastest.options import check_option
+
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            pass
+    return check_option(name, value)
+
+
 def escape(text: Any) -> str:
     """HTML-escape any value for Markdown/HTML components."""
     return html.escape("" if text is None else str(text), quote=True)
@@ -118,10 +134,15 @@ def launch_kwargs() -> dict[str, Any]:
     """Keyword arguments for ``Blocks.launch`` from the environment.
 
     ``BIASTEST_HOST`` (default 127.0.0.1) and ``BIASTEST_PORT`` (default 7860,
-    or ``PORT``/``GRADIO_SERVER_PORT`` as a Space sets them).
+    or ``PORT``/``GRADIO_SERVER_PORT`` as a Space sets them). Makes and prints the
+    process's public-mode decision (:func:`biastest.public.configure`) for that host.
     """
+    from biastest import public
+
     host = os.environ.get("BIASTEST_HOST") or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
     port = os.environ.get("BIASTEST_PORT") or os.environ.get("GRADIO_SERVER_PORT") or os.environ.get("PORT") or "7860"
+    policy = public.configure(host=host, quiet=True)
+    print(policy.describe(), flush=True)
     workdir.remove_on_sigterm()
     return {
         "server_name": host,
@@ -131,6 +152,7 @@ def launch_kwargs() -> dict[str, Any]:
         "ssr_mode": False,
         "max_file_size": MAX_UPLOAD,
     }
+
 
 # --------------------------------------------------------------------------- session files
 def current_session_id() -> str | None:

@@ -13,6 +13,7 @@ process-wide services.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import gradio as gr
@@ -83,13 +84,15 @@ def _fresh_state() -> dict[str, Any]:
 
 
 def _seed(value: Any) -> int:
+    from biastest.options import check_option
+
     try:
         f = float(value)
     except (TypeError, ValueError):
         raise DataError(MSG_BAD_SEED.format(value=value)) from None
-    if f != int(f):
+    if not math.isfinite(f) or f != int(f):
         raise DataError(MSG_BAD_SEED.format(value=value))
-    return int(f)
+    return check_option("seed", int(f))
 
 
 def _spec(state: dict[str, Any]) -> BiasSpec:

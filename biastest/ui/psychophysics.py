@@ -11,9 +11,7 @@ figures; this module only wires components.
 
 from __future__ import annotations
 
-import ipaddress
 import math
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from biastest import public
 from biastest.errors import DataError, EmbeddingError, SpecError
 from biastest.metrics.posterior import load_default_groups
 from biastest.metrics.twoafc import labor_statistics_correlation, load_occupations_bls
@@ -35,6 +34,7 @@ from biastest.models.embeddings import (
     load_embeddings,
     train_bootstrap_replicates,
 )
+from biastest.options import BOUNDS
 from biastest.report import psychophysics as rep
 from biastest.runner.bayes import available_models, run_bayes, run_posterior
 from biastest.runner.embeddings import run_mac, run_twoafc, run_weat
@@ -45,6 +45,7 @@ from biastest.ui.common import (
     escape,
     gated_tabs_reset,
     gradio_cache_policy,
+    option_value,
     progress_callback,
     session_export_dir,
     unlock_step,
@@ -68,7 +69,6 @@ CUSTOM = "Custom (type your own words)"
 SOURCE_UPLOAD = "upload"
 SOURCE_PATH = "path"
 DEFAULT_SOURCE = "glove-6b-50d"
-ALLOW_PATHS_ENV = "BIASTEST_ALLOW_SERVER_PATHS"
 
 REPLICATES_NONE = "none"
 REPLICATES_UPLOAD = "upload"
@@ -126,14 +126,10 @@ def new_session() -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- step 1: specification
 def _paths_allowed() -> bool:
-    flag = os.environ.get(ALLOW_PATHS_ENV)
-    if flag is not None:
-        return flag.strip() == "1"
-    host = os.environ.get("BIASTEST_HOST") or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
+    """Server paths follow the process's one public-mode decision (:mod:`biastest.public`)."""
+    from biastest import public
+
+    return public.current().server_paths
 
 
 def source_choices(*, allow_paths: bool) -> list[tuple[str, str]]:
@@ -173,7 +169,7 @@ def embedding_source_id(choice: str, upload: Any, path: str | None, *, allow_pat
         check_upload_file(p)  # the widget's file types are only a hint to the browser: never open a pickle
         return f"file:{p}"
     if choice == SOURCE_PATH:
-        if not allow_paths:
+        if not allow_paths or not _paths_allowed():
             raise EmbeddingError(MSG_PATHS_DISABLED)
         if not (path or "").strip():
             raise EmbeddingError(MSG_NO_PATH)
@@ -393,7 +389,7 @@ def _int_in(value: Any, *, name: str, low: int, high: int) -> int:
         v = float(value)
     except (TypeError, ValueError):
         raise DataError(MSG_BAD_INT.format(name=name, low=low, high=high, value=value)) from None
-    if v != int(v) or not low <= v <= high:
+    if not math.isfinite(v) or v != int(v) or not low <= v <= high:
         raise DataError(MSG_BAD_INT.format(name=name, low=low, high=high, value=value))
     return int(v)
 
@@ -512,7 +508,7 @@ def _sigma(value: Any) -> float | None:
         raise DataError(MSG_BAD_SIGMA.format(value=value)) from None
     if not math.isfinite(v) or v < 0:
         raise DataError(MSG_BAD_SIGMA.format(value=value))
-    return None if v == 0 else v
+    return None if v == 0 else option_value("noise_sigma", v)
 
 
 def train_replicates_core(
@@ -533,8 +529,8 @@ def train_replicates_core(
     path = _file_path(corpus)
     if not path:
         raise DataError(MSG_NO_CORPUS)
-    n = _int_in(n_replicates, name="The number of replicates", low=2, high=64)
-    seed_i = _int_in(seed, name="The seed", low=0, high=2**31 - 1)
+    n = option_value("n_replicates", n_replicates)
+    seed_i = option_value("seed", seed)
     models = train_bootstrap_replicates(
         Path(path),
         n_replicates=n,
@@ -598,6 +594,7 @@ def _replicate_models(session: dict[str, Any], mode: str, files: Any) -> list[Wo
         paths = [p for p in (_file_path(f) for f in (files or [])) if p]
         if len(paths) < 2:
             raise DataError(MSG_NO_REPLICATE_FILES)
+        public.check_upload(paths, limit=int(BOUNDS["n_replicates"].high))  # at most 64 replicate files
         for p in paths:
             check_upload_file(p)
         words = _spec_words(session["spec"])
@@ -625,26 +622,27 @@ def run_core(
     """Run the test of the session's spec; return the session with ``result`` (and ``labour``) set."""
     session = _need(session)
     spec = session["spec"]
-    seed_i = _int_in(seed, name="The seed", low=0, high=2**31 - 1)
+    seed_i = option_value("seed", seed)
     new = dict(session)
     new.update(bayes=None, posterior=None, labour=None)
     if isinstance(spec, TwoAFCSpec):
+        n_bootstrap = option_value("n_bootstrap", n_boot)  # every option checked before any file is loaded
+        noise = _sigma(sigma) if rep_mode not in (REPLICATES_UPLOAD, REPLICATES_TRAIN) else None
         replicates = _replicate_models(session, rep_mode, files)
-        noise = _sigma(sigma) if replicates is None else None
         result = run_twoafc(
             spec=spec,
             source=session["source"],
             replicates=replicates,
-            noise_sigma=noise,
+            noise_sigma=noise if replicates is None else None,
             seed=seed_i,
             sigmoid=sigmoid or "norm",
             lapse=bool(lapse),
-            n_bootstrap=_int_in(n_boot, name="The number of bootstrap samples", low=0, high=5000),
+            n_bootstrap=n_bootstrap,
             progress=progress,
         )
         new.update(result=result, labour=_labour(result, spec), weat=None, mac=None)
         return new
-    n_permutations = _int_in(n_perm, name="The number of permutations", low=100, high=1_000_000)
+    n_permutations = option_value("n_permutations", n_perm)
     weat = run_weat(spec=spec, source=session["source"], seed=seed_i, n_permutations=n_permutations, progress=progress)
     mac = run_mac(spec=spec, source=session["source"])
     new.update(result=weat, weat=weat, mac=mac)
@@ -750,10 +748,11 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
     Parameters
     ----------
     allow_server_paths : bool, optional
-        Offer "a file on this server (path)" as an embedding source. Default:
-        ``BIASTEST_ALLOW_SERVER_PATHS=1``, or the server binds a loopback address.
+        Offer "a file on this server (path)" as an embedding source. Default: the
+        process's public-mode decision (:mod:`biastest.public`: off when public). A
+        public server never offers it, whatever this says.
     """
-    allow_paths = _paths_allowed() if allow_server_paths is None else bool(allow_server_paths)
+    allow_paths = _paths_allowed() and (allow_server_paths is None or bool(allow_server_paths))
     with gr.Blocks(title="biastest · word embeddings", delete_cache=gradio_cache_policy()) as demo:
         session = gr.State(new_session())
         gr.Markdown(HEADER, elem_id="app-header")
@@ -1129,10 +1128,10 @@ def bayes_core(session, model, draws, tune, chains, seed, *, progress=None) -> d
         spec_attributes=dict(spec.attributes[:2]),
         source=session["source"],
         model=model or BAYES_DEFAULTS["model"],
-        seed=_int_in(seed, name="The seed", low=0, high=2**31 - 1),
-        draws=_int_in(draws, name="Draws per chain", low=100, high=20_000),
-        tune=_int_in(tune, name="Tuning steps per chain", low=100, high=20_000),
-        chains=_int_in(chains, name="The number of chains", low=1, high=8),
+        seed=option_value("seed", seed),
+        draws=option_value("draws", draws),
+        tune=option_value("tune", tune),
+        chains=option_value("chains", chains),
         spec_name=spec.name,
         progress=progress,
     )
@@ -1233,10 +1232,10 @@ def posterior_core(session, name_a, words_a, name_b, words_b, draws, tune, chain
     }
     result = run_posterior(
         source=session["source"],
-        seed=_int_in(seed, name="The seed", low=0, high=2**31 - 1),
-        draws=_int_in(draws, name="Draws per chain", low=100, high=20_000),
-        tune=_int_in(tune, name="Tuning steps per chain", low=100, high=20_000),
-        chains=_int_in(chains, name="The number of chains", low=1, high=8),
+        seed=option_value("seed", seed),
+        draws=option_value("draws", draws),
+        tune=option_value("tune", tune),
+        chains=option_value("chains", chains),
         groups=groups,
         progress=progress,
     )

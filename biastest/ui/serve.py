@@ -140,7 +140,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import uvicorn
 
+    from biastest import public
+
     logging.basicConfig(level=logging.INFO)
+    policy = public.configure(host=args.host, quiet=True)
+    print(policy.describe(), flush=True)
     app = build_server(entries)
     workdir.remove_on_sigterm()  # the working folder goes at exit (atexit) and on SIGTERM
     print(f"biastest: serving {', '.join('/' + e.key for e in entries)} at http://{args.host}:{args.port}/")

@@ -284,10 +284,13 @@ def generate_pairs(
     generated before that are stored and returned all the same (the
     report's message says why it stopped and how many were kept).
     """
+    from biastest import public
     from biastest.generate import generate_sentences, make_text_generator
+    from biastest.options import check_option
 
     if not isinstance(per_attribute, int) or not 1 <= per_attribute <= MAX_PER_ATTRIBUTE:
         raise GenerationError(MSG_BAD_COUNT.format(limit=MAX_PER_ATTRIBUTE, value=per_attribute))
+    seed = check_option("seed", seed)
     model = (model or "").strip()
     if not model:
         raise GenerationError(MSG_NEED_MODEL)
@@ -303,7 +306,7 @@ def generate_pairs(
         if (api_key or "").strip():
             options["api_key"] = api_key.strip()
     else:
-        options = {"model": model}
+        options = {"model": public.check_model_reference(model)}  # a model loaded on this server
     generator = make_text_generator(kind, options)
     found = retrieve_pairs(spec)
     run = generate_sentences(
@@ -332,7 +335,9 @@ def run_lm_test(
     spec: BiasSpec | None,
     progress: Progress | None = None,
 ):
-    """The language-model test, exactly as the CLI runs it."""
+    """The language-model test, exactly as the CLI runs it (a public server loads Hub models only)."""
+    from biastest import public
     from biastest.runner.lm import run_stereotype_test
 
+    model_id = public.check_model_reference(model_id)
     return run_stereotype_test(pairs=pairs, model_id=model_id, method=method, seed=seed, spec=spec, progress=progress)

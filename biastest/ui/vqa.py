@@ -30,7 +30,7 @@ from typing import Any
 
 import gradio as gr
 
-from biastest import workdir
+from biastest import public, workdir
 from biastest.errors import DataError, GenerationError, MethodError, SpecError, StoreError
 from biastest.generate.prompts import IMAGE_PROMPTS
 from biastest.metrics.vlm_score import (
@@ -50,6 +50,7 @@ from biastest.ui.common import (
     escape,
     gated_tabs_reset,
     gradio_cache_policy,
+    option_value,
     progress_callback,
     session_export_dir,
     unlock_step,
@@ -303,6 +304,7 @@ def add_uploads(session: dict[str, Any], files: Any, term: str | None) -> tuple[
     paths = [p for p in (_file_path(f) for f in (files if isinstance(files, (list, tuple)) else [files])) if p]
     if not paths:
         raise DataError(MSG_NO_FILES)
+    public.check_upload(paths)  # at most 100 files of at most 50 MB in one upload
     added, problems = 0, []
     for p in paths:
         name = Path(p).name
@@ -468,7 +470,7 @@ def make_generator(source: str, *, api_key: str | None, base_url: str | None, mo
                                               size=wh)
     if not (local_model or "").strip():
         raise GenerationError(MSG_NO_GENERATOR_MODEL.format(example="stabilityai/sd-turbo"))
-    return LocalDiffusionGenerator(local_model.strip(), size=wh)
+    return LocalDiffusionGenerator(public.check_model_reference(local_model), size=wh)
 
 
 def add_generated(session: dict[str, Any], images: Any) -> tuple[int, list[str]]:
@@ -513,7 +515,7 @@ def generate_core(
     new = _copy(session)
     spec = _spec(new)
     target = _int_in(per_term, name="Images per term", low=1, high=MAX_PER_TERM_GENERATE)
-    seed_i = _int_in(seed, name="The seed", low=0, high=2**31 - 1)
+    seed_i = option_value("seed", seed)
     generator = make_generator(source, api_key=api_key, base_url=base_url, model=model, local_model=local_model,
                                size=size)
     run = generate_images(list(spec.group_terms), generator, seed=seed_i, existing_counts=image_counts(new),
@@ -577,6 +579,7 @@ def run_core(
     model_id = (model_id or "").strip()
     if not model_id:
         raise MethodError(MSG_NO_MODEL.format(example=MODEL_SUGGESTIONS[0]))
+    model_id = public.check_model_reference(model_id)  # a public server loads Hub models only
     if not new["images"]:
         raise DataError(MSG_NO_IMAGES_YET)
     settings = {
@@ -584,9 +587,9 @@ def run_core(
         "prompt_template": _templates(templates, custom_template),
         "question": (question or "").strip() or DEFAULT_QUESTION,
         "combine": combine or COMBINE_CHOICES[0],
-        "seed": _int_in(seed, name="The seed", low=0, high=2**31 - 1),
-        "batch_size": _int_in(batch_size, name="The batch size", low=1, high=256),
-        "n_resamples": _int_in(n_resamples, name="The number of bootstrap samples", low=100, high=100_000),
+        "seed": option_value("seed", seed),
+        "batch_size": option_value("batch_size", batch_size),
+        "n_resamples": option_value("n_resamples", n_resamples),
     }
     result = run_vlm_test(images=list(new["images"]), image_root=session_root(new), spec=spec,
                           progress=progress, **settings)
