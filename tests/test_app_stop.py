@@ -27,7 +27,7 @@ from tests.openai_stub import Action, OpenAIStub
 SPEC_NAME = "Math_Arts_vs_Male_Female"
 CHAT = "/v1/chat/completions"
 IMAGES = "/v1/images/generations"
-SLOW = Action("sleep", seconds=0.25)
+SLOW = Action("sleep", seconds=1.0)
 
 
 def _client(url: str):
@@ -71,9 +71,9 @@ def test_gpt_stop_keeps_the_sentences_generated_so_far(tmp_path, monkeypatch):
         _wait_for(lambda: stub.count(CHAT) >= 4, what="four requests")
         t0 = time.monotonic()
         client.predict(api_name="/stop_generation")
-        assert time.monotonic() - t0 < 2.0  # the Stop click does not wait behind the running generation
+        assert time.monotonic() - t0 < 4.0  # the Stop click does not wait behind the running generation
         table, message, _ = job.result(timeout=20)
-        assert time.monotonic() - t0 < 3.0
+        assert time.monotonic() - t0 < 6.0  # far less than the run left alone (8 s and more)
         requests = stub.count(CHAT)
     kept = table["data"]
     assert 3 <= len(kept) <= requests  # the answers that came before the stop, nothing after it
@@ -98,7 +98,7 @@ def test_gpt_hanging_endpoint_ends_at_the_time_limit_with_its_sentences(tmp_path
         _gpt_session(client)
         t0 = time.monotonic()
         table, message, _ = _generate_sentences(client, stub, per_attribute=1).result(timeout=20)
-        assert time.monotonic() - t0 < 1.5 + base.DEADLINE_GRACE_SECONDS + 2.0
+        assert time.monotonic() - t0 < 1.5 + base.DEADLINE_GRACE_SECONDS + 5.0
     spec = get_spec(SPEC_NAME)
     assert len(table["data"]) == 2
     assert message == md_escape(base.MSG_RUN_TIME.format(seconds=1.5, accepted=2, items="sentences",
@@ -123,16 +123,16 @@ def test_vqa_stop_keeps_the_images_generated_so_far():
         stub.always("images", SLOW)
         client = _client(url)
         _vqa_session(client)
-        job = _generate_images(client, stub, per_term=4)
+        job = _generate_images(client, stub, per_term=8)
         _wait_for(lambda: stub.count(IMAGES) >= 3, what="three requests")
         t0 = time.monotonic()
         client.predict(api_name="/stop_generation")
-        assert time.monotonic() - t0 < 2.0  # not behind the generation's concurrency group (limit 1)
-        message, _coverage, _summary, gallery = job.result(timeout=20)
-        assert time.monotonic() - t0 < 3.0
+        assert time.monotonic() - t0 < 4.0  # not behind the generation's concurrency group (limit 1)
+        message, _coverage, _summary, gallery = job.result(timeout=30)
+        assert time.monotonic() - t0 < 6.0  # far less than the run left alone (13 s more)
     kept = len(gallery)
-    assert 2 <= kept < 8
-    assert message == escape(base.MSG_RUN_CANCELLED.format(accepted=kept, items="images", missing=8 - kept))
+    assert 2 <= kept < 16
+    assert message == escape(base.MSG_RUN_CANCELLED.format(accepted=kept, items="images", missing=16 - kept))
 
 
 def test_vqa_hanging_image_service_ends_at_the_time_limit_with_its_images():
@@ -145,7 +145,7 @@ def test_vqa_hanging_image_service_ends_at_the_time_limit_with_its_images():
         _vqa_session(client)
         t0 = time.monotonic()
         message, _coverage, _summary, gallery = _generate_images(client, stub, per_term=1).result(timeout=20)
-        assert time.monotonic() - t0 < 1.5 + base.DEADLINE_GRACE_SECONDS + 2.0
+        assert time.monotonic() - t0 < 1.5 + base.DEADLINE_GRACE_SECONDS + 5.0
     assert len(gallery) == 1
     assert message == escape(base.MSG_RUN_TIME.format(seconds=1.5, accepted=1, items="images", missing=1))
 
