@@ -11,7 +11,7 @@ export GRADIO_ANALYTICS_ENABLED := False
 export HF_HUB_DISABLE_TELEMETRY := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test lint bench chromium clean-venv
+.PHONY: run test lint bench screenshots chromium clean-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ lint: $(VENV)/.dev-installed
 test: $(VENV)/.dev-installed chromium
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
+
+# The README's screenshots: the browser tests, saving into docs/screenshots (make test saves them to a temp folder).
+screenshots: $(VENV)/.dev-installed chromium
+	BIASTEST_SCREENSHOTS=$(CURDIR)/docs/screenshots $(BIN)/python -m pytest -q tests/test_app_gpt_browser.py \
+		tests/test_app_vqa_browser.py tests/test_app_psychophysics_browser.py
 
 bench: $(VENV)/.runtime-installed
 	$(BIN)/python -m benchmarks

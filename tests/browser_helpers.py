@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,7 +30,10 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
+#: Where the browser tests save their screenshots: a temporary folder, so that ``make test`` leaves the
+#: checkout clean; ``make screenshots`` sets ``BIASTEST_SCREENSHOTS=docs/screenshots`` to refresh the README's.
+SCREENSHOTS = Path(os.environ.get("BIASTEST_SCREENSHOTS") or tempfile.mkdtemp(prefix="biastest-screenshots-"))
+SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
 
 def free_port() -> int:
