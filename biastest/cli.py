@@ -301,7 +301,7 @@ def load_spec(value: str):
 
 # --------------------------------------------------------------------------- data
 def _pairs_from_files(files: Sequence[str], fmt: str, spec) -> tuple[list, list[str]]:
-    from biastest.ui.services import import_pairs
+    from biastest.runner.services import import_pairs
 
     pairs, seen, names = [], set(), []
     for f in files:

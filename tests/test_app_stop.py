@@ -16,8 +16,8 @@ import pytest
 from biastest.generate import base
 from biastest.report import gpt as report
 from biastest.report.text import md_escape
+from biastest.runner import services
 from biastest.specs import get_spec
-from biastest.ui import services
 from biastest.ui.common import escape
 from biastest.ui.spec_step import CUSTOM, fill_from_library
 from biastest.ui.stop import StopControl, time_limit_hint

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from biastest.generate import base
-from biastest.ui.services import MSG_NEED_BASE_URL
+from biastest.runner.services import MSG_NEED_BASE_URL
 from tests.browser_helpers import chromium_browser, served
 from tests.openai_stub import Action, OpenAIStub
 

@@ -154,3 +154,32 @@ def test_core_imports_without_gradio(module: str) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False", f"importing {module} in a fresh interpreter loaded gradio"
 
+
+
+def ui_imports(source: str, filename: str = "<source>") -> list[tuple[int, str]]:
+    """``(line, module)`` for every import of ``biastest.ui`` (any spelling) in ``source``."""
+    found = [(line, m) for line, m in imported_modules(source, filename) if m == "biastest.ui" or
+             m.startswith("biastest.ui.")]
+    for node in ast.walk(ast.parse(source, filename=filename)):  # from biastest import ui
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "biastest":
+            found += [(node.lineno, "biastest.ui") for alias in node.names if alias.name == "ui"]
+    return sorted(found)
+
+
+def test_the_ui_scan_catches_every_spelling() -> None:
+    source = ("from biastest.ui.services import x\nfrom biastest import ui, spec\nimport biastest.ui.gpt\n"
+              "import biastest.uix\n")
+    assert [m for _, m in ui_imports(source)] == ["biastest.ui.services", "biastest.ui", "biastest.ui.gpt"]
+
+
+def test_nothing_below_the_ui_imports_it() -> None:
+    """The CLI, the runners and the rest of the library stand below the apps (the CLI once imported the apps'
+    services module); only the UI package and the app files import biastest.ui."""
+    apps = tuple(sorted(REPO_ROOT.glob("app_*.py")))
+    bad = []
+    for path in _source_files():
+        if path in apps or UI_DIR in path.parents:
+            continue
+        bad += [f"{path.relative_to(REPO_ROOT)}:{line} imports {m}"
+                for line, m in ui_imports(path.read_text(encoding="utf-8"), str(path))]
+    assert bad == [], "biastest.ui imported below the UI:\n" + "\n".join(bad)

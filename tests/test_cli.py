@@ -108,7 +108,7 @@ def files(tmp_path_factory) -> dict[str, Path]:
 def test_lm_pairs_file_equals_runner_and_csv_is_the_apps(files, tmp_path, capsys):
     from biastest.report.gpt import export_files
     from biastest.runner.lm import run_stereotype_test
-    from biastest.ui.services import import_pairs
+    from biastest.runner.services import import_pairs
 
     out, rows = tmp_path / "r.json", tmp_path / "r.csv"
     rc, stdout, _ = _run(capsys, "run", str(files["lm_spec"]), "--kind", "lm", "--model", str(files["gpt2"]),

@@ -408,7 +408,7 @@ def test_private_mode_keeps_local_folders(monkeypatch):
 
 
 def test_services_refuse_a_model_folder_in_public_mode_before_loading(public_mode):
-    from biastest.ui import services
+    from biastest.runner import services
 
     with pytest.raises(PolicyError) as e:
         services.run_lm_test(pairs=[_pair()], model_id="/etc", method="causal-sum", seed=1, spec=None)
@@ -550,7 +550,7 @@ def _host(url: str) -> str:
 
 @pytest.mark.parametrize("url", PRIVATE_URLS)
 def test_gpt_app_generation_refuses_private_endpoints(url, gpt_session):
-    from biastest.ui import services
+    from biastest.runner import services
 
     c, table = gpt_session
     prompt = services.sentence_prompt_choices()[0][1]
@@ -560,7 +560,7 @@ def test_gpt_app_generation_refuses_private_endpoints(url, gpt_session):
 
 
 def test_gpt_app_generation_to_a_loopback_stub_sends_no_request(gpt_session):
-    from biastest.ui import services
+    from biastest.runner import services
 
     c, table = gpt_session
     prompt = services.sentence_prompt_choices()[0][1]
@@ -574,7 +574,7 @@ def test_gpt_app_generation_to_a_loopback_stub_sends_no_request(gpt_session):
 @pytest.mark.parametrize("url", ["file:///etc/passwd", "gopher://127.0.0.1:70/", "ftp://example.org/v1"])
 def test_gpt_app_generation_refuses_other_schemes(url, gpt_session):
     from biastest.generate.openai_chat import MSG_BAD_BASE_URL, safe_base_url
-    from biastest.ui import services
+    from biastest.runner import services
 
     c, table = gpt_session
     prompt = services.sentence_prompt_choices()[0][1]
@@ -587,7 +587,7 @@ def test_gpt_app_generation_refuses_other_schemes(url, gpt_session):
     (0, 1, "count"), (51, 1, "count"), (2, -1, "seed"), (2, 2**32, "seed"),
 ])
 def test_gpt_app_generation_options(per_attribute, seed, expected, gpt_session):
-    from biastest.ui import services
+    from biastest.runner import services
 
     c, table = gpt_session
     prompt = services.sentence_prompt_choices()[0][1]

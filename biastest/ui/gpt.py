@@ -23,8 +23,8 @@ from biastest.errors import DataError, SpecError
 from biastest.metrics.stereotype_score import METHODS
 from biastest.report import gpt as report
 from biastest.report.text import md_escape
+from biastest.runner import services
 from biastest.spec import BiasSpec
-from biastest.ui import services
 from biastest.ui.common import (
     end_session_files_on_unload,
     gated_tabs_reset,

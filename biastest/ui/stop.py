@@ -3,7 +3,7 @@
 Gradio's own ``cancels=[event]`` drops the cancelled event's outputs (and its
 Python thread runs on), so the sentences or images made before the stop
 would be lost. Instead, the Stop button sets the stop signal of its own
-session (:class:`~biastest.ui.services.StopSignals`, keyed by Gradio's
+session (:class:`~biastest.runner.services.StopSignals`, keyed by Gradio's
 session id); the generation handler hands that signal to the library, which
 ends the run within a fraction of a second — even while a request hangs —
 and returns what it made, and the handler stores and shows it like any
@@ -17,7 +17,7 @@ swaps the buttons back. Stop is unqueued too, so it never waits behind the
 run it stops, nor behind other users' runs; a Stop pressed while the run
 still waits in the queue is honoured as soon as it starts. Closing the page
 stops the session's run. Every run also has an overall time limit
-(:data:`~biastest.ui.services.GENERATION_MAX_SECONDS`).
+(:data:`~biastest.runner.services.GENERATION_MAX_SECONDS`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import gradio as gr
 
-from biastest.ui.services import StopSignals
+from biastest.runner.services import StopSignals
 
 __all__ = [
     "MSG_TIME_LIMIT_HINT",

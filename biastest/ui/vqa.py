@@ -43,6 +43,7 @@ from biastest.metrics.vlm_score import (
 from biastest.models.images import normalise_image_bytes
 from biastest.records import TestImage
 from biastest.report import vqa as rep
+from biastest.runner.services import GENERATION_MAX_SECONDS, IMAGE_REQUEST_TIMEOUT, generation_limits
 from biastest.spec import BiasSpec
 from biastest.ui.common import (
     current_session_id,
@@ -56,7 +57,6 @@ from biastest.ui.common import (
     unlock_step,
     user_errors,
 )
-from biastest.ui.services import GENERATION_MAX_SECONDS, IMAGE_REQUEST_TIMEOUT, generation_limits
 from biastest.ui.spec_step import (
     CUSTOM,
     build_spec_inputs,
