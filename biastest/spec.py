@@ -64,9 +64,11 @@ MAX_TEMPLATES = 50
 MSG_NOT_TEXT = "Every term must be text, but {list_name} contains {value!r} ({type_name}). Write each term as words."
 MSG_EMPTY_TERM = "{list_name} contains an empty term. Remove the extra comma or fill in the term."
 MSG_TERM_TOO_LONG = (
-    "The term '{term}' in {list_name} is {length} characters long; terms may have at most {limit}. "
+    "A term in {list_name} is {length} characters long ('{start}…'); terms may have at most {limit}. "
     "Use a short word or phrase."
 )
+#: How much of an over-long term its message quotes (the whole term, shown inline and in a toast, drowned the page).
+TERM_QUOTE_LENGTH = 30
 MSG_EMPTY_LIST = "{list_name} is empty. Add at least one term."
 MSG_TOO_MANY_TERMS = (
     "{list_name} has {count} terms; a list may have at most {limit}. Split the test or shorten the list."
@@ -193,7 +195,9 @@ def _check_list(list_name: str, terms: Sequence[Any]) -> tuple[str, ...]:
             raise SpecError(MSG_EMPTY_TERM.format(list_name=list_name), list_name=list_name)
         if len(term) > MAX_TERM_LENGTH:
             raise SpecError(
-                MSG_TERM_TOO_LONG.format(term=term, list_name=list_name, length=len(term), limit=MAX_TERM_LENGTH),
+                MSG_TERM_TOO_LONG.format(
+                    start=term[:TERM_QUOTE_LENGTH], list_name=list_name, length=len(term), limit=MAX_TERM_LENGTH
+                ),
                 list_name=list_name,
             )
         key = term.casefold()

@@ -6,6 +6,7 @@ bounded loop and ended by its own pid.
 
 from __future__ import annotations
 
+import html
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from biastest.ui import serve
 from tests.browser_helpers import chromium_browser, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,12 +72,24 @@ def _get(url: str) -> str:
         return r.read().decode()
 
 
+def test_the_index_says_what_needs_the_internet(monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    page = serve._index_html(list(serve.APPS))
+    assert "Works offline" in page and page.count("Needs the internet") == 2
+    assert html.escape(serve.MSG_OFFLINE_SERVER) not in page
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert html.escape(serve.MSG_OFFLINE_SERVER) in serve._index_html(list(serve.APPS))
+
+
 def test_make_run_serves_the_three_apps_on_one_server(tmp_path):
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     cmd = [sys.executable, "-m", "biastest.ui.serve", "--host", "127.0.0.1", "--port", str(port)]
     with running(cmd, _env(tmp_path), base + "/", tmp_path / "serve.log"):
         index = _get(base + "/")
+        assert html.escape(serve.MSG_OFFLINE_SERVER) in index  # _env sets HF_HUB_OFFLINE=1
+        for entry in serve.APPS:  # each app says what needs the internet
+            assert html.escape(entry.internet) in index and entry.internet
         for key in ("gpt", "vqa", "psychophysics"):
             assert f'href="/{key}/"' in index
             # each mounted app answers with its Gradio config (title and the three step tabs)

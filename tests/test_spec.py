@@ -50,7 +50,12 @@ def make(**kw):
         ),
         (
             {"group1": ["x" * 61]},
-            S.MSG_TERM_TOO_LONG.format(term="x" * 61, list_name="Social group 1", length=61, limit=S.MAX_TERM_LENGTH),
+            S.MSG_TERM_TOO_LONG.format(start="x" * 30, list_name="Social group 1", length=61, limit=S.MAX_TERM_LENGTH),
+        ),
+        (  # a 300-character term is quoted by its start only (it was shown whole, twice, inline and in a toast)
+            {"group1": ["doctor " * 43]},
+            S.MSG_TERM_TOO_LONG.format(start=("doctor " * 43)[:30], list_name="Social group 1", length=300,
+                                       limit=S.MAX_TERM_LENGTH),
         ),
         (
             {"stereotype1": "math, man"},

@@ -39,6 +39,7 @@ class AppEntry:
     title: str
     description: str
     module: str
+    internet: str = ""
 
 
 APPS = (
@@ -47,18 +48,24 @@ APPS = (
         "Language models",
         "Stereotype score of masked and causal language models on sentence pairs, retrieved or generated.",
         "biastest.ui.gpt",
+        "Needs the internet to download a Hugging Face model the first time it is tested and to generate sentences "
+        "with OpenAI; stored sentences, imported files and models already on this server work offline.",
     ),
     AppEntry(
         "vqa",
         "Vision-language models",
         "Zero-shot bias score of CLIP, ViLT, BLIP, GIT … on retrieved, generated or uploaded images.",
         "biastest.ui.vqa",
+        "Needs the internet to download a Hugging Face model the first time it is tested and to generate pictures "
+        "with OpenAI; stored and uploaded pictures and models already on this server work offline.",
     ),
     AppEntry(
         "psychophysics",
         "Word embeddings",
         "Psychophysics 2AFC (PSE, JND, psychometric curves), WEAT/MAC and Bayesian estimates.",
         "biastest.ui.psychophysics",
+        "Works offline: the GloVe and MiniLM embeddings come with biastest, and your own embedding files are "
+        "uploaded.",
     ),
 )
 
@@ -82,11 +89,20 @@ def available_apps() -> list[AppEntry]:
     return out
 
 
+MSG_OFFLINE_SERVER = (
+    "This server has no connection to the Hugging Face Hub (HF_HUB_OFFLINE is set): only models already in its "
+    "cache can be tested."
+)
+
+
 def _index_html(entries: list[AppEntry]) -> str:
     cards = "\n".join(
-        f'<a class="card" href="/{e.key}/"><h2>{html.escape(e.title)}</h2><p>{html.escape(e.description)}</p></a>'
+        f'<a class="card" href="/{e.key}/"><h2>{html.escape(e.title)}</h2><p>{html.escape(e.description)}</p>'
+        f'<p class="net">{html.escape(e.internet)}</p></a>'
         for e in entries
     )
+    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    note = f'<p class="net">{html.escape(MSG_OFFLINE_SERVER)}</p>' if offline else ""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>biastest</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -95,10 +111,11 @@ body{{font-family:Inter,system-ui,sans-serif;max-width:900px;margin:3rem auto;pa
 .card{{display:block;border:1px solid #cbd5e1;border-radius:12px;padding:1rem 1.25rem;margin:1rem 0;
 color:inherit;text-decoration:none}}
 .card:hover{{border-color:#6366f1;box-shadow:0 2px 10px #6366f122}}
-h1{{margin-bottom:.25rem}} p{{margin:.25rem 0}}
+h1{{margin-bottom:.25rem}} p{{margin:.25rem 0}} .net{{font-size:.9em;color:#475569}}
 </style></head><body>
 <h1>biastest</h1>
 <p>Test social bias in AI models, step by step: specify the bias, get test data, read the results.</p>
+{note}
 {cards}
 </body></html>"""
 
