@@ -21,6 +21,7 @@ from biastest.models.embeddings import MSG_MOSTLY_MISSING, load_embeddings
 from biastest.spec import MSG_CUE_PAIR_SHAPE, MSG_EMPTY_LIST
 from biastest.specs import get_twoafc_spec, list_specs
 from biastest.ui import psychophysics as app
+from biastest.ui.common import escape
 
 SEED = 0
 PAPER = "Occupations vs gender (Liang & Acuna 2020)"
@@ -91,7 +92,7 @@ def test_custom_spec_with_a_bad_cue_pair_gets_the_exact_message():
     with pytest.raises(SpecError) as err:
         app.twoafc_spec_from_inputs(*values[1:6])
     assert err.value.message == MSG_CUE_PAIR_SHAPE.format(value=("woman", "woman"))
-    assert app.validate_step1(*values[:15]) == "⚠️ " + app.escape(err.value.message)
+    assert app.validate_step1(*values[:15]) == "⚠️ " + escape(err.value.message)
     empty = app.validate_step1(*step1(twoafc=(app.CUSTOM, "nurse", "", "", ""))[:15])
     assert empty == "⚠️ " + MSG_EMPTY_LIST.format(list_name="Cue pairs")
     ok = app.validate_step1(*step1(twoafc=(app.CUSTOM, "nurse, engineer", "she/he, girl/boy", "f", "m"))[:15])

@@ -1,0 +1,129 @@
+"""The Bayesian estimate with control groups (an accordion of step 3, for WEAT/MAC specifications).
+
+Every (social-group word, attribute word) distance enters a Bayesian cosine
+model beside neutral control words; the section shows the priors before
+anything is sampled, then the 89 % HPDI per word and connection, the contrasts
+with the controls, the sampler diagnostics and the downloads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from biastest.errors import DataError
+from biastest.report import psychophysics as rep
+from biastest.runner.bayes import available_models, run_bayes
+from biastest.spec import BiasSpec
+from biastest.ui.common import escape, option_value, progress_callback, session_export_dir, user_errors
+from biastest.ui.psychophysics.state import Section, need_session
+
+MSG_BAYES_NEEDS_WEAT = (
+    "The Bayesian estimate needs two social groups and two attribute lists: choose “WEAT / MAC” in step 1 "
+    "(a 2AFC specification has target words and cue pairs, but no stereotype attribute lists)."
+)
+MSG_BAYES_DONE = "✅ Bayesian estimate done ({model}, {seconds:.1f} s)."
+BAYES_DEFAULTS = {"model": "hierarchical", "draws": 1000, "tune": 1000, "chains": 2, "seed": 0}
+
+
+def bayes_core(session, model, draws, tune, chains, seed, *, progress=None) -> dict[str, Any]:
+    """Bayesian estimate with control groups for the session's (WEAT/MAC) spec."""
+    session = need_session(session)
+    spec = session["spec"]
+    if not isinstance(spec, BiasSpec):
+        raise DataError(MSG_BAYES_NEEDS_WEAT)
+    result = run_bayes(
+        spec_groups=dict(spec.social_groups[:2]),
+        spec_attributes=dict(spec.attributes[:2]),
+        source=session["source"],
+        model=model or BAYES_DEFAULTS["model"],
+        seed=option_value("seed", seed),
+        draws=option_value("draws", draws),
+        tune=option_value("tune", tune),
+        chains=option_value("chains", chains),
+        spec_name=spec.name,
+        progress=progress,
+    )
+    new = dict(session)
+    new["bayes"] = result
+    return new
+
+
+def bayes_view(session: dict[str, Any]) -> tuple:
+    """Outputs of the Bayes section: status, priors, two plots, diagnostics, table, CSV, JSON."""
+    result = session["bayes"]
+    csv_path, json_path = rep.bayes_exports(result, source=session["source"],
+                                                directory=session_export_dir("biastest-bayes-"))
+    return (
+        MSG_BAYES_DONE.format(model=escape(result.model["title"]), seconds=result.seconds),
+        rep.bayes_priors_markdown(result.model),
+        rep.bayes_interval_figure(result),
+        rep.bayes_contrast_figure(result),
+        rep.bayes_diagnostics_markdown(result),
+        rep.bayes_contrast_frame(result),
+        gr.update(value=str(csv_path), visible=True),
+        gr.update(value=str(json_path), visible=True),
+    )
+
+
+@user_errors
+def bayes_handler(session, model, draws, tune, chains, seed, progress=gr.Progress()):
+    """Run the Bayesian estimate (progress bar) and render it."""
+    new = bayes_core(session, model, draws, tune, chains, seed, progress=progress_callback(progress))
+    return (new, *bayes_view(new))
+
+
+@user_errors
+def priors_handler(model: str) -> str:
+    """Show the priors of the chosen model before anything is sampled."""
+    info = {m["name"]: m for m in available_models()}.get(model)
+    return rep.bayes_priors_markdown(info) if info else ""
+
+
+def build() -> Section:
+    """The section's controls (call inside its accordion); “New bias test” resets each to its value here."""
+    sec = Section()
+    models = available_models()
+    default = {m["name"]: m for m in models}[BAYES_DEFAULTS["model"]]
+    gr.Markdown(
+        "Instead of one average, this model uses every (protected word, attribute word) distance and compares the "
+        "stereotype attributes with **neutral control words** (neutral human attributes and neutral words, shipped "
+        "with biastest). It reports 89% highest-posterior-density intervals (HPDI): a bias is credible only where "
+        "the whole interval of *associated − control* lies below 0. Needs a WEAT / MAC specification.",
+        elem_classes=["bt-hint"],
+    )
+    sec.add("model", gr.Radio([(m["title"], m["name"]) for m in models], value=default["name"], label="Model",
+                              elem_id="bayes-model"), BAYES_DEFAULTS["model"])
+    sec.add("priors", gr.Markdown(rep.bayes_priors_markdown(default), elem_id="bayes-priors"),
+            rep.bayes_priors_markdown(default))
+    with gr.Row():
+        for key, label in (("draws", "Draws per chain"), ("tune", "Tuning steps per chain"), ("chains", "Chains"),
+                           ("seed", "Seed")):
+            sec.add(key, gr.Number(BAYES_DEFAULTS[key], precision=0, label=label, elem_id=f"bayes-{key}"),
+                    BAYES_DEFAULTS[key])
+    sec.run = gr.Button("Run the Bayesian estimate", variant="primary", elem_id="bayes-run")
+    sec.add("status", gr.Markdown("", elem_id="bayes-status"), "")
+    sec.add("plot", gr.Plot(label="Expected distance per protected word and connection", elem_id="bayes-plot"), None)
+    sec.add("contrast_plot", gr.Plot(label="Contrasts with the controls", elem_id="bayes-contrast-plot"), None)
+    sec.add("diagnostics", gr.Markdown("", elem_id="bayes-diagnostics"), "")
+    sec.add("table", gr.Dataframe(label="Contrasts per protected word", interactive=False, elem_id="bayes-table"),
+            None)
+    with gr.Row():
+        sec.add("csv", gr.DownloadButton("Download CSV", visible=False, elem_id="bayes-download-csv"),
+                gr.update(value=None, visible=False))
+        sec.add("json", gr.DownloadButton("Download JSON", visible=False, elem_id="bayes-download-json"),
+                gr.update(value=None, visible=False))
+    return sec
+
+
+def wire(sec: Section, session: Any) -> None:
+    """The section's handlers: the priors of the chosen model, and the run."""
+    sec.model.change(priors_handler, sec.model, sec.priors, queue=False)
+    sec.run.click(
+        bayes_handler,
+        [session, sec.model, sec.draws, sec.tune, sec.chains, sec.seed],
+        [session, sec.status, sec.priors, sec.plot, sec.contrast_plot, sec.diagnostics, sec.table, sec.csv, sec.json],
+        concurrency_id="mcmc",
+        concurrency_limit=1,
+    )

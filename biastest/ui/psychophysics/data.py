@@ -1,0 +1,344 @@
+"""Step 2 of the word-embedding app: the words found, the replicate set, the run options, “Run the test”.
+
+The found/missing words come from step 1's lookup. For 2AFC the user chooses
+where the variability of the answers comes from (a perceptual noise σ,
+uploaded replicate embeddings, or replicates trained here on a corpus) and the
+psychometric fit; for WEAT/MAC the number of permutations. “Run the test”
+runs the runner and fills step 3 (:mod:`.results`).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from biastest import public
+from biastest.errors import DataError
+from biastest.metrics.twoafc import labor_statistics_correlation, load_occupations_bls
+from biastest.models.embeddings import (
+    SAFE_EMBEDDING_SUFFIXES,
+    KeyedVectorsEmbeddings,
+    WordEmbeddings,
+    check_upload_file,
+    train_bootstrap_replicates,
+)
+from biastest.options import BOUNDS
+from biastest.runner.embeddings import run_mac, run_twoafc, run_weat
+from biastest.spec import BiasSpec, TwoAFCSpec
+from biastest.ui.common import escape, option_value, progress_callback, unlock_step, user_errors
+from biastest.ui.psychophysics.results import results_view
+from biastest.ui.psychophysics.state import MSG_SPEC_FIRST, Section, file_path, need_session
+
+REPLICATES_NONE = "none"
+REPLICATES_UPLOAD = "upload"
+REPLICATES_TRAIN = "train"
+
+MSG_NO_REPLICATE_FILES = (
+    "Upload at least two embedding files as replicates, or choose “one model with perceptual noise”."
+)
+MSG_NO_CORPUS = "Upload a plain-text corpus (one sentence or document a line) to train replicates on."
+MSG_TRAIN_FIRST = "Press “Train replicates” first, or choose another replicate set."
+MSG_BAD_SIGMA = (
+    "The perceptual noise σ must be 0 (no noise: a deterministic step) or a positive number (e.g. 0.05); got {value!r}."
+)
+MSG_BAD_INT = "{name} must be a whole number between {low} and {high}; got {value!r}."
+
+NOISE_HELP = (
+    "### Where the noise comes from\n"
+    "One embedding gives one fixed answer per mix, so a psychometric curve needs a source of "
+    "variability. Either **several embedding models** trained on resamples of the same text "
+    "(the paper trains 32), or one model with a **perceptual noise σ that you choose** — an "
+    "assumption about the observer, not data."
+)
+
+FEMALE_WORDS = frozenset(
+    "woman women female she her hers daughter girl sister mother wife aunt niece lady queen feminine".split()
+)
+MALE_WORDS = frozenset("man men male he him his son boy brother father husband uncle nephew gentleman king".split())
+
+
+# --------------------------------------------------------------------------- checks of the inputs
+def _int_in(value: Any, *, name: str, low: int, high: int) -> int:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise DataError(MSG_BAD_INT.format(name=name, low=low, high=high, value=value)) from None
+    if not math.isfinite(v) or v != int(v) or not low <= v <= high:
+        raise DataError(MSG_BAD_INT.format(name=name, low=low, high=high, value=value))
+    return int(v)
+
+
+def _sigma(value: Any) -> float | None:
+    """The user's perceptual noise: 0 means none (a deterministic step), negative or text is refused."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise DataError(MSG_BAD_SIGMA.format(value=value)) from None
+    if not math.isfinite(v) or v < 0:
+        raise DataError(MSG_BAD_SIGMA.format(value=value))
+    return None if v == 0 else option_value("noise_sigma", v)
+
+
+def _spec_words(spec: TwoAFCSpec | BiasSpec) -> list[str]:
+    if isinstance(spec, TwoAFCSpec):
+        return list(dict.fromkeys([*spec.targets, *(c for p in spec.cue_pairs for c in p)]))
+    return list(dict.fromkeys([*spec.group_terms, *spec.attribute_terms]))
+
+
+# --------------------------------------------------------------------------- replicates
+@user_errors
+def on_replicate_mode(mode: str) -> tuple[Any, Any, Any]:
+    """Show σ, the replicate upload or the corpus training for the chosen replicate set."""
+    return (
+        gr.update(visible=mode == REPLICATES_NONE),
+        gr.update(visible=mode == REPLICATES_UPLOAD),
+        gr.update(visible=mode == REPLICATES_TRAIN),
+    )
+
+
+def train_replicates_core(
+    session: dict[str, Any],
+    corpus: Any,
+    n_replicates: Any,
+    vector_size: Any,
+    epochs: Any,
+    min_count: Any,
+    seed: Any,
+    *,
+    progress=None,
+) -> tuple[dict[str, Any], str]:
+    """Train word2vec replicates on the uploaded corpus; keep only the spec's words in the session."""
+    session = need_session(session)
+    if not isinstance(session["spec"], TwoAFCSpec):
+        raise DataError(MSG_SPEC_FIRST)
+    path = file_path(corpus)
+    if not path:
+        raise DataError(MSG_NO_CORPUS)
+    n = option_value("n_replicates", n_replicates)
+    seed_i = option_value("seed", seed)
+    models = train_bootstrap_replicates(
+        Path(path),
+        n_replicates=n,
+        seed=seed_i,
+        vector_size=_int_in(vector_size, name="The vector size", low=2, high=1000),
+        epochs=_int_in(epochs, name="The number of epochs", low=1, high=100),
+        min_count=_int_in(min_count, name="The minimum word count", low=1, high=1000),
+        progress=progress,
+        name=Path(path).name,
+    )
+    words = _spec_words(session["spec"])
+    report = models[0].lookup_report(words)
+    small = [m.restrict(words, name=m.name) for m in models]
+    new = dict(session)
+    new.update(replicates=small, replicate_seed=seed_i, result=None, bayes=None)
+    missing = report.missing
+    note = (
+        f"✅ Trained {n} replicate models on `{escape(Path(path).name)}` (Poisson(1) stream bootstrap, seed {seed_i}). "
+        f"{len(words) - len(missing)} of {len(words)} words of the specification are in their vocabulary"
+    )
+    note += f"; missing: {escape(', '.join(missing))}." if missing else "."
+    new["replicate_note"] = note
+    return new, note
+
+
+@user_errors
+def train_handler(session, corpus, n_replicates, vector_size, epochs, min_count, seed, progress=gr.Progress()):
+    """Train replicates (progress bar) and report the vocabulary coverage."""
+    return train_replicates_core(
+        session, corpus, n_replicates, vector_size, epochs, min_count, seed, progress=progress_callback(progress)
+    )
+
+
+def _replicate_models(session: dict[str, Any], mode: str, files: Any) -> list[WordEmbeddings] | None:
+    if mode == REPLICATES_UPLOAD:
+        paths = [p for p in (file_path(f) for f in (files or [])) if p]
+        if len(paths) < 2:
+            raise DataError(MSG_NO_REPLICATE_FILES)
+        public.check_upload(paths, limit=int(BOUNDS["n_replicates"].high))  # at most 64 replicate files
+        for p in paths:
+            check_upload_file(p)
+        words = _spec_words(session["spec"])
+        return [KeyedVectorsEmbeddings(p, name=Path(p).name).restrict(words, name=Path(p).name) for p in paths]
+    if mode == REPLICATES_TRAIN:
+        if not session.get("replicates"):
+            raise DataError(MSG_TRAIN_FIRST)
+        return list(session["replicates"])
+    return None
+
+
+# --------------------------------------------------------------------------- the run
+def female_cue_side(spec: TwoAFCSpec) -> int | None:
+    """1 or 2 when one cue side is recognisably female (for the labour-statistics comparison), else None."""
+    names = (spec.cue1_name.casefold(), spec.cue2_name.casefold())
+    for side, name in ((1, names[0]), (2, names[1])):
+        if name in ("female", "women", "woman", "feminine"):
+            return side
+    first = {p[0].casefold() for p in spec.cue_pairs}
+    second = {p[1].casefold() for p in spec.cue_pairs}
+    if first <= FEMALE_WORDS and second <= MALE_WORDS:
+        return 1
+    if second <= FEMALE_WORDS and first <= MALE_WORDS:
+        return 2
+    return None
+
+
+def _labour(result, spec: TwoAFCSpec):
+    side = female_cue_side(spec)
+    if side is None:
+        return None
+    bls = {r["occupation"].casefold() for r in load_occupations_bls()}
+    if sum(1 for t in result.targets if t.target.casefold() in bls) < 3:
+        return None
+    return labor_statistics_correlation(result, female_cue=side)
+
+
+def run_core(
+    session: dict[str, Any],
+    rep_mode: str,
+    sigma: Any,
+    files: Any,
+    sigmoid: str,
+    lapse: bool,
+    n_boot: Any,
+    n_perm: Any,
+    seed: Any,
+    *,
+    progress=None,
+) -> dict[str, Any]:
+    """Run the test of the session's spec; return the session with ``result`` (and ``labour``) set."""
+    session = need_session(session)
+    spec = session["spec"]
+    seed_i = option_value("seed", seed)
+    new = dict(session)
+    new.update(bayes=None, posterior=None, labour=None)
+    if isinstance(spec, TwoAFCSpec):
+        n_bootstrap = option_value("n_bootstrap", n_boot)  # every option checked before any file is loaded
+        noise = _sigma(sigma) if rep_mode not in (REPLICATES_UPLOAD, REPLICATES_TRAIN) else None
+        replicates = _replicate_models(session, rep_mode, files)
+        result = run_twoafc(
+            spec=spec,
+            source=session["source"],
+            replicates=replicates,
+            noise_sigma=noise if replicates is None else None,
+            seed=seed_i,
+            sigmoid=sigmoid or "norm",
+            lapse=bool(lapse),
+            n_bootstrap=n_bootstrap,
+            progress=progress,
+        )
+        new.update(result=result, labour=_labour(result, spec), weat=None, mac=None)
+        return new
+    n_permutations = option_value("n_permutations", n_perm)
+    weat = run_weat(spec=spec, source=session["source"], seed=seed_i, n_permutations=n_permutations, progress=progress)
+    mac = run_mac(spec=spec, source=session["source"])
+    new.update(result=weat, weat=weat, mac=mac)
+    return new
+
+
+@user_errors
+def run_handler(session, rep_mode, sigma, files, sigmoid, lapse, n_boot, n_perm, seed, progress=gr.Progress()):
+    """Step 2 → results: run, render, unlock the results tab."""
+    new = run_core(
+        session, rep_mode, sigma, files, sigmoid, lapse, n_boot, n_perm, seed, progress=progress_callback(progress)
+    )
+    tabs, tab3 = unlock_step("results")
+    return (new, "", tabs, tab3, *results_view(new))
+
+
+# --------------------------------------------------------------------------- controls and wiring
+def build() -> Section:
+    """Step 2's controls (call inside its tab); “New bias test” resets each to its value here."""
+    sec = Section()
+    sec.add("summary", gr.Markdown("", elem_id="data-summary"), "")
+    sec.add("lookup", gr.Dataframe(
+        label="Every word of the specification: found in the embedding or missing",
+        interactive=False,
+        elem_id="lookup-table",
+    ), None)
+    with sec.add("twoafc_box", gr.Column(visible=True), gr.update(visible=True)):
+        gr.Markdown(NOISE_HELP)
+        sec.add("rep_mode", gr.Radio(
+            [
+                ("One model, with a perceptual noise σ that you set (an assumption, not data)", REPLICATES_NONE),
+                ("Several embedding files that you upload (replicates)", REPLICATES_UPLOAD),
+                ("Train replicates on a text corpus that you upload", REPLICATES_TRAIN),
+            ],
+            value=REPLICATES_NONE,
+            label="Replicate set",
+            elem_id="replicate-mode",
+        ), REPLICATES_NONE)
+        sec.add("sigma", gr.Number(
+            value=0.05,
+            label="Perceptual noise σ (your assumption, in cosine-similarity units)",
+            info="SD of Gaussian noise on the score difference of the answers (Thurstonian); 0 = no noise.",
+            elem_id="noise-sigma",
+        ), gr.update(value=0.05, visible=True))
+        sec.add("rep_files", gr.File(
+            label="Replicate embedding files (two or more)",
+            file_count="multiple",
+            file_types=list(SAFE_EMBEDDING_SUFFIXES),
+            visible=False,
+            elem_id="replicate-files",
+        ), gr.update(value=None, visible=False))
+        with sec.add("train_box", gr.Column(visible=False), gr.update(visible=False)):
+            sec.add("corpus", gr.File(
+                label="Text corpus (.txt, one sentence or document a line)",
+                file_types=[".txt"],
+                elem_id="corpus-file",
+            ), None)
+            with gr.Row():
+                sec.add("n_rep", gr.Slider(2, 32, value=8, step=1, label="Replicates", elem_id="n-replicates"))
+                sec.add("dim", gr.Slider(10, 300, value=50, step=10, label="Vector size", elem_id="vector-size"))
+                sec.add("epochs", gr.Slider(1, 20, value=5, step=1, label="Epochs", elem_id="epochs"))
+                sec.add("min_count", gr.Slider(1, 20, value=2, step=1, label="Minimum word count",
+                                               elem_id="min-count"))
+            sec.train = gr.Button("Train replicates", elem_id="train-replicates")
+            sec.add("train_status", gr.Markdown("", elem_id="train-status"), "")
+        with gr.Accordion("Psychometric fit", open=False):
+            with gr.Row():
+                sec.add("sigmoid", gr.Dropdown(
+                    [("cumulative normal", "norm"), ("logistic", "logistic")],
+                    value="norm",
+                    label="Psychometric function",
+                    elem_id="sigmoid",
+                ))
+                sec.add("lapse", gr.Checkbox(False, label="Fit a lapse rate", elem_id="lapse"))
+                sec.add("n_boot", gr.Number(200, label="Bootstrap samples for the intervals", precision=0,
+                                            elem_id="n-bootstrap"))
+    with sec.add("weat_box", gr.Column(visible=False), gr.update(visible=False)):
+        sec.add("n_perm", gr.Number(
+            10_000,
+            precision=0,
+            label="Permutations for the p-value",
+            info="Exact enumeration when there are fewer partitions than this.",
+            elem_id="n-permutations",
+        ))
+    sec.add("seed", gr.Number(0, precision=0, label="Seed (repeat it to get the same numbers)", elem_id="seed"), 0)
+    sec.add("message", gr.Markdown("", elem_id="run-message"), "")
+    with gr.Row():
+        sec.run = gr.Button("Run the test →", variant="primary", elem_id="run-test")
+        sec.new = gr.Button("New bias test", elem_id="new-test-2")
+    return sec
+
+
+def wire(sec: Section, session: Any, *, tabs: Any, tab3: Any, results: Section,
+         stale: list[tuple[Any, Any]]) -> None:
+    """Step 2's handlers: the replicate set, training, and the run that fills step 3 and clears ``stale``."""
+    sec.rep_mode.change(on_replicate_mode, sec.rep_mode, [sec.sigma, sec.rep_files, sec.train_box], queue=False)
+    sec.train.click(
+        train_handler,
+        [session, sec.corpus, sec.n_rep, sec.dim, sec.epochs, sec.min_count, sec.seed],
+        [session, sec.train_status],
+        concurrency_id="embedding-train",
+        concurrency_limit=1,
+    )
+    run_event = sec.run.click(
+        run_handler,
+        [session, sec.rep_mode, sec.sigma, sec.rep_files, sec.sigmoid, sec.lapse, sec.n_boot, sec.n_perm, sec.seed],
+        [session, sec.message, tabs, tab3, *results.outputs],
+    )
+    # a new run makes earlier Bayesian/posterior outputs stale: clear them with the run
+    run_event.success(lambda: tuple(v for _, v in stale), None, [c for c, _ in stale], queue=False)

@@ -1,0 +1,127 @@
+"""The posterior of embeddings given a sentiment classifier (an accordion of step 3).
+
+A small network learns positive vs negative words from the VADER lexicon;
+NUTS samples word vectors the network finds positive or negative (Liang &
+Acuna 2020, §3.2); two word groups of the user's are compared by their
+distance to each posterior, with a permutation test.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from biastest.metrics.posterior import load_default_groups
+from biastest.report import psychophysics as rep
+from biastest.runner.bayes import run_posterior
+from biastest.spec import parse_terms
+from biastest.ui.common import option_value, progress_callback, session_export_dir, user_errors
+from biastest.ui.psychophysics.state import Section, need_session
+
+MSG_POSTERIOR_DONE = "✅ Posteriors sampled ({seconds:.1f} s of sampling)."
+POSTERIOR_DEFAULTS = {"draws": 1000, "tune": 500, "chains": 2, "seed": 0}
+
+
+def _default_groups() -> tuple[str, str, str, str]:
+    (na, wa), (nb, wb) = list(load_default_groups().items())[:2]
+    return na, ", ".join(wa), nb, ", ".join(wb)
+
+
+def posterior_core(session, name_a, words_a, name_b, words_b, draws, tune, chains, seed, *,
+                   progress=None) -> dict[str, Any]:
+    """Sample the embedding posteriors given the sentiment classifier, for the session's embedding."""
+    session = need_session(session)
+    groups = {
+        (name_a or "").strip() or "group 1": list(parse_terms(words_a)),
+        (name_b or "").strip() or "group 2": list(parse_terms(words_b)),
+    }
+    result = run_posterior(
+        source=session["source"],
+        seed=option_value("seed", seed),
+        draws=option_value("draws", draws),
+        tune=option_value("tune", tune),
+        chains=option_value("chains", chains),
+        groups=groups,
+        progress=progress,
+    )
+    new = dict(session)
+    new["posterior"] = result
+    return new
+
+
+def posterior_view(session: dict[str, Any]) -> tuple:
+    """Outputs of the posterior section: status, reading, ACF, PCA, word table, group table, CSV, JSON."""
+    result = session["posterior"]
+    csv_path, json_path = rep.posterior_exports(result, source=session["source"],
+                                                    directory=session_export_dir("biastest-posterior-"))
+    return (
+        MSG_POSTERIOR_DONE.format(seconds=float(result.diagnostics.get("seconds", 0.0))),
+        rep.posterior_markdown(result),
+        rep.posterior_acf_figure(result),
+        rep.posterior_pca_figure(result),
+        rep.posterior_words_frame(result),
+        rep.posterior_group_frame(result),
+        gr.update(value=str(csv_path), visible=True),
+        gr.update(value=str(json_path), visible=True),
+    )
+
+
+@user_errors
+def posterior_handler(session, name_a, words_a, name_b, words_b, draws, tune, chains, seed, progress=gr.Progress()):
+    """Train the classifier, sample both posteriors (progress bar) and render them."""
+    new = posterior_core(session, name_a, words_a, name_b, words_b, draws, tune, chains, seed,
+                         progress=progress_callback(progress))
+    return (new, *posterior_view(new))
+
+
+def build() -> Section:
+    """The section's controls (call inside its accordion); “New bias test” resets each to its value here."""
+    sec = Section()
+    na, wa, nb, wb = _default_groups()
+    gr.Markdown(
+        "A small neural network learns, from the VADER sentiment lexicon, to tell positive from negative words by "
+        "their vectors. The sampler (NUTS) then draws word vectors that the network finds positive (p(s | +)) or "
+        "negative (p(s | −)), from a wide prior N(0, 10²·I) (Liang & Acuna 2020, §3.2). Are the words of one "
+        "group (by default female vs male first names) closer to a posterior than the other's? A permutation test "
+        "answers.",
+        elem_classes=["bt-hint"],
+    )
+    with gr.Row():
+        sec.add("name_a", gr.Textbox(na, label="Name of word group 1", elem_id="posterior-name-a"), na)
+        sec.add("words_a", gr.Textbox(wa, label="Words of group 1", elem_id="posterior-words-a"), wa)
+    with gr.Row():
+        sec.add("name_b", gr.Textbox(nb, label="Name of word group 2", elem_id="posterior-name-b"), nb)
+        sec.add("words_b", gr.Textbox(wb, label="Words of group 2", elem_id="posterior-words-b"), wb)
+    with gr.Row():
+        for key, label in (("draws", "Draws per chain"), ("tune", "Tuning steps per chain"), ("chains", "Chains"),
+                           ("seed", "Seed")):
+            sec.add(key, gr.Number(POSTERIOR_DEFAULTS[key], precision=0, label=label, elem_id=f"posterior-{key}"),
+                    POSTERIOR_DEFAULTS[key])
+    sec.run = gr.Button("Sample the posteriors", variant="primary", elem_id="posterior-run")
+    sec.add("status", gr.Markdown("", elem_id="posterior-status"), "")
+    sec.add("reading", gr.Markdown("", elem_id="posterior-reading"), "")
+    with gr.Row():
+        sec.add("acf", gr.Plot(label="Autocorrelation (paper Fig. 5)", elem_id="posterior-acf"), None)
+        sec.add("pca", gr.Plot(label="PCA of the samples (paper Fig. 6)", elem_id="posterior-pca"), None)
+    sec.add("words", gr.Dataframe(label="Words nearest to and farthest from each posterior mean (paper Table 1)",
+                                  interactive=False, elem_id="posterior-words"), None)
+    sec.add("groups", gr.Dataframe(label="Distance of each word group to each posterior, with tests",
+                                   interactive=False, elem_id="posterior-groups"), None)
+    with gr.Row():
+        sec.add("csv", gr.DownloadButton("Download CSV", visible=False, elem_id="posterior-download-csv"),
+                gr.update(value=None, visible=False))
+        sec.add("json", gr.DownloadButton("Download JSON", visible=False, elem_id="posterior-download-json"),
+                gr.update(value=None, visible=False))
+    return sec
+
+
+def wire(sec: Section, session: Any) -> None:
+    """The section's handler: train, sample and render."""
+    sec.run.click(
+        posterior_handler,
+        [session, sec.name_a, sec.words_a, sec.name_b, sec.words_b, sec.draws, sec.tune, sec.chains, sec.seed],
+        [session, sec.status, sec.reading, sec.acf, sec.pca, sec.words, sec.groups, sec.csv, sec.json],
+        concurrency_id="mcmc",
+        concurrency_limit=1,
+    )
