@@ -1,0 +1,336 @@
+"""The model and the results of the vision-language app: run the test (end of step 2), then step 3.
+
+:func:`build_model_section` lays out the model, prompt and settings controls
+of step 2 and :func:`build_results_tab` the results tab (summary, bars, the
+per-image grid with its hover card, the picked-image panel, the table and the
+downloads); :func:`wire_run` connects the Run button to both. The report layer
+(:mod:`biastest.report.vqa`) turns the typed result into text, tables and
+figures; this module only wires components.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from biastest import public
+from biastest.errors import DataError, MethodError
+from biastest.metrics.vlm_score import (
+    COMBINE_CHOICES,
+    DEFAULT_PROMPT_TEMPLATE,
+    DEFAULT_QUESTION,
+    PROMPT_TEMPLATES,
+    QUESTIONS,
+)
+from biastest.report import vqa as rep
+from biastest.ui.common import (
+    escape,
+    option_value,
+    progress_callback,
+    session_export_dir,
+    unlock_step,
+    user_errors,
+)
+from biastest.ui.vqa.session import MSG_NO_IMAGES_YET, _copy, _spec, session_root
+
+__all__ = [
+    "MODEL_SUGGESTIONS",
+    "ModelSection",
+    "ResultsTab",
+    "build_model_section",
+    "build_results_tab",
+    "image_detail",
+    "results_view",
+    "run_core",
+    "run_handler",
+    "wire_run",
+]
+
+MODEL_SUGGESTIONS = (
+    "openai/clip-vit-base-patch32",
+    "dandelin/vilt-b32-finetuned-vqa",
+    "Salesforce/blip-vqa-base",
+    "microsoft/git-base-vqav2",
+)
+
+MSG_NO_MODEL = "Type or choose the model to test (a Hugging Face Hub id such as {example}, or a local folder)."
+MSG_NO_TEMPLATE = "Choose at least one prompt template, or type your own with {{term}}."
+MSG_RUN_FIRST = "Run the test in step 2 first."
+
+
+# --------------------------------------------------------------------------- run
+def _templates(selected: Any, custom: str | None) -> list[str]:
+    out = [t for t in (selected or []) if t]
+    if custom and custom.strip():
+        out.append(custom.strip())
+    if not out:
+        raise MethodError(MSG_NO_TEMPLATE)
+    return list(dict.fromkeys(out))
+
+
+def run_core(
+    session: dict[str, Any],
+    model_id: str | None,
+    templates: Any,
+    custom_template: str | None,
+    combine: str | None,
+    question: str | None,
+    seed: Any,
+    batch_size: Any,
+    n_resamples: Any,
+    *,
+    progress=None,
+) -> dict[str, Any]:
+    """Run the test on the session's images; returns the session with its result."""
+    from biastest.runner.vlm import run_vlm_test
+
+    new = _copy(session)
+    spec = _spec(new)
+    model_id = (model_id or "").strip()
+    if not model_id:
+        raise MethodError(MSG_NO_MODEL.format(example=MODEL_SUGGESTIONS[0]))
+    model_id = public.check_model_reference(model_id)  # a public server loads Hub models only
+    if not new["images"]:
+        raise DataError(MSG_NO_IMAGES_YET)
+    settings = {
+        "model_id": model_id,
+        "prompt_template": _templates(templates, custom_template),
+        "question": (question or "").strip() or DEFAULT_QUESTION,
+        "combine": combine or COMBINE_CHOICES[0],
+        "seed": option_value("seed", seed),
+        "batch_size": option_value("batch_size", batch_size),
+        "n_resamples": option_value("n_resamples", n_resamples),
+    }
+    result = run_vlm_test(images=list(new["images"]), image_root=session_root(new), spec=spec,
+                          progress=progress, **settings)
+    new.update(result=result, settings=settings)
+    return new
+
+
+def _image_choices(result) -> list[tuple[str, int]]:
+    return [
+        (f"#{i + 1} · {img.image_term} · P(T1) {img.p_t1:.2f} · {img.verdict}", i)
+        for i, img in enumerate(result.images)
+    ]
+
+
+def image_detail(session: dict[str, Any], index: Any) -> tuple[str | None, str]:
+    """Path and Markdown details of result image ``index`` (None, "" when there is none)."""
+    result = (session or {}).get("result")
+    if result is None or index is None or not 0 <= int(index) < len(result.images):
+        return None, ""
+    img = result.images[int(index)]
+    t1, t2 = rep.target_names(result)
+    path = Path(session["dir"]) / img.path if session.get("dir") else None
+    probs = ", ".join(f"P({escape(t)}) = {p:.3f}" for t, p in img.term_probabilities.items())
+    md = (
+        f"**Image term:** {escape(img.image_term)} (group {img.image_group}) · **id** `{escape(img.image_id)}`\n\n"
+        f"**P({escape(t1)})** = {img.p_t1:.3f} · **P({escape(t2)})** = {img.p_t2:.3f} · "
+        f"**verdict:** {escape(img.verdict)} ({escape(img.outcome)}) · **answer:** {escape(img.answer)}\n\n"
+        f"Per target term: {probs}"
+    )
+    return (str(path) if path is not None and path.is_file() else None), md
+
+
+def results_view(session: dict[str, Any]) -> tuple:
+    """Values of the result components (see ``result_outputs`` in :func:`build_demo`)."""
+    result = session["result"]
+    root = Path(session["dir"])
+    thumbs = {img.image_id: rep.thumbnail_uri(root / img.path) for img in result.images}
+    csv_path, json_path = rep.write_exports(result, folder=session_export_dir("biastest-vqa-"))
+    choices = _image_choices(result)
+    first_path, first_md = image_detail(session, 0 if choices else None)
+    return (
+        rep.summary_markdown(result),
+        rep.term_bars(result),
+        rep.image_grid(result, thumbnails=thumbs),
+        rep.image_table(result),
+        gr.update(choices=choices, value=0 if choices else None),
+        first_path,
+        first_md,
+        gr.update(value=str(csv_path), visible=True),
+        gr.update(value=str(json_path), visible=True),
+    )
+
+
+@user_errors
+def run_handler(session, model_id, templates, custom_template, combine, question, seed, batch_size, n_resamples,
+                progress=gr.Progress()):
+    """Step 2 → results: run, render, unlock the results tab."""
+    new = run_core(session, model_id, templates, custom_template, combine, question, seed, batch_size, n_resamples,
+                   progress=progress_callback(progress))
+    tabs, tab3 = unlock_step("results")
+    return (new, "", tabs, tab3, *results_view(new))
+
+
+@user_errors
+def detail_handler(session, index):
+    """The picked result image and its details."""
+    return image_detail(session, index)
+
+
+@user_errors
+def table_select_handler(session, evt: gr.SelectData):
+    """A click on a row of the per-image table picks that image."""
+    row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+    if (session or {}).get("result") is None or row is None:
+        return gr.skip()
+    return int(row)
+
+
+HOVER_CARD_TEMPLATE = (
+    "<div class='bt-hover-card' style='min-height:180px'>"
+    "<img class='bt-card-img' alt='picture of the hovered square' "
+    "style='display:none;max-width:100%;width:160px;image-rendering:auto;border-radius:8px'/>"
+    "<div class='bt-card-text' style='font-size:0.92em;white-space:pre-line'>${value}</div></div>"
+)
+HOVER_CARD_HINT = "Hover over (or click) a square of the grid to see its picture here."
+
+# Plotly hover labels cannot show images: this attaches a plotly_hover listener to the grid and shows the
+# hovered point's thumbnail (the data: URI in its last customdata column) and its details in the card.
+HOVER_CARD_JS = r"""
+const PLOT = '#vqa-image-grid', CARD = '#vqa-hover-card';
+const plain = (s) => new DOMParser().parseFromString(String(s ?? ''), 'text/html').documentElement.textContent;
+function show(ev) {
+  const pt = ev && ev.points && ev.points[0];
+  const card = document.querySelector(CARD);
+  const gd = document.querySelector(PLOT + ' .js-plotly-plot');
+  if (!pt || !card) return;
+  const cd = pt.customdata || [];
+  const meta = (gd && gd.layout && gd.layout.meta) || {};
+  const img = card.querySelector('img.bt-card-img'), box = card.querySelector('.bt-card-text');
+  const uri = String(cd[cd.length - 1] || '');
+  if (img) {
+    if (uri.startsWith('data:image/')) { img.src = uri; img.style.display = 'block'; }
+    else { img.removeAttribute('src'); img.style.display = 'none'; }
+    img.dataset.imageId = String(cd[cd.length - 2] || '');
+  }
+  if (box) {
+    box.textContent = ['image term: ' + plain(cd[1]), 'P(' + (meta.t1 || 'T1') + '): ' + plain(cd[2]),
+      'P(' + (meta.t2 || 'T2') + '): ' + plain(cd[3]), 'verdict: ' + plain(cd[4]), 'image: ' + plain(cd[0])
+    ].join('\n');
+  }
+}
+window.__btVqaShow = show;
+function attach() {
+  const gd = document.querySelector(PLOT + ' .js-plotly-plot');
+  if (!gd || typeof gd.on !== 'function') return;
+  const has = gd._ev && typeof gd._ev.listeners === 'function'
+    ? gd._ev.listeners('plotly_hover').includes(window.__btVqaShow) : gd.__btVqa === true;
+  if (!has) {
+    gd.on('plotly_hover', window.__btVqaShow);
+    gd.on('plotly_click', window.__btVqaShow);
+    gd.__btVqa = true;
+  }
+}
+if (!window.__btVqaTimer) { window.__btVqaTimer = setInterval(attach, 300); }
+"""
+
+
+# --------------------------------------------------------------------------- layout and wiring
+@dataclass
+class ModelSection:
+    """The model part of step 2: the run's inputs (after the session), its message and buttons."""
+
+    inputs: list[Any]
+    run_btn: Any
+    run_md: Any
+    new_btn: Any
+    resets: list[tuple[Any, Any]]
+
+
+def build_model_section() -> ModelSection:
+    """Lay out the model, prompts, question and settings of step 2, the Run and New bias test buttons."""
+    gr.Markdown("### The model to test")
+    model_id = gr.Dropdown(list(MODEL_SUGGESTIONS), value=MODEL_SUGGESTIONS[0], allow_custom_value=True,
+                           label="Model (Hugging Face Hub id or local folder)",
+                           info="CLIP-like, visual question answering (ViLT) or image-to-text (BLIP, GIT); "
+                                "its kind is read from its configuration.",
+                           elem_id="model-id")
+    with gr.Row():
+        templates = gr.CheckboxGroup(
+            [(f"{label}: “{tpl}”", tpl) for tpl, label in PROMPT_TEMPLATES.items()],
+            value=[DEFAULT_PROMPT_TEMPLATE],
+            label="Prompt templates (CLIP-like models)",
+            elem_id="prompt-templates",
+        )
+        with gr.Column():
+            custom_template = gr.Textbox(label="Your own prompt template (with {term})",
+                                         placeholder="a picture of a {term}", elem_id="custom-template")
+            question = gr.Dropdown(
+                [(f"{q} — {label}", q) for q, label in QUESTIONS.items()], value=DEFAULT_QUESTION,
+                allow_custom_value=True, label="Question (VQA and image-to-text models)",
+                info="{T1} and {T2} are replaced by the target concepts.", elem_id="question")
+    with gr.Accordion("Settings", open=False):
+        with gr.Row():
+            combine = gr.Radio(list(COMBINE_CHOICES), value=COMBINE_CHOICES[0],
+                               label="Several terms in a concept (CLIP-like)",
+                               info="sum-prob: add their probabilities; mean-embedding: average their "
+                                    "text embeddings first.", elem_id="combine")
+            seed = gr.Number(0, precision=0, label="Seed (repeat it to get the same numbers)",
+                             elem_id="seed")
+            batch = gr.Number(16, precision=0, label="Images per batch", elem_id="batch-size")
+            n_boot = gr.Number(10_000, precision=0, label="Bootstrap samples for the intervals",
+                               elem_id="n-bootstrap")
+    run_md = gr.Markdown("", elem_id="run-message")
+    with gr.Row():
+        run_btn = gr.Button("Run the test →", variant="primary", elem_id="run-test")
+        new_btn = gr.Button("New bias test", elem_id="new-test-2")
+    resets = [
+        (model_id, MODEL_SUGGESTIONS[0]), (templates, [DEFAULT_PROMPT_TEMPLATE]), (custom_template, ""),
+        (question, DEFAULT_QUESTION), (combine, COMBINE_CHOICES[0]), (seed, 0), (batch, 16), (n_boot, 10_000),
+        (run_md, ""),
+    ]
+    return ModelSection(inputs=[model_id, templates, custom_template, combine, question, seed, batch, n_boot],
+                        run_btn=run_btn, run_md=run_md, new_btn=new_btn, resets=resets)
+
+
+@dataclass
+class ResultsTab:
+    """The results tab: the outputs :func:`results_view` fills, in order, and the New bias test button."""
+
+    outputs: list[Any]
+    new_btn: Any
+    resets: list[tuple[Any, Any]]
+
+
+def build_results_tab(session: gr.State) -> ResultsTab:
+    """Lay out step 3 (inside its tab) and wire the image picker and the table to the picked-image panel."""
+    summary_md = gr.Markdown("", elem_id="result-summary")
+    bars = gr.Plot(label="Bias score per term", elem_id="vqa-term-bars")
+    with gr.Row():
+        with gr.Column(scale=3):
+            grid = gr.Plot(label="Every image", elem_id="vqa-image-grid")
+        with gr.Column(scale=1, min_width=200):
+            gr.HTML(HOVER_CARD_HINT, html_template=HOVER_CARD_TEMPLATE, js_on_load=HOVER_CARD_JS,
+                    elem_id="vqa-hover-card")
+            pick = gr.Dropdown([], label="Or pick an image", elem_id="vqa-pick")
+            picked = gr.Image(label="Picked image", type="filepath", interactive=False, height=200,
+                              elem_id="vqa-picked-image")
+            picked_md = gr.Markdown("", elem_id="vqa-picked-details")
+    table = gr.Dataframe(label="Per image (click a row to see it)", interactive=False,
+                         elem_id="vqa-image-table")
+    with gr.Row():
+        csv_btn = gr.DownloadButton("Download CSV", visible=False, elem_id="download-csv")
+        json_btn = gr.DownloadButton("Download JSON", visible=False, elem_id="download-json")
+    new_btn = gr.Button("New bias test", elem_id="new-test-3")
+
+    pick.change(detail_handler, [session, pick], [picked, picked_md], queue=False)
+    table.select(table_select_handler, session, pick, queue=False)
+
+    resets = [
+        (summary_md, ""), (bars, None), (grid, None), (table, None),
+        (pick, gr.update(choices=[], value=None)), (picked, None), (picked_md, ""),
+        (csv_btn, gr.update(value=None, visible=False)), (json_btn, gr.update(value=None, visible=False)),
+    ]
+    return ResultsTab(outputs=[summary_md, bars, grid, table, pick, picked, picked_md, csv_btn, json_btn],
+                      new_btn=new_btn, resets=resets)
+
+
+def wire_run(session: gr.State, model: ModelSection, results: ResultsTab, tabs: gr.Tabs, tab3: gr.Tab) -> None:
+    """Run button → :func:`run_handler` → the results tab (one model run at a time per process)."""
+    model.run_btn.click(run_handler, [session, *model.inputs], [session, model.run_md, tabs, tab3, *results.outputs],
+                        concurrency_id="vqa-model", concurrency_limit=1)
