@@ -30,6 +30,7 @@ __all__ = [
     "retrieve_pairs",
     "run_lm_test",
     "sentence_prompt_choices",
+    "shared_dataset",
     "shared_store",
     "text_generator_choices",
 ]
@@ -74,6 +75,27 @@ def shared_store():
         if root not in _stores:
             _stores[root] = DatasetStore(root, writer="app")
         return _stores[root]
+
+
+_datasets: dict[str, Any] = {}
+
+
+def shared_dataset():
+    """The process-wide link of the shared store to the shared Hugging Face dataset, started on first use.
+
+    Built once per store (like the store and the model cache): it pulls in the background (at once, then every
+    10 minutes, and on :meth:`~biastest.store.shared.SharedDataset.refresh`) and pushes what users generate when
+    ``BIASTEST_HF_DATASET`` and ``HF_TOKEN`` are set (see :mod:`biastest.store.shared`). Never blocks: retrieval
+    reads what the store holds.
+    """
+    from biastest.store.shared import SharedDataset
+
+    store = shared_store()
+    key = str(store.root)
+    with _store_lock:
+        if key not in _datasets:
+            _datasets[key] = SharedDataset(store).start()
+        return _datasets[key]
 
 
 def generation_limits(*, request_timeout: float, max_seconds: float = GENERATION_MAX_SECONDS):

@@ -337,19 +337,53 @@ class HubSync:
         safe = self.repo_id.replace("/", "--") or "none"
         return self.store.state_dir / "hub" / safe / "pushed.txt"
 
-    def _ledger(self) -> set[str]:
+    def _ledger_lines(self) -> list[tuple[str, str]]:
         try:
-            return {ln.strip() for ln in self.ledger_path.read_text(encoding="utf-8").splitlines() if ln.strip()}
+            text = self.ledger_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        out = []
+        for ln in text.splitlines():
+            path, _, commit = ln.strip().partition("\t")
+            if path:
+                out.append((path, commit))
+        return out
+
+    def _ledger(self) -> set[str]:
+        return {path for path, _ in self._ledger_lines()}
+
+    @property
+    def pulled_path(self) -> Path:
+        return self.ledger_path.parent / "pulled.txt"
+
+    def pulled_files(self) -> set[str]:
+        """Store files that came from the dataset by :meth:`pull` (in this process or an earlier one)."""
+        try:
+            return {ln.strip() for ln in self.pulled_path.read_text(encoding="utf-8").splitlines() if ln.strip()}
         except FileNotFoundError:
             return set()
 
-    def _record(self, paths: Iterable[str]) -> None:
+    def _record_pulled(self, path: str) -> None:
+        self.pulled_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.pulled_path, "a", encoding="utf-8") as fh:
+            fh.write(path + "\n")
+
+    def commits(self) -> dict[str, str]:
+        """File → id of the commit that pushed it ("" when it was found on the Hub or pulled from it)."""
+        out: dict[str, str] = {}
+        for path, commit in self._ledger_lines():
+            if commit or path not in out:
+                out[path] = commit
+        return out
+
+    def _record(self, paths: Iterable[str], *, commit: str = "") -> None:
         paths = list(paths)
         if not paths:
             return
         self.ledger_path.parent.mkdir(parents=True, exist_ok=True)
+        suffix = f"\t{commit}" if commit else ""
         with open(self.ledger_path, "a", encoding="utf-8") as fh:
-            fh.write("".join(p + "\n" for p in paths))
+            fh.write("".join(p + suffix + "\n" for p in paths))
             fh.flush()
             os.fsync(fh.fileno())
 
@@ -427,12 +461,12 @@ class HubSync:
             if card_needed:
                 ops.append(CommitOperationAdd(path_in_repo="README.md",
                                               path_or_fileobj=dataset_card(self.repo_id).encode("utf-8")))
-            api.create_commit(self.repo_id, ops, repo_type="dataset",
-                              commit_message=f"biastest: add {len(batch)} file(s)",
-                              commit_description="Append-only shards written by biastest.")
+            info = api.create_commit(self.repo_id, ops, repo_type="dataset",
+                                     commit_message=f"biastest: add {len(batch)} file(s)",
+                                     commit_description="Append-only shards written by biastest.")
             card_needed = False
             tally[0] += 1
-            self._record(batch)
+            self._record(batch, commit=str(getattr(info, "oid", "") or ""))
             pushed.extend(batch)
 
     def push_now(self) -> PushReport:
@@ -527,6 +561,7 @@ class HubSync:
                             downloaded.append(rel)
                 os.replace(got, root / path)
                 downloaded.append(path)
+                self._record_pulled(path)
                 if self.enabled:
                     self._record([path])
         except Exception as exc:

@@ -861,6 +861,28 @@ class DatasetStore:
             return None
         return _Shard(path.name, path, st.st_size, st.st_mtime_ns, data, _ids_array(data.column("id")))
 
+    def shards_of(self, table: str, ids: Iterable[str]) -> dict[str, str]:
+        """The shard file (relative to the store root) holding each id's first copy, as reads see it.
+
+        Ids the table does not hold are left out. Vectorised per shard (one Arrow ``is_in``), so a few thousand
+        ids cost milliseconds in a store of a million rows.
+        """
+        wanted = [str(i) for i in ids]
+        if not wanted:
+            return {}
+        view = self.view(table)
+        value_set = pa.array(sorted(set(wanted)), type=pa.string())
+        out: dict[str, str] = {}
+        for shard in view.shards:
+            column = shard.table.column("id")
+            hits = pc.filter(column, pc.is_in(column, value_set=value_set)).to_pylist()
+            rel = shard.path.relative_to(self.root).as_posix() if shard.path.is_relative_to(self.root) else shard.name
+            for i in hits:
+                out.setdefault(i, rel)
+            if len(out) == len(value_set):
+                break
+        return out
+
     def view(self, table: str) -> TableView:
         """A consistent snapshot of ``table`` (refreshed from disk first)."""
         _check_table(table)
