@@ -319,6 +319,9 @@ class RunState:
     limit when the request's own time-out did not end it (a local model, a
     service that trickles bytes). A request given up keeps its thread until
     its own time-out or computation ends; its answer is dropped.
+
+    Several threads may call :meth:`call` on one run at once (concurrent
+    requests): they share its request budget, clock and counters.
     """
 
     def __init__(
@@ -340,6 +343,7 @@ class RunState:
         self.transient: dict[str, int] = {}
         self.last_tries = 0
         self._rng = random.Random(seed)
+        self._lock = threading.Lock()  # requests sent from several threads share one budget
 
     @property
     def elapsed(self) -> float:
@@ -377,19 +381,22 @@ class RunState:
         """
         tries = 0
         while True:
-            self.check()
-            self.requests_used += 1
+            with self._lock:
+                self.check()
+                self.requests_used += 1
             tries += 1
             timeout = max(0.01, min(self.limits.request_timeout, self.remaining()))
             try:
                 return self._bounded(fn, timeout, what=what)
             except TransientError as exc:
-                self.transient[exc.kind] = self.transient.get(exc.kind, 0) + 1
-                self.last_tries = tries
+                with self._lock:
+                    self.transient[exc.kind] = self.transient.get(exc.kind, 0) + 1
+                    self.last_tries = tries
                 if tries > self.retry.max_retries:
                     log.warning("%s: giving up after %d tries (last failure: %s)", what, tries, exc.kind)
                     raise RunStopped(STOP_RATE_LIMITED if exc.kind == "rate_limit" else STOP_UNAVAILABLE) from None
-                wait = self.retry.delay(tries - 1, retry_after=exc.retry_after, rng=self._rng)
+                with self._lock:
+                    wait = self.retry.delay(tries - 1, retry_after=exc.retry_after, rng=self._rng)
                 if wait >= self.remaining():
                     log.warning("%s: a wait of %.2f s would pass the time limit", what, wait)
                     raise RunStopped(STOP_TIME) from None
