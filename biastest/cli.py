@@ -48,11 +48,12 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -145,6 +146,29 @@ MSG_UNEXPECTED = (
 )
 MSG_INTERRUPTED = "Interrupted."
 MSG_WROTE = "Wrote {path}"
+MSG_NEEDS_ENDPOINT = (
+    "The option {option} applies only to a model behind an endpoint; give --endpoint URL too, or leave it out."
+)
+MSG_NOT_WITH_ENDPOINT = (
+    "The option {option} does not apply to a model behind an endpoint (the server decides where and how it runs). "
+    "Leave it out."
+)
+MSG_NO_ENDPOINT_MODEL = (
+    "Give the name of the model the endpoint serves with --model (for example meta-llama/Llama-3.1-8B; the server's "
+    "model list shows it)."
+)
+MSG_BAD_KEY_ENV = (
+    "--api-key-env takes the name of an environment variable that holds the key (such as MY_ENDPOINT_KEY), not the "
+    "key itself: keys never go on the command line."
+)
+MSG_KEY_ENV_UNSET = (
+    "The environment variable named by --api-key-env is not set or is empty. Set it to the endpoint's key first "
+    "(export NAME=…), then run again."
+)
+
+#: Options that apply only with --endpoint; options that do not apply with it.
+ENDPOINT_ONLY = ("api_key_env", "tokenizer", "concurrency", "max_requests", "time_limit")
+NOT_WITH_ENDPOINT = ("device", "dtype")
 
 #: Which runs each kind- or test-specific option applies to ("lm", "vlm", or an embedding test).
 OPTION_SCOPES: dict[str, tuple[str, ...]] = {
@@ -176,6 +200,12 @@ OPTION_SCOPES: dict[str, tuple[str, ...]] = {
     "tune": ("bayes",),
     "chains": ("bayes",),
     "trust_gensim_file": ("2afc", "weat", "bayes"),
+    "endpoint": ("lm",),
+    "api_key_env": ("lm",),
+    "tokenizer": ("lm",),
+    "concurrency": ("lm",),
+    "max_requests": ("lm",),
+    "time_limit": ("lm",),
 }
 
 EMBEDDING_TESTS = {
@@ -502,6 +532,19 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--pairing", help="counterparts when building pairs from stored sentences: positional or all")
     g.add_argument("--tie-tolerance", type=float, help="score differences within this (nats) are ties")
 
+    g = run.add_argument_group("language models behind an endpoint (--kind lm --endpoint URL)")
+    g.add_argument("--endpoint", metavar="URL",
+                   help="API root of an OpenAI-compatible completions server that serves --model (vLLM: "
+                   "http://localhost:8000/v1); causal-sum and causal-diff-span only")
+    g.add_argument("--api-key-env", metavar="VAR",
+                   help="name of the environment variable that holds the endpoint's key (never the key itself)")
+    g.add_argument("--tokenizer", metavar="ID_OR_FOLDER",
+                   help="the served model's tokenizer (Hub id or folder): token-id prompts, scores equal to "
+                   "in-process ones (default: try --model; 'none' sends text for the server to tokenize)")
+    g.add_argument("--concurrency", type=int, help="requests in flight at once (default 4)")
+    g.add_argument("--max-requests", type=int, help="request budget, retries included (default 2000)")
+    g.add_argument("--time-limit", type=float, metavar="SECONDS", help="overall time limit (default 3600)")
+
     g = run.add_argument_group("language and vision-language models (--kind lm or vlm)")
     g.add_argument("--store", metavar="DIR", help="dataset store folder (default: $BIASTEST_DATA_DIR or the apps')")
     g.add_argument("--batch-size", type=int, help="items per forward pass (default lm 32, vlm 16)")
@@ -585,6 +628,7 @@ class _Run:
     document: dict[str, Any]
     write_csv: Callable[[Path], None]
     headline: str
+    notices: list[str] = field(default_factory=list)
 
 
 def _check_scopes(args: argparse.Namespace, scope: str, what: str) -> None:
@@ -610,6 +654,9 @@ _CHECKED_FLAGS: dict[str, dict[str, str]] = {
     "permutations": {"*": "n_permutations"},
     "draws": {"*": "draws"},
     "tune": {"*": "tune"},
+    "concurrency": {"*": "concurrency"},
+    "max_requests": {"*": "max_requests"},
+    "time_limit": {"*": "time_limit"},
     "chains": {"*": "chains"},
 }
 
@@ -671,12 +718,47 @@ def _copy_export(make: Callable[[], tuple[Path, Path]]) -> Callable[[Path], None
     return write
 
 
+def _endpoint_args(args) -> dict[str, Any] | None:
+    """The runner's endpoint arguments (None without ``--endpoint``), checked before anything is read or sent.
+
+    The key comes only from the environment variable named by ``--api-key-env``; no message quotes it.
+    """
+    from biastest.models.endpoint_lm import check_endpoint_url
+
+    if args.endpoint is None:
+        for option in ENDPOINT_ONLY:
+            if getattr(args, option, None) is not None:
+                raise UsageError(MSG_NEEDS_ENDPOINT.format(option="--" + option.replace("_", "-")))
+        return None
+    for option in NOT_WITH_ENDPOINT:
+        if getattr(args, option, None) is not None:
+            raise UsageError(MSG_NOT_WITH_ENDPOINT.format(option="--" + option.replace("_", "-")))
+    if not args.model or not args.model.strip():
+        raise UsageError(MSG_NO_ENDPOINT_MODEL)
+    key = None
+    if args.api_key_env is not None:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", args.api_key_env.strip()):
+            raise UsageError(MSG_BAD_KEY_ENV)
+        key = os.environ.get(args.api_key_env.strip()) or None
+        if key is None:
+            raise UsageError(MSG_KEY_ENV_UNSET)
+    tokenizer: str | bool | None = args.tokenizer
+    if isinstance(tokenizer, str) and tokenizer.strip().lower() == "none":
+        tokenizer = False
+    out: dict[str, Any] = {"endpoint": check_endpoint_url(args.endpoint), "api_key": key, "tokenizer": tokenizer}
+    for option in ("concurrency", "max_requests", "time_limit"):
+        if getattr(args, option) is not None:
+            out[option] = getattr(args, option)
+    return out
+
+
 def _run_lm(args, spec, progress) -> _Run:
     from biastest.metrics.stereotype_score import DEFAULT_BATCH_SIZE, DEFAULT_TIE_TOLERANCE, methods_for_kind
     from biastest.models.lm import detect_model_kind
     from biastest.report.gpt import export_files
     from biastest.runner.lm import run_stereotype_test
 
+    endpoint = _endpoint_args(args)
     if not args.model or not args.model.strip():
         raise UsageError(MSG_NO_MODEL.format(example="gpt2"))
     model_id = args.model.strip()
@@ -687,6 +769,8 @@ def _run_lm(args, spec, progress) -> _Run:
         pairs, data = _pairs_from_store(args.store, spec, _or(args.pairing, "positional"))
     data["n_pairs"] = len(pairs)
     method = args.method
+    if method is None and endpoint is not None:
+        method = "causal-sum"  # a model behind an endpoint is scored as a causal LM
     if method is None:  # the app's default is a choice in a dropdown; here: the first method for the model kind
         method = methods_for_kind(detect_model_kind(model_id, revision=args.revision))[0]
     options = {
@@ -701,16 +785,32 @@ def _run_lm(args, spec, progress) -> _Run:
         "confidence": _or(args.confidence, 0.95),
         "tie_tolerance": _or(args.tie_tolerance, DEFAULT_TIE_TOLERANCE),
     }
-    result = run_stereotype_test(pairs=pairs, spec=spec, progress=progress, **options)
+    runner_options = dict(options)
+    where, notices = "", []
+    if endpoint is not None:
+        from biastest.generate.base import mask_secret
+        from biastest.models.endpoint_lm import safe_base_url
+
+        for option in ("device", "dtype"):
+            del options[option], runner_options[option]
+        runner_options.update(endpoint)  # the address as given and the key go to the runner only
+        where = safe_base_url(endpoint["endpoint"])
+        options.update({k: v for k, v in endpoint.items() if k not in ("endpoint", "api_key")})
+        options.update({"endpoint": where, "api_key": mask_secret(endpoint["api_key"])})
+    result = run_stereotype_test(pairs=pairs, spec=spec, progress=progress, **runner_options)
+    if endpoint is not None:
+        served = result.provenance.get("model") or {}
+        notices = [*served.get("notes", []), *([served["stop_message"]] if served.get("stop_message") else [])]
     o = result.overall
     headline = (
         f"Stereotype score {o.score:.1f}% ({o.ci_low:.1f}–{o.ci_high:.1f}), {result.n_scored} of {result.n_pairs} "
-        f"pairs scored with {result.method} on {result.model_id} (seed {result.seed})."
+        f"pairs scored with {result.method} on {result.model_id}{f' at {where}' if where else ''} "
+        f"(seed {result.seed})."
     )
     doc = _document("lm", "stereotype-score", spec, options, data, result.to_dict())
 
     write = _copy_export(lambda: export_files(result))
-    return _Run(doc, write, headline)
+    return _Run(doc, write, headline, notices)
 
 
 def _run_vlm(args, spec, progress) -> _Run:
@@ -919,6 +1019,8 @@ def _cmd_run(args: argparse.Namespace, out: Callable[[str], None], err: Callable
     if csv_path is not None:
         _write_atomic(csv_path, run.write_csv)
     out(run.headline)
+    for notice in run.notices:  # e.g. a model behind an endpoint: how it was scored, or why it stopped early
+        err(notice)
     out(MSG_WROTE.format(path=out_path))
     if csv_path is not None:
         out(MSG_WROTE.format(path=csv_path))

@@ -24,6 +24,7 @@ __all__ = [
     "SyncError",
     "OptionError",
     "PolicyError",
+    "EndpointError",
 ]
 
 
@@ -91,3 +92,8 @@ class OptionError(BiastestError, ValueError):
 
 class PolicyError(BiastestError, ValueError):
     """A request is refused by this deployment's policy (public mode: server paths, private addresses, uploads)."""
+
+
+class EndpointError(BiastestError, RuntimeError):
+    """A model behind an endpoint cannot score: no answer, no prompt log-probabilities, another model, an unreadable
+    answer."""

@@ -102,6 +102,11 @@ BOUNDS: dict[str, Bound] = {
     # Thurstonian noise of one model (None = no noise; the command line's 0 means None)
     "noise_sigma": Bound("The perceptual noise σ", 0.0, 1.0, whole=False, low_open=True),
     "confidence": Bound("The confidence level", 0.0, 1.0, whole=False),  # open interval, checked apart
+    # a model behind an endpoint: requests sent at once, the request budget (retries included), time limits
+    "concurrency": Bound("The number of requests sent at once", 1, 64),
+    "max_requests": Bound("The request budget", 1, 1_000_000),
+    "time_limit": Bound("The time limit (in seconds)", 0.0, 86_400.0, whole=False, low_open=True),
+    "request_timeout": Bound("The time-out of one request (in seconds)", 0.0, 3_600.0, whole=False, low_open=True),
 }
 
 

@@ -54,6 +54,12 @@ Methods (see :data:`METHODS`; each declares the model kinds it applies to):
     still conditioned on everything before them. Pure insertions are
     excluded as for ``mean-logprob-modified``.
 
+Through an endpoint (:class:`biastest.models.endpoint_lm.EndpointCausalLM`, a model served by vLLM or
+llama.cpp's server) the causal methods read the same log-probabilities from the OpenAI completions protocol:
+with the model's tokenizer, token-id prompts give exactly the in-process numbers; without it the server
+tokenizes the text and ``causal-sum`` skips the prompt's first token (see ``_score_causal_text``). A pair the
+endpoint did not score before a limit stopped it is excluded (``not-scored``), never given a value.
+
 All log-probabilities are natural logs. Batching: every method builds all the
 forward-pass inputs of all pairs first, de-duplicates identical inputs, sorts
 them by length and runs them ``batch_size`` at a time — never one pass per
@@ -155,6 +161,12 @@ REASONS: dict[str, str] = {
     "no-attribute-term": "The template has an attribute slot [A] but the pair has no attribute term.",
     "term-not-tokenized": "The group term '{term}' gives no tokens for this model.",
     "not-finite": "The model gave an infinite or undefined log-probability for this pair.",
+    "not-scored": "The endpoint stopped before this pair was scored ({why}). Run the test again to score it.",
+    "first-token-unscored": (
+        "The endpoint gives no log-probability for the first token of a sentence, and the two sentences begin "
+        "with different tokens, so the words that differ would not be compared. Give the model's tokenizer to "
+        "score this pair."
+    ),
 }
 
 _OTHER_SLOT = re.compile(r"\[[A-Z]\]")
@@ -456,6 +468,8 @@ def _score_template_mask(lm: MaskedLanguageModel, pairs, *, batch_size, progress
 # ---------------------------------------------------------------------- causal methods
 def _score_causal(lm: CausalLanguageModel, pairs, *, batch_size, progress, span: bool):
     method = "causal-diff-span" if span else "causal-sum"
+    if getattr(lm, "prompts", None) == "text":  # a model behind an endpoint that tokenizes the text itself
+        return _score_causal_text(lm, pairs, batch_size=batch_size, progress=progress, method=method)
     outcomes: list[_Outcome | None] = []
     plans: list[tuple[int, int, list[int], list[int]] | None] = []
     unique: dict[tuple[int, ...], int] = {}
@@ -501,8 +515,57 @@ def _score_causal(lm: CausalLanguageModel, pairs, *, batch_size, progress, span:
             result.append(outcome)
             continue
         s1, s2, p1, p2 = plan  # type: ignore[misc]
+        if values[s1] is None or values[s2] is None:  # an endpoint stopped before it scored them: no value
+            result.append(_excluded("not-scored", why=getattr(lm, "stop_why", None) or "no answer"))
+            continue
         v1, v2 = values[s1][p1], values[s2][p2]
         result.append(_Outcome(score_st=float(v1.sum()), score_anti=float(v2.sum()), n_st=len(v1), n_anti=len(v2)))
+    return result
+
+
+def _score_causal_text(lm, pairs, *, batch_size, progress, method: str) -> list[_Outcome]:
+    """causal-sum through an endpoint that tokenizes the text itself (no tokenizer in this process).
+
+    The server's first token of a prompt has no log-probability: ``score(S) = Σ_{j≥2} log P(s_j | s_<j)`` over
+    the server's tokens ``s_1..s_m``. When the server adds the model's begin token, ``s_1`` is that token and
+    this is causal-sum; otherwise ``s_1`` is the sentence's first word, so a pair whose sentences begin with
+    different tokens is excluded (``first-token-unscored``) — comparing it would leave out the word that
+    differs. ``causal-diff-span`` needs the model's token positions and is refused (``lm.check_method``).
+    """
+    lm.check_method(method)
+    outcomes: list[_Outcome | None] = []
+    plans: list[tuple[int, int] | None] = []
+    unique: dict[str, int] = {}
+    texts: list[str] = []
+
+    def slot(text: str) -> int:
+        if text not in unique:
+            unique[text] = len(texts)
+            texts.append(text)
+        return unique[text]
+
+    for pair in pairs:
+        bad = _basic_check(pair)
+        outcomes.append(bad)
+        plans.append(None if bad is not None else (slot(pair.stereotyped), slot(pair.anti_stereotyped)))
+    answers = lm.text_log_probs(texts, batch_size=batch_size, progress=progress, message=f"Scoring ({method})")
+    result: list[_Outcome] = []
+    for outcome, plan in zip(outcomes, plans, strict=True):
+        if outcome is not None:
+            result.append(outcome)
+            continue
+        a1, a2 = answers[plan[0]], answers[plan[1]]  # type: ignore[index]
+        if a1 is None or a2 is None:
+            result.append(_excluded("not-scored", why=getattr(lm, "stop_why", None) or "no answer"))
+            continue
+        (t1, v1), (t2, v2) = a1, a2
+        if t1 == t2:
+            result.append(_excluded("identical-tokens"))
+        elif t1[:1] != t2[:1]:
+            result.append(_excluded("first-token-unscored"))
+        else:
+            result.append(_Outcome(score_st=float(v1[1:].sum()), score_anti=float(v2[1:].sum()), n_st=len(v1) - 1,
+                                   n_anti=len(v2) - 1))
     return result
 
 

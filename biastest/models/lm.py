@@ -59,6 +59,7 @@ __all__ = [
     "MaskedLanguageModel",
     "MaskedQuery",
     "ProgressCallback",
+    "begin_token_id",
     "detect_kind",
     "detect_model_kind",
     "load_language_model",
@@ -362,11 +363,7 @@ class CausalLanguageModel(LanguageModel):
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
-        tok = self.tokenizer
-        prefix = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
-        if prefix is None:
-            raise ModelKindError(MSG_NO_BEGIN_TOKEN.format(model_id=self.model_id), model_id=self.model_id)
-        self.prefix_token_id = int(prefix)
+        self.prefix_token_id = begin_token_id(self.tokenizer, model_id=self.model_id)
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` without special tokens (the prefix is added when scoring)."""
@@ -422,6 +419,24 @@ class CausalLanguageModel(LanguageModel):
                 if progress is not None:
                     progress(done, len(batches), message)
         return out
+
+
+def begin_token_id(tokenizer: Any, *, model_id: str) -> int:
+    """The token a causal LM reads before a sentence so that its first word is scored.
+
+    The tokenizer's begin-of-text token, else its end-of-text token (GPT-2's
+    ``<|endoftext|>``), as lm-evaluation-harness does; the same rule for a
+    model in this process and one behind an endpoint.
+
+    Raises
+    ------
+    ModelKindError
+        :data:`MSG_NO_BEGIN_TOKEN` when the tokenizer has neither.
+    """
+    prefix = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    if prefix is None:
+        raise ModelKindError(MSG_NO_BEGIN_TOKEN.format(model_id=model_id), model_id=model_id)
+    return int(prefix)
 
 
 # ---------------------------------------------------------------------- kind detection

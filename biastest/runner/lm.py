@@ -21,11 +21,13 @@ Examples
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from biastest.errors import DataError, SpecError
+from biastest.generate.base import RetryPolicy, RunLimits
 from biastest.metrics.stereotype_score import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_TIE_TOLERANCE,
@@ -38,6 +40,12 @@ from biastest.metrics.stereotype_score import (
     summarize_stereotype,
 )
 from biastest.models.cache import MODEL_CACHE, ModelCache
+from biastest.models.endpoint_lm import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_REQUESTS,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_TIME_LIMIT,
+)
 from biastest.models.lm import ProgressCallback, detect_model_kind, load_language_model
 from biastest.options import validate_options
 from biastest.records import SentencePair, TestSentence
@@ -47,6 +55,7 @@ from biastest.stats.bootstrap import check_confidence, check_n_resamples, check_
 __all__ = ["PairBuild", "pairs_from_templates", "run_stereotype_test"]
 
 MSG_PROGRESS_LOADING = "Loading the model '{model_id}'…"
+MSG_PROGRESS_ENDPOINT = "Scoring with the model '{model_id}' at {where}…"
 MSG_PROGRESS_SUMMARY = "Computing scores and confidence intervals…"
 MSG_PROGRESS_DONE = "Done: {n_scored} of {n_pairs} pairs scored."
 MSG_BAD_SPEC = "The specification must be a BiasSpec, got {type_name}."
@@ -76,8 +85,23 @@ def run_stereotype_test(
     tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
     progress: ProgressCallback | None = None,
     cache: ModelCache | None = MODEL_CACHE,
+    endpoint: str | None = None,
+    api_key: str | None = None,
+    tokenizer: str | bool | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    max_requests: int = DEFAULT_MAX_REQUESTS,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    retry: RetryPolicy | None = None,
+    cancel: threading.Event | None = None,
 ) -> StereotypeResult:
     """Test a language model for stereotype preference on sentence pairs.
+
+    The model runs in this process, or on a server (``endpoint``): then it is
+    scored through the OpenAI completions protocol
+    (:class:`biastest.models.endpoint_lm.EndpointCausalLM`) with ``causal-sum``
+    or ``causal-diff-span``, and everything else is as for a model in this
+    process (same checks first, same result; the provenance names the endpoint).
 
     Parameters
     ----------
@@ -107,6 +131,26 @@ def run_stereotype_test(
         forward-pass batches while scoring.
     cache : ModelCache or None
         Model cache (default: the process-wide one).
+    endpoint : str, optional
+        API root of a server that serves ``model_id`` (e.g.
+        ``http://localhost:8000/v1``); ``device``, ``dtype`` and ``cache`` then
+        do not apply and ``batch_size`` is the number of prompts per request.
+    api_key : str, optional
+        The endpoint's key, for this call only (never recorded).
+    tokenizer : str, False or None
+        The served model's tokenizer (Hub id or folder; ``revision`` applies)
+        for token-id prompts, whose scores equal in-process scores; ``False``
+        sends text; None tries ``model_id`` and sends text if that fails.
+    concurrency, max_requests, time_limit, request_timeout :
+        Requests in flight at once, the request budget (retries included), the
+        overall time limit and one request's time-out, in seconds. When a
+        limit stops the run, the pairs not scored are listed as excluded
+        (``not-scored``) and ``provenance["model"]["stop_message"]`` says why.
+    retry : RetryPolicy, optional
+        Retries on 429, 5xx, time-outs (default
+        :func:`biastest.models.endpoint_lm.default_retry`).
+    cancel : threading.Event, optional
+        Set to stop an endpoint run early, keeping what was scored.
 
     Returns
     -------
@@ -121,9 +165,17 @@ def run_stereotype_test(
         from the configuration, before the weights are loaded).
     ModelLoadError, ModelKindError
         The model cannot be loaded or is not a masked/causal LM.
+    OptionError, PolicyError
+        A bad endpoint address or setting, or one public mode refuses.
+    EndpointError
+        The endpoint could not score any sentence, or answered unusably (no
+        prompt log-probabilities, another model, an unreadable answer).
     """
     validate_options({"seed": seed, "n_resamples": n_resamples, "confidence": confidence, "batch_size": batch_size,
                       "tie_tolerance": tie_tolerance})
+    if endpoint is not None:
+        validate_options({"concurrency": concurrency, "max_requests": max_requests, "time_limit": time_limit,
+                          "request_timeout": request_timeout})
     pairs = check_pairs(pairs)
     seed = check_seed(seed)
     n_resamples = check_n_resamples(n_resamples)
@@ -134,11 +186,27 @@ def run_stereotype_test(
     if spec is not None and not isinstance(spec, BiasSpec):
         raise SpecError(MSG_BAD_SPEC.format(type_name=type(spec).__name__))
     m = get_method(method)
-    if progress is not None:
-        progress(0, 1, MSG_PROGRESS_LOADING.format(model_id=str(model_id).strip()))
-    kind = detect_model_kind(model_id, revision=revision)
-    check_method_for_kind(m, kind, model_id=str(model_id).strip())
-    lm = load_language_model(model_id, revision=revision, kind=kind, device=device, dtype=dtype, cache=cache)
+    extra: dict[str, Any] = {}
+    if endpoint is not None:
+        from biastest.models.endpoint_lm import EndpointCausalLM, check_endpoint_method
+
+        check_endpoint_method(m.name)  # masked-LM methods need the model in this process
+        lm: Any = EndpointCausalLM(
+            endpoint, model_id, api_key=api_key, tokenizer=tokenizer, revision=revision, concurrency=concurrency,
+            limits=RunLimits(max_requests=max_requests, max_seconds=float(time_limit),
+                             request_timeout=float(min(request_timeout, time_limit))),
+            retry=retry, seed=seed, cancel=cancel,
+        )
+        lm.check_method(m.name)  # causal-diff-span needs the tokenizer; all checked before any request
+        if progress is not None:
+            progress(0, 1, MSG_PROGRESS_ENDPOINT.format(model_id=lm.model_id, where=lm.where))
+        extra["endpoint"] = lm.where
+    else:
+        if progress is not None:
+            progress(0, 1, MSG_PROGRESS_LOADING.format(model_id=str(model_id).strip()))
+        kind = detect_model_kind(model_id, revision=revision)
+        check_method_for_kind(m, kind, model_id=str(model_id).strip())
+        lm = load_language_model(model_id, revision=revision, kind=kind, device=device, dtype=dtype, cache=cache)
     scores = score_pairs(
         lm, pairs, method=m.name, batch_size=batch_size, tie_tolerance=tie_tolerance, progress=progress
     )
@@ -146,7 +214,7 @@ def run_stereotype_test(
         progress(1, 1, MSG_PROGRESS_SUMMARY)
     result = summarize_stereotype(
         scores,
-        model=lm,
+        model=lm if endpoint is None else lm.describe(),
         method=m.name,
         seed=seed,
         n_resamples=n_resamples,
@@ -154,7 +222,7 @@ def run_stereotype_test(
         tie_tolerance=tie_tolerance,
         batch_size=batch_size,
         spec=spec.to_dict() if spec is not None else None,
-        extra_provenance={"pair_sources": sorted({p.source for p in pairs})},
+        extra_provenance={"pair_sources": sorted({p.source for p in pairs}), **extra},
     )
     if progress is not None:
         progress(1, 1, MSG_PROGRESS_DONE.format(n_scored=result.n_scored, n_pairs=result.n_pairs))
