@@ -167,6 +167,40 @@ _TABLE_DOC = {
 }
 
 
+#: What each column holds (the same name means the same thing in every table).
+_COLUMN_DOC = {
+    "id": "content hash of the record (16 hex digits); the key rows are deduplicated on",
+    "text": "the test sentence",
+    "group_term": "the social-group term the sentence is about (e.g. 'woman')",
+    "attribute_term": "the attribute term it pairs with the group (e.g. 'math')",
+    "template": "the sentence with the group term replaced by [T] (and the attribute by [A] where known)",
+    "source": "where the record came from: generated, upload, imported:<dataset or file>, typed …",
+    "generator": "what made it: openai, openai-compatible, local, upload …",
+    "model": "the model that generated it, or that a result is about",
+    "prompt": "the prompt (name or text) it was generated with",
+    "spec_name": "the bias specification it was made for",
+    "seed": "the random seed of its generation (empty when none was used)",
+    "created_at": "when it was made (UTC, ISO 8601)",
+    "provenance": "JSON: who or what made the row and when (stored_at, stored_by, versions, generator settings …)",
+    "stereotyped": "the sentence of the pair that follows the stereotype",
+    "anti_stereotyped": "the same sentence with the other group's term",
+    "group_term_stereotyped": "the group term of the stereotyped sentence",
+    "group_term_anti": "the group term of the anti-stereotyped sentence",
+    "category": "the attribute list the attribute term belongs to",
+    "path": "the image file, relative to the repository root (images/<sha256>.<ext>)",
+    "sha256": "SHA-256 of the image file's bytes",
+    "image_term": "the term the picture shows (a group term of the specification)",
+    "width": "image width in pixels",
+    "height": "image height in pixels",
+    "name": "the specification's name",
+    "spec_json": "the specification in the BiasTestGPT JSON form",
+    "kind": "the kind of test: lm, vlm or embeddings",
+    "method": "the scoring method or test",
+    "result_json": "the full result as JSON, with its own provenance (seed, model revision, versions)",
+    "schema_version": "version of this layout (1); readers refuse newer versions instead of misreading them",
+}
+
+
 def dataset_card(repo_id: str = "") -> str:
     """README.md for the dataset repository: YAML front matter plus the schema of each table."""
     lines = ["---", "license: apache-2.0", "pretty_name: biastest test data", "tags:", "- bias", "- fairness",
@@ -182,10 +216,18 @@ def dataset_card(repo_id: str = "") -> str:
               "`provenance` is a JSON string (who or what made the row, when, with which versions). No key or "
               "token is ever stored.", ""]
     for t in TABLES:
-        lines += [f"## `{t}` — {_TABLE_DOC[t]}", "", "| column | type |", "|---|---|"]
-        lines += [f"| `{f.name}` | {f.type} |" for f in SCHEMAS[t]]
+        lines += [f"## `{t}` — {_TABLE_DOC[t]}", "", "| column | type | meaning |", "|---|---|---|"]
+        lines += [f"| `{f.name}` | {f.type} | {_COLUMN_DOC[f.name]} |" for f in SCHEMAS[t]]
         lines.append("")
-    lines += ["Images: `images/<sha256>.<ext>`, referenced by the `path` column of `images`.", ""]
+    lines += ["Images: `images/<sha256>.<ext>`, referenced by the `path` column of `images`.", "",
+              "## Provenance", "",
+              "Every row's `provenance` JSON has at least `stored_at` (UTC time the row was stored) and `stored_by` "
+              "(the writer: an app, the command line, or an import); generated rows add the generator, its model and "
+              "settings, the prompt and the seed; imported rows name their source file or dataset. No API key or "
+              "token is ever stored.", "",
+              "## Licence", "",
+              "Licence: Apache-2.0 for what biastest users generate here. Rows imported from other datasets keep "
+              "their own licence (their `source` names them; the public BiasTestGPT sentences are Apache-2.0).", ""]
     return "\n".join(lines)
 
 

@@ -106,6 +106,10 @@ MSG_CANNOT_WRITE = (
     "The test data could not be saved in {root} ({problem}). Check that the folder exists, is writable and that "
     "the disk is not full; set {env} to use another folder."
 )
+MSG_NEWER_SCHEMA = (
+    "The file {path} was written by a newer biastest (dataset schema {version}; this one reads up to "
+    "{supported}). It is skipped: update biastest to read it."
+)
 MSG_BAD_SHARD = (
     "The stored data file {path} cannot be read ({problem}); it was skipped. Remove or replace it to use its rows."
 )
@@ -276,12 +280,22 @@ _RESULT_SCHEMA = pa.schema(
         ("provenance", pa.string()),
     ]
 )
+#: Version of the shard layout this code writes (a column of every row; shards written before versioning have
+#: nulls there and read as version 1). A reader refuses shards of a newer version instead of misreading them.
+SCHEMA_VERSION = 1
+SCHEMA_VERSION_COLUMN = "schema_version"
+
+
+def _versioned(schema: pa.Schema) -> pa.Schema:
+    return schema.append(pa.field(SCHEMA_VERSION_COLUMN, pa.int64()))
+
+
 SCHEMAS: dict[str, pa.Schema] = {
-    "sentences": _record_schema(TestSentence),
-    "pairs": _record_schema(SentencePair),
-    "images": _record_schema(TestImage),
-    "specs": _SPEC_SCHEMA,
-    "results": _RESULT_SCHEMA,
+    "sentences": _versioned(_record_schema(TestSentence)),
+    "pairs": _versioned(_record_schema(SentencePair)),
+    "images": _versioned(_record_schema(TestImage)),
+    "specs": _versioned(_SPEC_SCHEMA),
+    "results": _versioned(_RESULT_SCHEMA),
 }
 _RECORD_TYPES: dict[str, type] = {"sentences": TestSentence, "pairs": SentencePair, "images": TestImage}
 
@@ -859,6 +873,12 @@ class DatasetStore:
             self._bad[str(path)] = message
             log.warning(message)
             return None
+        newest = pc.max(data.column(SCHEMA_VERSION_COLUMN)).as_py() if data.num_rows else None
+        if newest is not None and newest > SCHEMA_VERSION:
+            message = MSG_NEWER_SCHEMA.format(path=path, version=newest, supported=SCHEMA_VERSION)
+            self._bad[str(path)] = message
+            log.warning(message)
+            return None
         return _Shard(path.name, path, st.st_size, st.st_mtime_ns, data, _ids_array(data.column("id")))
 
     def shards_of(self, table: str, ids: Iterable[str]) -> dict[str, str]:
@@ -961,6 +981,8 @@ class DatasetStore:
     def _write_rows(self, table: str, rows: list[dict[str, Any]], *, local_only: bool = False) -> str | None:
         if not rows:
             return None
+        for row in rows:
+            row[SCHEMA_VERSION_COLUMN] = SCHEMA_VERSION
         data = pa.Table.from_pylist(rows, schema=SCHEMAS[table])
         target = self.table_dir(table) / self._new_name(local_only)
         self._atomic_write(target, lambda p: pq.write_table(data, p, compression="zstd"))
