@@ -29,6 +29,11 @@ SPACE_APPS = {"gpt": "app_gpt.py", "vqa": "app_vqa.py", "psychophysics": "app_ps
 MSG_UNKNOWN_APP = "There is no app called '{name}'. Choose one of: {choices}."
 MSG_APP_MISSING = "The app file {path} is not in this checkout, so the '{name}' Space cannot be assembled."
 MSG_BAD_REPO = "The Space repository must look like 'user/name', got {repo!r}."
+MSG_SHARING = (
+    "To share test data, open the Space's settings (Variables and secrets) and set BIASTEST_HF_DATASET as a "
+    "variable (a dataset such as your-name/biastest-data) and HF_TOKEN as a secret (a write token for it). "
+    "Without them the Space reads the public BiasTestGPT sentences and keeps what its users generate on its own disk."
+)
 MSG_NO_TOKEN = "Deploying needs a Hugging Face write token: set HF_TOKEN (it is never written to disk)."
 MSG_DEPLOY_FAILED = "The Space could not be uploaded to {repo} ({kind}). Nothing was changed there; try again."
 
@@ -118,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             result = deploy_space(args.app, repo_id=args.repo, private=args.private)
             print(f"Deployed {len(result.files)} files to {result.repo_id}: {result.commit_url}")
+        print(MSG_SHARING)
     except BiastestError as exc:
         print(exc.message, file=sys.stderr)
         return 1

@@ -68,3 +68,14 @@ def test_deploy_uploads_the_assembled_space_to_the_stub_hub(tmp_path, monkeypatc
         assert repo.files["README.md"] == (REPO_ROOT / "spaces" / app / "README.md").read_bytes()
         assert repo.files[SPACE_APPS[app]] == (REPO_ROOT / SPACE_APPS[app]).read_bytes()
         assert not any(token.encode() in data for data in repo.files.values())
+
+
+@pytest.mark.parametrize("app", sorted(SPACE_APPS))
+def test_each_space_and_the_helper_say_how_to_turn_sharing_on(app, tmp_path, capsys):
+    from biastest.spaces import MSG_SHARING, main
+
+    text = (REPO_ROOT / "spaces" / app / "README.md").read_text()
+    assert "| `BIASTEST_HF_DATASET` | a **variable** |" in text and "| `HF_TOKEN` | a **secret** |" in text
+    assert "Without `BIASTEST_HF_DATASET`" in text
+    assert main(["build", app, "--out", str(tmp_path / app)]) == 0
+    assert capsys.readouterr().out.strip().endswith(MSG_SHARING)
