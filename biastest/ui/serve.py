@@ -164,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     print(policy.describe(), flush=True)
     app = build_server(entries)
     workdir.remove_on_sigterm()  # the working folder goes at exit (atexit) and on SIGTERM
+    from biastest.runner.services import shared_dataset
+
+    print(shared_dataset().summary(), flush=True)  # pulls start in the background; nothing waits for them
     print(f"biastest: serving {', '.join('/' + e.key for e in entries)} at http://{args.host}:{args.port}/")
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
