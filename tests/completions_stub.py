@@ -136,15 +136,15 @@ class CompletionsStub:
         for b, p in enumerate(prompts):
             ids[b, : len(p)] = torch.tensor(p)
             attn[b, : len(p)] = 1
+        lengths = torch.tensor([len(p) for p in prompts])
         with self._forward_lock, torch.inference_mode():
             logp = torch.log_softmax(self.model(input_ids=ids, attention_mask=attn).logits.float(), dim=-1)
+            prompt_lp = logp[:, :-1].gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1).tolist()
+            next_lp, next_id = logp[torch.arange(len(prompts)), lengths - 1].max(dim=-1)
         out = []
         for b, p in enumerate(prompts):
-            values: list[float | None] = [None]
-            values += [float(logp[b, j - 1, p[j]]) for j in range(1, len(p))]
-            nxt = int(logp[b, len(p) - 1].argmax())
-            values.append(float(logp[b, len(p) - 1, nxt]))
-            out.append((values, nxt))
+            values: list[float | None] = [None, *prompt_lp[b][: len(p) - 1], float(next_lp[b])]
+            out.append((values, int(next_id[b])))
         return out
 
     def _completion(self, body: dict[str, Any], action: Action | None) -> dict[str, Any]:

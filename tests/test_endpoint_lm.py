@@ -392,13 +392,13 @@ def test_an_unreadable_body_is_a_clear_error(stub, gpt2_dir):
 
 
 def test_a_request_that_hangs_is_given_up_and_retried(stub, gpt2_dir, in_process):
-    stub.script(Action("hang", seconds=3))
+    stub.script(Action("hang", seconds=6))
     ep = _adapter(stub, gpt2_dir, limits=_limits(request_timeout=0.5), concurrency=1)
     t = time.monotonic()
     values = ep.token_log_probs([in_process.encode("He is good at math.")])
     elapsed = time.monotonic() - t
     print(f"one hung request: answered after {elapsed:.2f} s; {ep.describe()['transient_failures']}")
-    assert values[0] is not None and elapsed < 2.5
+    assert values[0] is not None and elapsed < 4.0  # far less than the 6 s the server holds the request
     assert ep.describe()["transient_failures"] == {"timeout": 1}
 
 
