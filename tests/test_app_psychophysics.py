@@ -18,6 +18,7 @@ from scipy import stats
 from biastest.errors import DataError, EmbeddingError, SpecError
 from biastest.metrics.twoafc import load_occupations_bls
 from biastest.models.embeddings import MSG_MOSTLY_MISSING, load_embeddings
+from biastest.report import psychophysics as rep
 from biastest.spec import MSG_CUE_PAIR_SHAPE, MSG_EMPTY_LIST
 from biastest.specs import get_twoafc_spec, list_specs
 from biastest.ui import psychophysics as app
@@ -211,6 +212,35 @@ def test_pse_hover_lists_every_cue_pair_value(paper_run):
     for p in result.pairs_of(target):
         assert f"{p.cue_pair}: {p.pse:.3f}" in row[4]
     assert "customdata[4]" in trace.hovertemplate
+
+
+def _label_boxes(fig, width_px=rep.SPECTRUM_MIN_WIDTH_PX):
+    """Estimated text boxes (x0, x1, row) of the spectrum's labels in axis units, as plotly anchors them."""
+    per_px = (fig.layout.xaxis.range[1] - fig.layout.xaxis.range[0]) / width_px
+    boxes = []
+    for tr in fig.data:
+        where = tr.textposition if isinstance(tr.textposition, (list, tuple)) else [tr.textposition] * len(tr.x)
+        for x, y, text, pos in zip(tr.x, tr.y, tr.text, where, strict=True):
+            w = rep._label_width_px(text) * per_px
+            x0 = {"top center": x - w / 2, "top right": x, "top left": x - w}[pos]
+            boxes.append((x0, x0 + w, y, text))
+    return boxes
+
+
+def test_spectrum_labels_of_close_targets_never_share_a_row(paper_run):
+    """'secretary' (PSE 0.361) and 'practitioner' (0.396) were drawn on one row, their labels overlapping."""
+    session, view = paper_run
+    fig = view[6]
+    boxes = _label_boxes(fig)
+    assert len(boxes) == len(session["result"].targets)
+    clashes = [(a[3], b[3]) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+               if a[2] == b[2] and a[0] < b[1] and b[0] < a[1]]
+    assert clashes == []
+    rows = {text: y for _x0, _x1, y, text in boxes}
+    assert rows["secretary"] != rows["practitioner"]
+    n_rows = len(set(rows.values()))
+    assert fig.layout.height >= 100 + 60 + n_rows * rep.SPECTRUM_ROW_PX  # every row gets its height
+    assert "height means nothing" in fig.layout.title.text
 
 
 def test_labour_statistics_match_scipy_on_naive_pses(paper_run, glove):

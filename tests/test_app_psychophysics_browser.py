@@ -44,6 +44,31 @@ def server():
         yield url
 
 
+#: The drawn boxes of a plot's scatter labels, and every pair of them that intersects.
+LABEL_BOXES_JS = """(selector) => {
+  const texts = [...document.querySelectorAll(selector + ' g.textpoint text')];
+  const boxes = texts.map(t => { const r = t.getBoundingClientRect();
+    return {text: t.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom}; });
+  const clashes = [];
+  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+    const a = boxes[i], b = boxes[j];
+    if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) clashes.push([a.text, b.text]);
+  }
+  return {boxes, clashes};
+}"""
+
+
+def spectrum_label_clashes(page, n_labels: int) -> list:
+    """Measure the spectrum's label boxes in Chromium; return the pairs that intersect."""
+    page.wait_for_function(
+        f"document.querySelectorAll('#spectrum-plot g.textpoint text').length === {n_labels}"
+    )
+    got = page.evaluate(LABEL_BOXES_JS, "#spectrum-plot")
+    assert len(got["boxes"]) == n_labels
+    assert all(b["right"] - b["left"] > 5 and b["bottom"] - b["top"] > 5 for b in got["boxes"]), got["boxes"]
+    return got["clashes"]
+
+
 def tab(page, name: str):
     return page.get_by_role("tab", name=name)
 
@@ -89,6 +114,15 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
         assert tab(page, "3 · Results").get_attribute("aria-selected") == "true"
         page.locator("#labour-plot .nsewdrag").wait_for()
         page.screenshot(path=str(SCREENSHOTS / "psychophysics_results.png"), full_page=True)
+
+        # the spectrum's labels, measured as drawn: none overlaps another ("secretary" and "practitioner" did)
+        assert spectrum_label_clashes(page, len(spec.targets)) == []
+        page.set_viewport_size({"width": 900, "height": 1000})  # a narrower window: plotly lays the plot out again
+        page.wait_for_function("document.querySelector('#spectrum-plot .main-svg').getBoundingClientRect().width < 900")
+        page.wait_for_timeout(500)
+        assert spectrum_label_clashes(page, len(spec.targets)) == []
+        page.set_viewport_size({"width": 1280, "height": 1000})
+
 
         # hover one PSE point: its cue-pair values equal the naive computation
         lines = hover_text(page, page.locator("#pse-plot"), fx=0.5, fy=0.5)

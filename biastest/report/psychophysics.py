@@ -43,6 +43,7 @@ __all__ = [
     "pse_error_bars",
     "pse_figure",
     "spectrum_figure",
+    "spectrum_layout",
     "twoafc_csv_rows",
     "twoafc_exports",
     "twoafc_frame",
@@ -266,14 +267,108 @@ def curve_figure(curve) -> go.Figure:
     return fig
 
 
+#: The label layout of the spectrum assumes a plot area at least this wide (px); a wider one only adds room.
+SPECTRUM_MIN_WIDTH_PX = 700
+SPECTRUM_FONT_PX = 10
+SPECTRUM_ROW_PX = 30  # one row of labels: the marker, the text above it (~13 px) and a gap
+SPECTRUM_X_RANGE = (-0.05, 1.05)
+_NARROW = frozenset("ijlI.,:;'|!()[]/ ")
+_WIDE = frozenset("mwMW@%")
+
+
+def _label_width_px(text: str, size: float = SPECTRUM_FONT_PX) -> float:
+    """An upper bound of the drawn width of ``text`` in common sans-serif fonts (DejaVu Sans is among the widest)."""
+    em = 0.0
+    for ch in text:
+        if ch in _NARROW:
+            em += 0.4
+        elif ch in _WIDE:
+            em += 0.95
+        elif ch.isascii():
+            em += 0.8 if ch.isupper() else 0.66
+        else:
+            em += 1.1  # accented letters, symbols such as ⚠, CJK
+    return em * size + 4
+
+
+def _short(word: str, limit: int = 30) -> str:
+    """A label of at most ``limit`` characters (the hover shows the whole word)."""
+    return word if len(word) <= limit else word[: limit - 1] + "…"
+
+
+def spectrum_layout(positions: Sequence[float], labels: Sequence[str], *,
+                    width_px: float = SPECTRUM_MIN_WIDTH_PX) -> tuple[list[int], list[str]]:
+    """Rows and text positions that keep the spectrum's labels apart.
+
+    Each label is centred above its marker (left- or right-aligned at the ends
+    of the axis so it stays on the plot); labels go, in order of their left
+    edge, into the lowest row where they clear the previous label by a gap
+    (first fit, which uses as few rows as the overlaps require).
+
+    Parameters
+    ----------
+    positions : sequence of float
+        x of each marker, in axis units (the axis spans :data:`SPECTRUM_X_RANGE`).
+    labels : sequence of str
+        The text drawn above each marker.
+    width_px : float
+        The narrowest plot area the layout must hold in; wider ones only add room.
+
+    Returns
+    -------
+    rows : list of int
+        Row of each label (0 = lowest).
+    textpositions : list of str
+        Plotly ``textposition`` of each label.
+
+    Examples
+    --------
+    >>> spectrum_layout([0.40, 0.41, 0.90], ["secretary", "practitioner", "nurse"])
+    ([1, 0, 0], ['top center', 'top center', 'top center'])
+    >>> spectrum_layout([0.0, 1.0], ["programmer", "dietitian ⚠"])[1]
+    ['top right', 'top left']
+    """
+    lo, hi = SPECTRUM_X_RANGE
+    per_px = (hi - lo) / width_px
+    gap = 8 * per_px
+    extents: list[tuple[float, float]] = []
+    where: list[str] = []
+    for x, text in zip(positions, labels, strict=True):
+        w = _label_width_px(text) * per_px
+        if x - w / 2 < lo:
+            extents.append((x - 3 * per_px, x + w + 3 * per_px))
+            where.append("top right")
+        elif x + w / 2 > hi:
+            extents.append((x - w - 3 * per_px, x + 3 * per_px))
+            where.append("top left")
+        else:
+            extents.append((x - w / 2, x + w / 2))
+            where.append("top center")
+    rows = [0] * len(extents)
+    row_ends: list[float] = []
+    for i in sorted(range(len(extents)), key=lambda i: extents[i]):
+        left, right = extents[i]
+        row = next((r for r, end in enumerate(row_ends) if end + gap <= left), len(row_ends))
+        if row == len(row_ends):
+            row_ends.append(right)
+        else:
+            row_ends[row] = right
+        rows[i] = row
+    return rows, where
+
+
 def spectrum_figure(spectrum) -> go.Figure:
     """Targets along one axis from the second cue to the first (the paper's Fig. 4 love–hate spectrum).
 
     The x position is the PSE clipped to [0, 1]; saturated targets sit at the
-    ends with a distinct marker and their raw PSE in the hover.
+    ends with a distinct marker and their raw PSE in the hover. Words are
+    stacked in rows only so that their labels never overlap
+    (:func:`spectrum_layout`); the height means nothing.
     """
     rows = list(spectrum.rows)
-    ys = [(i % 6) - 2.5 for i in range(len(rows))]  # stagger labels so they do not overlap
+    labels = [_short(r["target"]) + (" ⚠" if r["saturated"] else "") for r in rows]
+    ys, where = spectrum_layout([r["position"] for r in rows], labels)
+    n_rows = max(ys, default=0) + 1
     custom = [
         [hover_safe(r["target"]), f"{r['pse']:.3f}", _sat_text(r["saturated"]) or "no", _fmt(r.get("jnd_sd")),
          "<br>".join(f"{hover_safe(k)}: {v:.3f}" for k, v in r.get("pair_pse", {}).items())]
@@ -289,9 +384,10 @@ def spectrum_figure(spectrum) -> go.Figure:
                 x=[rows[i]["position"] for i in idx],
                 y=[ys[i] for i in idx],
                 mode="markers+text",
-                text=[hover_safe(rows[i]["target"]) + (" ⚠" if sat else "") for i in idx],
-                textposition="top center",
-                textfont={"size": 10},
+                text=[html.escape(labels[i], quote=False) for i in idx],
+                textposition=[where[i] for i in idx],
+                textfont={"size": SPECTRUM_FONT_PX},
+                cliponaxis=False,
                 name="saturated (drawn at the end of the axis)" if sat else "target",
                 marker={"size": 9, "color": SAT_COLOR if sat else [rows[i]["position"] for i in idx],
                         "colorscale": [[0, C2_COLOR], [1, C1_COLOR]], "cmin": 0, "cmax": 1,
@@ -305,15 +401,18 @@ def spectrum_figure(spectrum) -> go.Figure:
         )
     c1, c2 = hover_safe(spectrum.cue1_label), hover_safe(spectrum.cue2_label)
     fig.add_vline(x=0.5, line_dash="dash", line_color="#64748b")
+    margin = {"l": 10, "r": 10, "t": 100, "b": 60}
     fig.update_layout(
-        title=f"Spectrum: ← leans {c2} · · · leans {c1} →",
-        xaxis={"range": [-0.05, 1.05], "title": f"PSE (0 = fully {c2} side, 0.5 = no preference, 1 = fully {c1} side)"},
-        yaxis={"visible": False, "range": [-3.5, 4]},
+        title=(f"Spectrum: ← leans {c2} · · · leans {c1} →<br><sup>words are stacked only so that their labels do "
+               "not overlap; the height means nothing</sup>"),
+        xaxis={"range": list(SPECTRUM_X_RANGE),
+               "title": f"PSE (0 = fully {c2} side, 0.5 = no preference, 1 = fully {c1} side)"},
+        yaxis={"visible": False, "range": [-0.6, n_rows - 0.2], "fixedrange": True},
         font_family=FONT,
-        height=420,
-        margin={"l": 10, "r": 10, "t": 60, "b": 50},
+        height=margin["t"] + margin["b"] + round((n_rows + 0.4) * SPECTRUM_ROW_PX),
+        margin=margin,
         showlegend=any(r["saturated"] for r in rows),
-        legend={"orientation": "h", "y": -0.25},
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
     )
     return fig
 
