@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -241,6 +242,27 @@ def test_spectrum_labels_of_close_targets_never_share_a_row(paper_run):
     n_rows = len(set(rows.values()))
     assert fig.layout.height >= 100 + 60 + n_rows * rep.SPECTRUM_ROW_PX  # every row gets its height
     assert "height means nothing" in fig.layout.title.text
+
+
+def test_first_curve_is_the_unsaturated_target_closest_to_no_preference(paper_run, glove):
+    session, view = paper_run
+    result = session["result"]
+    naive = {t.target: naive_target_pse(glove, t.target, result.cue_pairs) for t in result.targets}
+    unsaturated = {t: v for t, v in naive.items() if 0 <= v <= 1}
+    expected = min(unsaturated, key=lambda t: abs(unsaturated[t] - 0.5))
+    update = view[4]
+    assert update["value"] == expected and expected != "dietitian"  # dietitian (saturated) was shown first
+    assert not next(t for t in result.targets if t.target == expected).saturated
+    assert update["info"] == rep.MSG_CURVE_FIRST.format(target=expected, pse=f"{naive[expected]:.3f}")
+    assert f"'{expected}'" in view[5].layout.title.text
+    # every target saturated: the one nearest the range, said so
+    fake = SimpleNamespace(targets=[SimpleNamespace(target="a&b", pse=1.4, saturated="above"),
+                                    SimpleNamespace(target="c", pse=-0.2, saturated="below")])
+    assert rep.first_curve_target(fake) == ("c", rep.MSG_CURVE_FIRST_ALL_SATURATED.format(target="c", pse="-0.200"))
+    fake.targets[1].pse = -0.6
+    assert rep.first_curve_target(fake)[1] == rep.MSG_CURVE_FIRST_ALL_SATURATED.format(target="a&amp;b",
+                                                                                       pse="1.400")
+    assert rep.first_curve_target(SimpleNamespace(targets=[])) == (None, "")
 
 
 def test_labour_statistics_match_scipy_on_naive_pses(paper_run, glove):

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from biastest.models.embeddings import load_embeddings
+from biastest.report import psychophysics as rep
 from biastest.spec import MSG_CUE_PAIR_SHAPE
 from biastest.specs import get_twoafc_spec
 from biastest.ui import psychophysics as app
@@ -123,6 +124,15 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
         assert spectrum_label_clashes(page, len(spec.targets)) == []
         page.set_viewport_size({"width": 1280, "height": 1000})
 
+        # the first psychometric curve is the unsaturated target nearest to no preference, and the app says so
+        shown = page.locator("#curve-target input").input_value()
+        naive = {t: np.mean([naive_pair_pse(glove, t, c1, c2) for c1, c2 in spec.cue_pairs]) for t in spec.targets}
+        inside = {t: v for t, v in naive.items() if 0 <= v <= 1}
+        assert shown == min(inside, key=lambda t: abs(inside[t] - 0.5)), shown
+        assert shown != "dietitian"  # the saturated word that was shown first
+        note = rep.MSG_CURVE_FIRST.format(target=shown, pse=f"{naive[shown]:.3f}")
+        page.locator("#curve-target").get_by_text(note).wait_for()
+        assert f"'{shown}'" in page.locator("#curve-plot text.gtitle").text_content()
 
         # hover one PSE point: its cue-pair values equal the naive computation
         lines = hover_text(page, page.locator("#pse-plot"), fx=0.5, fy=0.5)

@@ -37,6 +37,7 @@ __all__ = [
     "bayes_interval_figure",
     "bayes_priors_markdown",
     "curve_figure",
+    "first_curve_target",
     "labour_figure",
     "labour_markdown",
     "mac_frame",
@@ -218,6 +219,40 @@ def pse_figure(result) -> go.Figure:
         yaxis={"range": [lo - 0.05, hi + 0.05]},
     )
     return fig
+
+
+MSG_CURVE_FIRST = (
+    "Shown first: {target} (PSE {pse}), the target closest to no preference among those whose curve crosses 0.5 "
+    "inside the range. Choose any other target here."
+)
+MSG_CURVE_FIRST_ALL_SATURATED = (
+    "Shown first: {target} (PSE {pse}). Every target is saturated: no curve crosses 0.5 inside the range."
+)
+
+
+def first_curve_target(result) -> tuple[str | None, str]:
+    """The target whose psychometric curve is shown first, and a line that says which and why.
+
+    A saturated target's curve never crosses 0.5, so it teaches nothing about
+    the PSE: the first curve is the unsaturated target whose PSE is closest to
+    0.5 (the middle of the range), or, when every target is saturated, the one
+    closest to the range.
+
+    Returns
+    -------
+    target : str or None
+        None when the result has no target.
+    note : str
+        :data:`MSG_CURVE_FIRST` or :data:`MSG_CURVE_FIRST_ALL_SATURATED` (the target HTML-escaped), or "".
+    """
+    targets = list(result.targets)
+    if not targets:
+        return None, ""
+    unsaturated = [t for t in targets if not t.saturated]
+    pool = unsaturated or targets
+    best = min(pool, key=lambda t: (abs(t.pse - 0.5), t.target))
+    msg = MSG_CURVE_FIRST if unsaturated else MSG_CURVE_FIRST_ALL_SATURATED
+    return best.target, msg.format(target=_esc(best.target), pse=f"{best.pse:.3f}")
 
 
 def curve_figure(curve) -> go.Figure:

@@ -28,13 +28,13 @@ def results_view(session: dict[str, Any]) -> tuple:
         csv_path, json_path = rep.twoafc_exports(result, source=source, corr=corr, spec=spec.to_dict(),
                                                    directory=session_export_dir("biastest-2afc-"))
         names = [t.target for t in sorted(result.targets, key=lambda t: -t.pse)]
-        first = names[0] if names else None
+        first, first_note = rep.first_curve_target(result)
         return (
             rep.twoafc_interpretation(result, source=source),
             gr.update(visible=True),
             gr.update(visible=False),
             rep.pse_figure(result),
-            gr.update(choices=names, value=first),
+            gr.update(choices=names, value=first, info=first_note),
             rep.curve_figure(result.psychometric_curve(first)) if first else None,
             rep.spectrum_figure(result.spectrum()),
             rep.labour_markdown(corr) if corr is not None else "",
@@ -57,7 +57,7 @@ def results_view(session: dict[str, Any]) -> tuple:
         gr.update(visible=False),
         gr.update(visible=True),
         None,
-        gr.update(choices=[], value=None),
+        gr.update(choices=[], value=None, info=None),
         None,
         None,
         "",
@@ -88,7 +88,7 @@ def build() -> Section:
         sec.add("pse_plot", gr.Plot(label="PSE per target word (paper Fig. 3)", elem_id="pse-plot"), None)
         with gr.Row():
             sec.add("curve_target", gr.Dropdown([], label="Psychometric curve of the target word",
-                                                elem_id="curve-target"), gr.update(choices=[], value=None))
+                                                elem_id="curve-target"), gr.update(choices=[], value=None, info=None))
         sec.add("curve_plot", gr.Plot(label="Psychometric curve (paper Fig. 2)", elem_id="curve-plot"), None)
         sec.add("spectrum_plot", gr.Plot(label="Spectrum of target words (paper Fig. 4)", elem_id="spectrum-plot"),
                 None)
