@@ -422,6 +422,27 @@ def test_bayes_estimate_shows_the_data_it_was_given(weat_session, glove):
     assert json.loads(open(json_u["value"], encoding="utf-8").read())["result"]["seed"] == SEED
 
 
+def test_bayes_section_names_the_lists_of_the_spec_never_protected_words(weat_session):
+    """The section called every target word a 'protected word' (math and arts words too)."""
+    run = app.bayes_core(weat_session, "additive", 200, 200, 2, SEED)
+    status, priors, fig, contrast_fig, diag, table, _, _ = app.bayes_view(run)
+    texts = [status, priors, diag, fig.layout.title.text, contrast_fig.layout.title.text, " ".join(table.columns),
+             *(tr.name for tr in (*fig.data, *contrast_fig.data))]
+    texts += [str(row) for tr in (*fig.data, *contrast_fig.data) for row in tr.customdata]
+    assert not [t for t in texts if "protected" in t.lower()]
+    # the lists by their names in this spec: targets "male" and "female", attributes "male jobs" and "female jobs"
+    assert "each word of male and female" in fig.layout.title.text
+    assert "male ↔ male jobs, female ↔ female jobs" in fig.layout.title.text
+    assert "the words of male and female" in diag and list(table.columns[:2]) == ["word", "target list"]
+    assert set(table["target list"]) == {"", "male", "female"}
+    # the controls of the section, before anything is run
+    demo = app.build_demo(allow_server_paths=False)
+    labels = [str(getattr(b, "label", "") or "") + " " + str(getattr(b, "value", "") or "")
+              for b in demo.blocks.values()]
+    assert [lab for lab in labels if "protected" in lab.lower()] == []
+    assert any(lab.startswith("Contrasts per target word") for lab in labels)
+
+
 def test_posterior_sampler_section_renders_its_result(weat_session):
     run = app.posterior_core(weat_session, "women", "amy, joan, lisa, sarah", "men", "john, paul, mike, kevin",
                              200, 200, 2, SEED)

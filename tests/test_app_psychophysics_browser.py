@@ -214,10 +214,10 @@ def test_weat_then_bayesian_estimate_in_the_browser(server):
         page.goto(server, wait_until="domcontentloaded")
         page.wait_for_selector("#test-kind")
         page.locator("#test-kind").get_by_text(app.KIND_WEAT).click()
-        pick(page, "weat-library", "WEAT 1: Flowers vs insects, pleasant vs unpleasant")
-        page.wait_for_function("document.querySelector('#weat-x textarea').value.startsWith('aster')")
+        pick(page, "weat-library", "WEAT 7: Math vs arts, male vs female terms")
+        page.wait_for_function("document.querySelector('#weat-x textarea').value.startsWith('math')")
         page.locator("#spec-next").click()
-        page.locator("#data-summary").get_by_text("Flowers").wait_for()
+        page.locator("#data-summary").get_by_text("Math").wait_for()
         page.locator("#run-test").click()
         page.locator("#weat-table").get_by_text("WEAT effect size d").wait_for()
         assert page.locator("#weat-table").get_by_text("WEAT test statistic s(X, Y, A, B)").count() == 1
@@ -232,3 +232,9 @@ def test_weat_then_bayesian_estimate_in_the_browser(server):
         assert page.locator("#bayes-download-csv").is_visible()
         assert "R-hat" in page.locator("#bayes-diagnostics").inner_text()
         page.screenshot(path=str(SCREENSHOTS / "psychophysics_bayes.png"), full_page=True)
+        # math and arts words are words of the lists "Math" and "Arts", not "protected words"
+        section = page.locator("#bayes-section").text_content()
+        assert "protected" not in section.lower()
+        assert "each word of Math and Arts" in page.locator("#bayes-plot text.gtitle").text_content()
+        assert "Math ↔ Male terms, Arts ↔ Female terms" in page.locator("#bayes-plot text.gtitle").text_content()
+        assert "the words of Math and Arts" in page.locator("#bayes-diagnostics").inner_text()

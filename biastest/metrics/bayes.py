@@ -188,12 +188,12 @@ class BayesModelInfo:
 BAYES_MODELS: dict[str, BayesModelInfo] = {
     "additive": BayesModelInfo(
         name="additive",
-        title="Seed model: protected-word baseline plus connection effect",
+        title="Seed model: target-word baseline plus connection effect",
         likelihood="distance_i ~ Normal(m[word_i] + co[connection_i], sigma)",
         priors=(("m[word]", "Normal(1, 0.5)"), ("co[connection]", "Normal(0, 1)"), ("sigma", "HalfCauchy(0, 1)")),
         notes=(
-            "m is each protected word's baseline distance, co shifts it by connection type; a connection "
-            "effect is shared by all protected words, so per-word contrasts equal the overall contrast."
+            "m is each target word's baseline distance, co shifts it by connection type; a connection "
+            "effect is shared by all target words, so per-word contrasts equal the overall contrast."
         ),
         reference="seed 002 (A bayesian method of cosine-based word2vec bias estimation), eqs. (1)-(5)",
     ),
@@ -208,7 +208,7 @@ BAYES_MODELS: dict[str, BayesModelInfo] = {
             ("sigma[connection]", "Exponential(2)"),
         ),
         notes=(
-            "mu is the expected distance between one protected word and one kind of attribute; words of "
+            "mu is the expected distance between one target word and one kind of attribute; words of "
             "the same connection share strength through M (the connection-level mean) and tau (its spread)."
         ),
         reference="Dobrzeniecka & Urbaniak, A Bayesian approach to uncertainty in word embedding bias estimation",
@@ -950,7 +950,7 @@ def fit_bayes(
         diagnostics["max_rhat"] <= 1.01 and n_div == 0 and diagnostics["min_ess_bulk"] >= 100 * chains
     )
     info = BAYES_MODELS[model]
-    reading = _reading(contrasts, diagnostics, hdi_prob, model)
+    reading = _reading(contrasts, diagnostics, hdi_prob, model, groups=data.group_names)
     seconds = round(time.perf_counter() - t0, 3)
     prov = provenance(
         method=f"bayes-{model}", seed=seed, draws=draws, tune=tune, chains=chains, target_accept=target_accept,
@@ -966,8 +966,11 @@ def fit_bayes(
     )
 
 
-def _reading(contrasts: list[dict[str, Any]], diag: dict[str, Any], hdi_prob: float, model: str) -> list[str]:
+def _reading(contrasts: list[dict[str, Any]], diag: dict[str, Any], hdi_prob: float, model: str, *,
+             groups: tuple[str, str]) -> list[str]:
+    """Plain-language lines; the target words are named by their lists (``groups``, e.g. Math and Arts)."""
     pct = f"{round(hdi_prob * 100)}%"
+    words_of = f"the words of {groups[0]} and {groups[1]}"
     lines = []
     if not diag["converged"]:
         lines.append(
@@ -977,7 +980,7 @@ def _reading(contrasts: list[dict[str, Any]], diag: dict[str, Any], hdi_prob: fl
         )
     lines.append(
         "Distances are cosine distances (0 = same direction). A negative contrast means the stereotype "
-        "attributes sit closer to the protected words than the control words do. A bias is called credible "
+        f"attributes sit closer to {words_of} than the control words do. A bias is called credible "
         f"only where the whole {pct} highest posterior density interval lies below 0."
     )
     for r in contrasts:
@@ -1002,8 +1005,9 @@ def _reading(contrasts: list[dict[str, Any]], diag: dict[str, Any], hdi_prob: fl
                      if r["contrast"] == name and r["protected_word"] != "(overall)" and r["verdict"] == "closer"]
             total = sum(1 for r in contrasts if r["contrast"] == name and r["protected_word"] != "(overall)")
             shown = ", ".join(words) if words else "none"
-            lines.append(f"Protected words with a credible bias ({name}): {len(words)} of {total} ({shown}).")
+            lines.append(f"Words of {groups[0]} and {groups[1]} with a credible bias ({name}): {len(words)} of "
+                         f"{total} ({shown}).")
     else:
-        lines.append("In this model the connection effect is shared by all protected words, so per-word "
+        lines.append(f"In this model the connection effect is shared by all {words_of}, so per-word "
                      "contrasts equal the overall one; use the hierarchical model for per-word estimates.")
     return lines

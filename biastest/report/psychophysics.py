@@ -736,9 +736,20 @@ def _interval_trace(rows: Sequence[Mapping[str, Any]], *, name: str, color: str,
     )
 
 
+def _bayes_lists(result) -> tuple[str, str, str, str]:
+    """The spec's own names of the two target lists and their two attribute lists, escaped for a figure."""
+    g1, g2 = (result.data.get("group_names") or ("target list 1", "target list 2"))[:2]
+    a1, a2 = (result.data.get("attribute_names") or ("attribute list 1", "attribute list 2"))[:2]
+    return hover_safe(g1), hover_safe(g2), hover_safe(a1), hover_safe(a2)
+
+
 def bayes_interval_figure(result) -> go.Figure:
-    """Expected cosine distance per protected word and connection with HPDI (the seed's per-word figure)."""
+    """Expected cosine distance per target word and connection with HPDI (the seed's per-word figure).
+
+    The title names the target lists and the legend's connections by the spec's own list names.
+    """
     pct = round(result.hdi_prob * 100)
+    g1, g2, a1, a2 = _bayes_lists(result)
     words = list(dict.fromkeys(r["protected_word"] for r in result.cells))
     labels = [hover_safe(w) for w in words]
     fig = go.Figure()
@@ -746,7 +757,7 @@ def bayes_interval_figure(result) -> go.Figure:
     for k, conn in enumerate(conns):
         rows = [
             {**r, "label": hover_safe(r["protected_word"]),
-             "extra": f"group: {r['group']}; {r['n_rows']} word pairs, observed mean {r['observed_mean']:.4f}; "
+             "extra": f"target list: {r['group']}; {r['n_rows']} word pairs, observed mean {r['observed_mean']:.4f}; "
                       f"R-hat {r['rhat']:.3f}"}
             for r in result.cells if r["connection"] == conn
         ]
@@ -754,12 +765,14 @@ def bayes_interval_figure(result) -> go.Figure:
         fig.add_trace(_interval_trace(rows, name=conn, color=CONNECTION_COLORS.get(conn, NEUTRAL), offset=offset,
                                       labels=labels))
     fig.update_layout(
-        title=f"Expected cosine distance per protected word and connection ({pct}% highest posterior density)",
+        title=(f"Expected cosine distance of each word of {g1} and {g2} to each kind of attribute ({pct}% highest "
+               f"posterior density)<br><sup>associated: {g1} ↔ {a1}, {g2} ↔ {a2} · different: {g1} ↔ {a2}, "
+               f"{g2} ↔ {a1} · human, none: neutral control words</sup>"),
         xaxis_title="cosine distance (lower = closer)",
         yaxis={"tickmode": "array", "tickvals": list(range(len(labels))), "ticktext": labels, "autorange": "reversed"},
         font_family=FONT,
         height=max(340, 80 + 34 * len(labels)),
-        margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        margin={"l": 10, "r": 10, "t": 80, "b": 40},
         legend={"orientation": "h", "y": -0.12},
         hoverlabel={"align": "left"},
     )
@@ -767,7 +780,7 @@ def bayes_interval_figure(result) -> go.Figure:
 
 
 def bayes_contrast_figure(result) -> go.Figure:
-    """Contrasts (associated − control) per protected word and overall; an interval wholly below 0 = credible bias."""
+    """Contrasts (associated − control) per target word and overall; an interval wholly below 0 = credible bias."""
     pct = round(result.hdi_prob * 100)
     words = list(dict.fromkeys(r["protected_word"] for r in result.contrasts))
     labels = [hover_safe(w) for w in words]
@@ -793,10 +806,15 @@ def bayes_contrast_figure(result) -> go.Figure:
     return fig
 
 
+BAYES_CONTRAST_COLUMNS = {"protected_word": "word", "group": "target list", "contrast": "contrast", "mean": "mean",
+                          "hdi_low": "HPDI low", "hdi_high": "HPDI high", "rhat": "R-hat", "ess_bulk": "bulk ESS",
+                          "verdict": "verdict"}
+
+
 def bayes_contrast_frame(result) -> pd.DataFrame:
-    """Contrasts per protected word with HPDI, R-hat, ESS and verdict."""
-    cols = ["protected_word", "group", "contrast", "mean", "hdi_low", "hdi_high", "rhat", "ess_bulk", "verdict"]
-    return pd.DataFrame([{c: r.get(c) for c in cols} for r in result.contrasts], columns=cols)
+    """Contrasts per target word (its list named as in the spec) with HPDI, R-hat, ESS and verdict."""
+    rows = [{label: r.get(key) for key, label in BAYES_CONTRAST_COLUMNS.items()} for r in result.contrasts]
+    return pd.DataFrame(rows, columns=list(BAYES_CONTRAST_COLUMNS.values()))
 
 
 def bayes_diagnostics_markdown(result) -> str:

@@ -20,8 +20,16 @@ from biastest.ui.common import escape, option_value, progress_callback, session_
 from biastest.ui.psychophysics.state import Section, need_session
 
 MSG_BAYES_NEEDS_WEAT = (
-    "The Bayesian estimate needs two social groups and two attribute lists: choose “WEAT / MAC” in step 1 "
+    "The Bayesian estimate needs two target lists and two attribute lists: choose “WEAT / MAC” in step 1 "
     "(a 2AFC specification has target words and cue pairs, but no stereotype attribute lists)."
+)
+BAYES_HELP = (
+    "Instead of one average, this model uses every distance between a word of your target lists X and Y (e.g. "
+    "Math and Arts) and a word of your attribute lists A and B (e.g. Male and Female terms), and compares them "
+    "with **neutral control words** (neutral human attributes and neutral words, shipped with biastest). It "
+    "reports 89% highest-posterior-density intervals (HPDI): a bias is credible only where the whole interval of "
+    "*associated − control* lies below 0. Needs a WEAT / MAC specification; the figures and the reading name your "
+    "lists."
 )
 MSG_BAYES_DONE = "✅ Bayesian estimate done ({model}, {seconds:.1f} s)."
 BAYES_DEFAULTS = {"model": "hierarchical", "draws": 1000, "tune": 1000, "chains": 2, "seed": 0}
@@ -86,13 +94,7 @@ def build() -> Section:
     sec = Section()
     models = available_models()
     default = {m["name"]: m for m in models}[BAYES_DEFAULTS["model"]]
-    gr.Markdown(
-        "Instead of one average, this model uses every (protected word, attribute word) distance and compares the "
-        "stereotype attributes with **neutral control words** (neutral human attributes and neutral words, shipped "
-        "with biastest). It reports 89% highest-posterior-density intervals (HPDI): a bias is credible only where "
-        "the whole interval of *associated − control* lies below 0. Needs a WEAT / MAC specification.",
-        elem_classes=["bt-hint"],
-    )
+    gr.Markdown(BAYES_HELP, elem_classes=["bt-hint"])
     sec.add("model", gr.Radio([(m["title"], m["name"]) for m in models], value=default["name"], label="Model",
                               elem_id="bayes-model"), BAYES_DEFAULTS["model"])
     sec.add("priors", gr.Markdown(rep.bayes_priors_markdown(default), elem_id="bayes-priors"),
@@ -104,10 +106,11 @@ def build() -> Section:
                     BAYES_DEFAULTS[key])
     sec.run = gr.Button("Run the Bayesian estimate", variant="primary", elem_id="bayes-run")
     sec.add("status", gr.Markdown("", elem_id="bayes-status"), "")
-    sec.add("plot", gr.Plot(label="Expected distance per protected word and connection", elem_id="bayes-plot"), None)
+    sec.add("plot", gr.Plot(label="Expected distance of each target word to each kind of attribute",
+                            elem_id="bayes-plot"), None)
     sec.add("contrast_plot", gr.Plot(label="Contrasts with the controls", elem_id="bayes-contrast-plot"), None)
     sec.add("diagnostics", gr.Markdown("", elem_id="bayes-diagnostics"), "")
-    sec.add("table", gr.Dataframe(label="Contrasts per protected word", interactive=False, elem_id="bayes-table"),
+    sec.add("table", gr.Dataframe(label="Contrasts per target word", interactive=False, elem_id="bayes-table"),
             None)
     with gr.Row():
         sec.add("csv", gr.DownloadButton("Download CSV", visible=False, elem_id="bayes-download-csv"),
