@@ -444,7 +444,7 @@ def test_bayes_section_names_the_lists_of_the_spec_never_protected_words(weat_se
 
 
 def test_posterior_sampler_section_renders_its_result(weat_session):
-    run = app.posterior_core(weat_session, "women", "amy, joan, lisa, sarah", "men", "john, paul, mike, kevin",
+    run = app.posterior_core(weat_session, "women", "amy, joan, lisa, sarah", "=1+1 men", "john, paul, mike, kevin",
                              200, 200, 2, SEED)
     result = run["posterior"]
     status, reading, acf, pca, words, groups, csv_u, _ = app.posterior_view(run)
@@ -458,3 +458,8 @@ def test_posterior_sampler_section_renders_its_result(weat_session):
     rows = list(csv.DictReader(open(csv_u["value"], encoding="utf-8")))
     assert {r["word"] for r in rows if r["table"] == "group distance"} == {
         "amy", "joan", "lisa", "sarah", "john", "paul", "mike", "kevin"}
+    # the posterior column holds a value ('+' and '-' came out as the neutralised "'+" and "'-")
+    assert {r["posterior"] for r in rows} == {"positive", "negative"}
+    assert {r["table"] for r in rows if r["posterior"] == "positive"} >= {"group distance", "nearest", "farthest"}
+    # a formula typed as a group name is still neutralised
+    assert {r["group"] for r in rows if r["table"] == "group distance"} == {"women", "'=1+1 men"}

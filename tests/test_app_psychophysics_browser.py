@@ -207,9 +207,9 @@ def test_two_browser_sessions_do_not_see_each_other(server):
         assert "astronaut" in b_table and "technician" not in b_table
 
 
-def test_weat_then_bayesian_estimate_in_the_browser(server):
+def test_weat_then_bayesian_estimate_and_posterior_csv_in_the_browser(server, tmp_path):
     with chromium_browser() as browser:
-        page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+        page = browser.new_context(viewport={"width": 1280, "height": 1000}, accept_downloads=True).new_page()
         page.set_default_timeout(60_000)
         page.goto(server, wait_until="domcontentloaded")
         page.wait_for_selector("#test-kind")
@@ -238,3 +238,23 @@ def test_weat_then_bayesian_estimate_in_the_browser(server):
         assert "each word of Math and Arts" in page.locator("#bayes-plot text.gtitle").text_content()
         assert "Math ↔ Male terms, Arts ↔ Female terms" in page.locator("#bayes-plot text.gtitle").text_content()
         assert "the words of Math and Arts" in page.locator("#bayes-diagnostics").inner_text()
+
+        # the posterior sampler: its CSV says positive/negative, and a formula typed as a name stays text
+        section = page.locator("#posterior-section")
+        section.get_by_text("Posterior of embeddings given a sentiment classifier").first.click()
+        page.locator("#posterior-name-a textarea, #posterior-name-a input").first.fill("=1+1 women")
+        for key, value in (("draws", "200"), ("tune", "200")):
+            box = page.locator(f"#posterior-{key} input")
+            box.fill(value)
+            box.press("Tab")
+        page.locator("#posterior-run").click()
+        page.locator("#posterior-status").get_by_text("Posteriors sampled").wait_for()
+        with page.expect_download() as info:
+            page.locator("#posterior-download-csv").click()
+        path = tmp_path / "posterior.csv"
+        info.value.save_as(path)
+        rows = list(csv.DictReader(path.open(encoding="utf-8")))
+        assert {r["posterior"] for r in rows} == {"positive", "negative"}
+        assert {r["table"] for r in rows} == {"group distance", "nearest", "farthest"}
+        groups = {r["group"] for r in rows if r["table"] == "group distance"}
+        assert "'=1+1 women" in groups and len(groups) == 2

@@ -847,6 +847,9 @@ def bayes_exports(result, *, source: str, directory: Path | None = None) -> tupl
 # --------------------------------------------------------------------------- posterior of embeddings
 POSTERIOR_NAMES = {"+": "positive posterior p(s | +)", "-": "negative posterior p(s | −)"}
 POSTERIOR_COLORS = {"+": "#16a34a", "-": "#dc2626"}
+#: The posterior column of the CSV, in words: a bare "+" or "-" is a formula start to a spreadsheet, and the
+#: CSV writer's neutraliser would turn it into "'+" / "'-" (no longer a value).
+POSTERIOR_CSV_NAMES = {"+": "positive", "-": "negative"}
 
 
 def posterior_markdown(result) -> str:
@@ -933,17 +936,23 @@ def posterior_group_frame(result) -> pd.DataFrame:
 
 
 def posterior_exports(result, *, source: str, directory: Path | None = None) -> tuple[Path, Path]:
-    """CSV (per-word distances to each posterior, word tables) and JSON in ``directory`` (default: a fresh folder)."""
+    """CSV (per-word distances to each posterior, word tables) and JSON in ``directory`` (default: a fresh folder).
+
+    The CSV's ``posterior`` column says ``positive`` or ``negative`` (:data:`POSTERIOR_CSV_NAMES`); the JSON
+    keeps the result's own ``+`` / ``-``. Every text cell still goes through the formula neutraliser.
+    """
     folder = Path(directory) if directory is not None else private_dir("biastest-posterior-")
     rows: list[dict[str, Any]] = []
     for t in result.group_tests:
         for group, words, scores in ((t["group_a"], t["words_a"], t["scores_a"]),
                                      (t["group_b"], t["words_b"], t["scores_b"])):
             for w, s in zip(words, scores, strict=True):
-                rows.append({"table": "group distance", "posterior": t["posterior"], "group": group, "word": w,
+                rows.append({"table": "group distance", "posterior": POSTERIOR_CSV_NAMES[t["posterior"]],
+                             "group": group, "word": w,
                              "value": s, "rank": None, "embedding": source, "seed": result.seed})
     for r in result.word_records():
-        rows.append({"table": r["kind"], "posterior": r["posterior"], "group": "", "word": r["word"],
+        rows.append({"table": r["kind"], "posterior": POSTERIOR_CSV_NAMES[r["posterior"]], "group": "",
+                     "word": r["word"],
                      "value": r["cosine"], "rank": r["rank"], "embedding": source, "seed": result.seed})
     csv_path = write_csv(rows, folder / "embedding_posterior.csv")
     json_path = write_json({"test": "embedding_posterior", "embedding": source, "result": result.to_dict()},
