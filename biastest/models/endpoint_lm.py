@@ -159,7 +159,8 @@ MSG_NOT_SERVED = (
 )
 MSG_MODEL_MISMATCH = (
     "The endpoint at {where} answered for the model '{served}', not '{model}' as asked, so its numbers would be "
-    "reported under the wrong name; nothing was scored. Give the model's name exactly as the server reports it."
+    "reported under the wrong name; nothing was scored. Give the model's name exactly as the server reports it "
+    "(llama.cpp's server reports the name given with --alias)."
 )
 MSG_NO_PROMPT_LOGPROBS = (
     "The endpoint at {where} gives no log-probabilities for the words of the prompt with the model '{model}', so "
