@@ -12,6 +12,7 @@ import json
 import math
 from types import SimpleNamespace
 
+import gradio as gr
 import numpy as np
 import pytest
 from scipy import stats
@@ -23,7 +24,7 @@ from biastest.report import psychophysics as rep
 from biastest.spec import MSG_CUE_PAIR_SHAPE, MSG_EMPTY_LIST
 from biastest.specs import get_twoafc_spec, list_specs
 from biastest.ui import psychophysics as app
-from biastest.ui.common import escape
+from biastest.ui.common import MSG_UNEXPECTED, escape
 
 SEED = 0
 PAPER = "Occupations vs gender (Liang & Acuna 2020)"
@@ -162,6 +163,55 @@ def test_sigma_must_be_zero_or_positive(paper_run):
     with pytest.raises(DataError) as err:
         app.run_core(app.new_session(), app.REPLICATES_NONE, 0.05, None, "norm", False, 200, 10_000, SEED)
     assert err.value.message == app.MSG_SPEC_FIRST
+
+
+def _seed_message(value) -> str:
+    from biastest.options import BOUNDS, MSG_BAD_WHOLE
+
+    b = BOUNDS["seed"]
+    return MSG_BAD_WHOLE.format(label=b.label, low=int(b.low), high=int(b.high), value=value)
+
+
+def test_run_and_training_mistakes_are_inline_warnings_and_change_nothing_else(paper_run, tmp_path):
+    """A seed of -1 raised a red error ("Error" pill on every output); now: ⚠️ inline, a warning, the rest kept."""
+    session = paper_run[0]
+    skip = gr.skip()
+    stale = ("cleared", gr.update(value=None, visible=False))
+    run = app.make_run_handler(stale, 16)
+    with pytest.warns(UserWarning, match="seed"):  # gr.Warning outside a request: Python's warning
+        out = run(session, app.REPLICATES_NONE, 0.05, None, "norm", False, 200, 10_000, -1)
+    assert out[1] == "⚠️ " + escape(_seed_message(-1))
+    assert len(out) == 4 + len(stale) + 16 and [o for i, o in enumerate(out) if i != 1] == [skip] * (len(out) - 1)
+    with pytest.warns(UserWarning):
+        out = run(session, app.REPLICATES_UPLOAD, 0.05, [], "norm", False, 200, 10_000, SEED)
+    assert out[1] == "⚠️ " + escape(app.MSG_NO_REPLICATE_FILES)
+    # a run that goes through clears the stale sections and fills the results
+    out = run(session, app.REPLICATES_NONE, 0, None, "norm", False, 0, 10_000, SEED)
+    assert out[0]["result"].mode == "single" and out[1] == "" and out[4:6] == stale and len(out) == 4 + 2 + 16
+    # training replicates: the message goes under "Train replicates"
+    with pytest.warns(UserWarning):
+        out = app.train_handler(session, None, 2, 10, 1, 1, SEED)
+    assert out == (skip, "⚠️ " + escape(app.MSG_NO_CORPUS))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the nurse said she\n" * 20, encoding="utf-8")
+    with pytest.warns(UserWarning):
+        out = app.train_handler(session, str(corpus), 2, 10, 1, 1, -7)
+    assert out == (skip, "⚠️ " + escape(_seed_message(-7)))
+    with pytest.warns(UserWarning):  # step 1 not done
+        out = run(app.new_session(), app.REPLICATES_NONE, 0.05, None, "norm", False, 200, 10_000, SEED)
+    assert out[1] == "⚠️ " + escape(app.MSG_SPEC_FIRST)
+
+
+def test_an_unexpected_failure_stays_a_red_error(paper_run, monkeypatch):
+    from biastest.ui.psychophysics import data
+
+    def broken(**_kw):
+        raise RuntimeError("/secret/path")
+
+    monkeypatch.setattr(data, "run_twoafc", broken)
+    with pytest.raises(gr.Error) as err:
+        app.make_run_handler((), 16)(paper_run[0], app.REPLICATES_NONE, 0.05, None, "norm", False, 0, 10_000, SEED)
+    assert err.value.message == MSG_UNEXPECTED.format(kind="RuntimeError")
 
 
 # --------------------------------------------------------------------------- results
@@ -398,6 +448,21 @@ def test_bayes_needs_a_weat_spec(paper_run):
     with pytest.raises(DataError) as err:
         app.bayes_core(paper_run[0], "hierarchical", 200, 200, 1, SEED)
     assert err.value.message == app.MSG_BAYES_NEEDS_WEAT
+    with pytest.warns(UserWarning):  # in the app: under the section's button, a warning; nothing else changes
+        out = app.bayes_handler(paper_run[0], "hierarchical", 200, 200, 1, SEED)
+    assert out == (gr.skip(), "⚠️ " + escape(app.MSG_BAYES_NEEDS_WEAT), *(gr.skip(),) * 7)
+
+
+def test_sampler_mistakes_are_inline_warnings(weat_session):
+    with pytest.warns(UserWarning):
+        out = app.bayes_handler(weat_session, "hierarchical", 200, 200, 2, -1)
+    assert out == (gr.skip(), "⚠️ " + escape(_seed_message(-1)), *(gr.skip(),) * 7)
+    with pytest.warns(UserWarning):
+        out = app.posterior_handler(weat_session, "a", "amy, joan", "b", "john, paul", 200, 200, 2, -1)
+    assert out == (gr.skip(), "⚠️ " + escape(_seed_message(-1)), *(gr.skip(),) * 7)
+    with pytest.warns(UserWarning):  # step 1 not done
+        out = app.posterior_handler(app.new_session(), "a", "amy", "b", "john", 200, 200, 2, SEED)
+    assert out[1] == "⚠️ " + escape(app.MSG_SPEC_FIRST)
 
 
 def test_bayes_estimate_shows_the_data_it_was_given(weat_session, glove):

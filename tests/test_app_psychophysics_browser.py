@@ -258,3 +258,60 @@ def test_weat_then_bayesian_estimate_and_posterior_csv_in_the_browser(server, tm
         assert {r["table"] for r in rows} == {"group distance", "nearest", "farthest"}
         groups = {r["group"] for r in rows if r["table"] == "group distance"}
         assert "'=1+1 women" in groups and len(groups) == 2
+
+
+#: Which components show Gradio's red "Error" pill (a handler raised): the ids of their blocks.
+ERROR_PILLS = """() => [...document.querySelectorAll('[data-testid="status-tracker"] .error')]
+  .map(e => (e.closest('[id]') || {}).id || '?')"""
+TOASTS = "() => [...document.querySelectorAll('.toast-body')].map(t => [t.className, t.innerText])"
+
+
+def _warned_not_red(page, message: str) -> None:
+    """A toast with ``message`` came; every toast is a yellow warning; no component shows an "Error" pill."""
+    page.locator(".toast-body").filter(has_text=message).first.wait_for(timeout=10_000)
+    toasts = page.evaluate(TOASTS)
+    assert toasts and all("warning" in c and "error" not in c for c, _ in toasts), toasts
+    assert page.evaluate(ERROR_PILLS) == []
+    for close in page.locator(".toast-close").all():
+        close.click()
+
+
+def _seed_message(value: int) -> str:
+    from biastest.options import BOUNDS, MSG_BAD_WHOLE
+
+    b = BOUNDS["seed"]
+    return MSG_BAD_WHOLE.format(label=b.label, low=int(b.low), high=int(b.high), value=value)
+
+
+def _fill_number(page, elem_id: str, value) -> None:
+    box = page.locator(f"#{elem_id} input").first
+    box.fill(str(value))
+    box.press("Tab")
+
+
+def test_a_bad_seed_is_shown_inline_and_as_a_warning_never_as_an_error(server):
+    """A seed of -1 on "Run the test" gave a red toast and an "Error" pill over step 2's message."""
+    with chromium_browser() as browser:
+        page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+        page.set_default_timeout(TIMEOUT)
+        page.goto(server, wait_until="domcontentloaded")
+        page.wait_for_selector("#twoafc-targets")
+        page.locator("#twoafc-targets textarea").fill("nurse, engineer, teacher")
+        page.locator("#twoafc-cues textarea").fill("she/he, woman/man")
+        page.locator("#spec-next").click()
+        page.locator("#data-summary").get_by_text("3 of 3 found").wait_for()
+
+        _fill_number(page, "seed", -1)
+        page.locator("#run-test").click()
+        message = _seed_message(-1)
+        page.locator("#run-message").get_by_text(f"⚠️ {message}").wait_for()
+        _warned_not_red(page, message)
+        assert tab(page, "3 · Results").is_disabled()  # nothing ran
+        assert page.locator("#seed input").input_value() == "-1"  # the input is kept for the user to fix
+
+        # fixed: the run goes through, and the stale warning is gone
+        _fill_number(page, "seed", 3)
+        page.locator("#run-test").click()
+        page.locator("#pse-plot .nsewdrag").wait_for()
+        assert page.locator("#run-message").inner_text().strip() == ""
+        assert page.evaluate(ERROR_PILLS) == []

@@ -715,6 +715,15 @@ def test_psychophysics_server_path_is_refused_by_the_handler_in_public_mode(publ
     assert e.value.message == app.MSG_PATHS_DISABLED
 
 
+def _psy_inline(outputs, index: int = 0) -> str:
+    """The word-embedding app shows a user's mistake inline (⚠️ + HTML-escaped message): the message, unescaped."""
+    import html
+
+    text = outputs[index]
+    assert text.startswith("⚠️ "), outputs
+    return html.unescape(text.removeprefix("⚠️ "))
+
+
 PSY_RUN_CASES = [("n_perm", v, whole("n_permutations", v)) for v in (-1, 0, 99, 10**7)]
 PSY_RUN_CASES += [("seed", v, whole("seed", v)) for v in (-1, 2**32)]
 
@@ -724,9 +733,9 @@ def test_psychophysics_app_run_options(option, value, message, psy_session):
     from biastest.ui import psychophysics as app
 
     s = {"n_boot": 200, "n_perm": 1000, "seed": 0, option: value}
-    got = _app_error(lambda: psy_session.predict(app.REPLICATES_NONE, 0.05, None, "norm", False, s["n_boot"],
-                                                 s["n_perm"], s["seed"], api_name="/run_handler"))
-    assert got == message
+    out = psy_session.predict(app.REPLICATES_NONE, 0.05, None, "norm", False, s["n_boot"], s["n_perm"], s["seed"],
+                              api_name="/run_handler")
+    assert _psy_inline(out) == message  # next to "Run the test" (#run-message), as a warning: no AppError
 
 
 PSY_SAMPLER_CASES = [("draws", v, whole("draws", v)) for v in (-5, 99, 10**6)]
@@ -745,4 +754,4 @@ def test_psychophysics_app_sampler_options(endpoint, option, value, message, psy
         args = ("hierarchical", *sampler)
     else:
         args = ("female", "amy, joan", "male", "john, paul", *sampler)
-    assert _app_error(lambda: psy_session.predict(*args, api_name=endpoint)) == message
+    assert _psy_inline(psy_session.predict(*args, api_name=endpoint)) == message  # next to the section's button

@@ -2,9 +2,11 @@
 
 Three gated tabs (specification → data → results). All per-user data lives
 in one ``gr.State`` dictionary (the *session*, :mod:`.state`); embeddings load
-once per process through the shared model cache; each handler is wrapped with
-:func:`~biastest.ui.common.user_errors` so a typed error reaches the user as
-its message and nothing else ever shows a traceback. The report layer
+once per process through the shared model cache. A mistake the user can fix
+(:data:`~biastest.ui.common.USER_MISTAKES`) is shown inline next to the control
+that met it and as a yellow toast, and the handler leaves its other outputs as
+they were; every handler is wrapped with :func:`~biastest.ui.common.user_errors`
+so anything else is a red error with a plain message, never a traceback. The report layer
 (:mod:`biastest.report.psychophysics`) turns typed results into tables and
 figures.
 
@@ -49,8 +51,8 @@ from biastest.ui.psychophysics.data import (
     REPLICATES_TRAIN,
     REPLICATES_UPLOAD,
     female_cue_side,
+    make_run_handler,
     run_core,
-    run_handler,
     train_handler,
     train_replicates_core,
 )
@@ -131,6 +133,7 @@ __all__ = [
     "fill_weat",
     "lookup_frame",
     "lookup_markdown",
+    "make_run_handler",
     "new_session",
     "posterior_core",
     "posterior_handler",
@@ -138,7 +141,6 @@ __all__ = [
     "priors_handler",
     "results_view",
     "run_core",
-    "run_handler",
     "source_choices",
     "spec_message",
     "train_handler",

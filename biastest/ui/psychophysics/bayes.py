@@ -16,7 +16,15 @@ from biastest.errors import DataError
 from biastest.report import psychophysics as rep
 from biastest.runner.bayes import available_models, run_bayes
 from biastest.spec import BiasSpec
-from biastest.ui.common import escape, option_value, progress_callback, session_export_dir, user_errors
+from biastest.ui.common import (
+    USER_MISTAKES,
+    escape,
+    option_value,
+    progress_callback,
+    session_export_dir,
+    user_errors,
+    warn_inline,
+)
 from biastest.ui.psychophysics.state import Section, need_session
 
 MSG_BAYES_NEEDS_WEAT = (
@@ -77,8 +85,11 @@ def bayes_view(session: dict[str, Any]) -> tuple:
 
 @user_errors
 def bayes_handler(session, model, draws, tune, chains, seed, progress=gr.Progress()):
-    """Run the Bayesian estimate (progress bar) and render it."""
-    new = bayes_core(session, model, draws, tune, chains, seed, progress=progress_callback(progress))
+    """Run the Bayesian estimate (progress bar) and render it; a mistake inline under the button, nothing else."""
+    try:
+        new = bayes_core(session, model, draws, tune, chains, seed, progress=progress_callback(progress))
+    except USER_MISTAKES as exc:
+        return (gr.skip(), warn_inline(exc), *(gr.skip(),) * 7)
     return (new, *bayes_view(new))
 
 

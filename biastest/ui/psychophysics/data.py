@@ -4,7 +4,10 @@ The found/missing words come from step 1's lookup. For 2AFC the user chooses
 where the variability of the answers comes from (a perceptual noise σ,
 uploaded replicate embeddings, or replicates trained here on a corpus) and the
 psychometric fit; for WEAT/MAC the number of permutations. “Run the test”
-runs the runner and fills step 3 (:mod:`.results`).
+runs the runner and fills step 3 (:mod:`.results`). A mistake the user can fix
+(:data:`~biastest.ui.common.USER_MISTAKES`: a bad number, a missing or unsafe
+file) is shown inline next to the button that met it and as a yellow toast;
+every other output is left as it was.
 """
 
 from __future__ import annotations
@@ -28,7 +31,15 @@ from biastest.models.embeddings import (
 from biastest.options import BOUNDS
 from biastest.runner.embeddings import run_mac, run_twoafc, run_weat
 from biastest.spec import BiasSpec, TwoAFCSpec
-from biastest.ui.common import escape, option_value, progress_callback, unlock_step, user_errors
+from biastest.ui.common import (
+    USER_MISTAKES,
+    escape,
+    option_value,
+    progress_callback,
+    unlock_step,
+    user_errors,
+    warn_inline,
+)
 from biastest.ui.psychophysics.results import results_view
 from biastest.ui.psychophysics.state import MSG_SPEC_FIRST, Section, file_path, need_session
 
@@ -146,10 +157,13 @@ def train_replicates_core(
 
 @user_errors
 def train_handler(session, corpus, n_replicates, vector_size, epochs, min_count, seed, progress=gr.Progress()):
-    """Train replicates (progress bar) and report the vocabulary coverage."""
-    return train_replicates_core(
-        session, corpus, n_replicates, vector_size, epochs, min_count, seed, progress=progress_callback(progress)
-    )
+    """Train replicates (progress bar) and report the vocabulary coverage; a mistake inline under the button."""
+    try:
+        return train_replicates_core(
+            session, corpus, n_replicates, vector_size, epochs, min_count, seed, progress=progress_callback(progress)
+        )
+    except USER_MISTAKES as exc:
+        return gr.skip(), warn_inline(exc)
 
 
 def _replicate_models(session: dict[str, Any], mode: str, files: Any) -> list[WordEmbeddings] | None:
@@ -238,14 +252,29 @@ def run_core(
     return new
 
 
-@user_errors
-def run_handler(session, rep_mode, sigma, files, sigmoid, lapse, n_boot, n_perm, seed, progress=gr.Progress()):
-    """Step 2 → results: run, render, unlock the results tab."""
-    new = run_core(
-        session, rep_mode, sigma, files, sigmoid, lapse, n_boot, n_perm, seed, progress=progress_callback(progress)
-    )
-    tabs, tab3 = unlock_step("results")
-    return (new, "", tabs, tab3, *results_view(new))
+def make_run_handler(stale: tuple, n_results: int):
+    """The “Run the test” handler; its outputs: session, message, tabs, tab 3, ``stale``'s, then the results.
+
+    A run clears what earlier runs left in the Bayesian and posterior sections
+    (``stale``: their reset values) and fills the ``n_results`` components of
+    step 3. A mistake the user can fix changes nothing but the message under
+    the button (⚠️, and a yellow toast): the earlier results stay, still valid.
+    """
+
+    @user_errors
+    def run_handler(session, rep_mode, sigma, files, sigmoid, lapse, n_boot, n_perm, seed, progress=gr.Progress()):
+        """Step 2 → results: run, render, unlock the results tab."""
+        try:
+            new = run_core(
+                session, rep_mode, sigma, files, sigmoid, lapse, n_boot, n_perm, seed,
+                progress=progress_callback(progress),
+            )
+        except USER_MISTAKES as exc:
+            return (gr.skip(), warn_inline(exc), *(gr.skip(),) * (2 + len(stale) + n_results))
+        tabs, tab3 = unlock_step("results")
+        return (new, "", tabs, tab3, *stale, *results_view(new))
+
+    return run_handler
 
 
 # --------------------------------------------------------------------------- controls and wiring
@@ -335,10 +364,9 @@ def wire(sec: Section, session: Any, *, tabs: Any, tab3: Any, results: Section,
         concurrency_id="embedding-train",
         concurrency_limit=1,
     )
-    run_event = sec.run.click(
-        run_handler,
+    # a new run makes earlier Bayesian/posterior outputs stale: the run clears them (a refused run does not)
+    sec.run.click(
+        make_run_handler(tuple(v for _, v in stale), len(results.outputs)),
         [session, sec.rep_mode, sec.sigma, sec.rep_files, sec.sigmoid, sec.lapse, sec.n_boot, sec.n_perm, sec.seed],
-        [session, sec.message, tabs, tab3, *results.outputs],
+        [session, sec.message, tabs, tab3, *(c for c, _ in stale), *results.outputs],
     )
-    # a new run makes earlier Bayesian/posterior outputs stale: clear them with the run
-    run_event.success(lambda: tuple(v for _, v in stale), None, [c for c, _ in stale], queue=False)

@@ -16,7 +16,14 @@ from biastest.metrics.posterior import load_default_groups
 from biastest.report import psychophysics as rep
 from biastest.runner.bayes import run_posterior
 from biastest.spec import parse_terms
-from biastest.ui.common import option_value, progress_callback, session_export_dir, user_errors
+from biastest.ui.common import (
+    USER_MISTAKES,
+    option_value,
+    progress_callback,
+    session_export_dir,
+    user_errors,
+    warn_inline,
+)
 from biastest.ui.psychophysics.state import Section, need_session
 
 MSG_POSTERIOR_DONE = "✅ Posteriors sampled ({seconds:.1f} s of sampling)."
@@ -69,9 +76,12 @@ def posterior_view(session: dict[str, Any]) -> tuple:
 
 @user_errors
 def posterior_handler(session, name_a, words_a, name_b, words_b, draws, tune, chains, seed, progress=gr.Progress()):
-    """Train the classifier, sample both posteriors (progress bar) and render them."""
-    new = posterior_core(session, name_a, words_a, name_b, words_b, draws, tune, chains, seed,
-                         progress=progress_callback(progress))
+    """Train the classifier, sample both posteriors (progress bar) and render them; a mistake inline, nothing else."""
+    try:
+        new = posterior_core(session, name_a, words_a, name_b, words_b, draws, tune, chains, seed,
+                             progress=progress_callback(progress))
+    except USER_MISTAKES as exc:
+        return (gr.skip(), warn_inline(exc), *(gr.skip(),) * 7)
     return (new, *posterior_view(new))
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from biastest.errors import DataError, EmbeddingError, SpecError
+from biastest.errors import EmbeddingError
 from biastest.models.embeddings import (
     EMBEDDING_SOURCES,
     SAFE_EMBEDDING_SUFFIXES,
@@ -26,7 +26,7 @@ from biastest.models.embeddings import (
 )
 from biastest.spec import BiasSpec, TwoAFCSpec, parse_terms
 from biastest.specs import get_spec, get_twoafc_spec, list_specs
-from biastest.ui.common import escape, progress_callback, unlock_step, user_errors
+from biastest.ui.common import USER_MISTAKES, escape, progress_callback, unlock_step, user_errors, warn_inline
 from biastest.ui.psychophysics.state import Section, file_path, new_session
 
 KIND_TWOAFC = "2AFC psychophysics"
@@ -243,7 +243,7 @@ def validate_step1(kind: str, *values: str) -> str:
         return ""
     try:
         return spec_message(_spec_from_step1(kind, twoafc, weat))
-    except SpecError as exc:
+    except USER_MISTAKES as exc:  # no toast: this runs as the user types (on leaving a box)
         return f"⚠️ {escape(exc.message)}"
 
 
@@ -370,10 +370,8 @@ def _make_confirm(allow_paths: bool):
             new, message, reports, notes = confirm_spec_core(
                 session, *values, allow_paths=allow_paths, progress=progress_callback(progress)
             )
-        except (SpecError, EmbeddingError, DataError) as exc:
-            gr.Warning(exc.message)
-            skip = gr.skip()
-            return (session, f"⚠️ {escape(exc.message)}", skip, skip, skip, skip, skip, skip, skip)
+        except USER_MISTAKES as exc:
+            return (gr.skip(), warn_inline(exc), *(gr.skip(),) * 7)
         tabs, tab2 = unlock_step("data")
         twoafc = new["kind"] == "twoafc"
         return (
