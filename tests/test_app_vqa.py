@@ -10,6 +10,7 @@ checked against a naive zero-shot computation written here with
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import re
@@ -22,7 +23,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from biastest.errors import DataError, GenerationError, MethodError, SpecError
+from biastest.errors import DataError, MethodError, OptionError, SpecError
 from biastest.models import images as imgmod
 from biastest.models.vlm import MSG_NOT_A_VLM
 from biastest.report import vqa as rep
@@ -166,6 +167,7 @@ def test_bad_uploads_get_exact_messages_and_nothing_is_written(tmp_path):
     out = app.VQAApp(use_store=False).upload_handler(session, [str(text)], "man")
     assert out[0] is session
     assert out[1] == "⚠️ " + app.escape(app.MSG_NONE_ADDED.format(count=1, problems=expected[0]))
+    assert out[2] is None  # the file box is emptied: the next "Add" does not send these files again
 
 
 def test_a_mixed_batch_keeps_the_good_files_and_lists_the_bad(tmp_path):
@@ -226,6 +228,9 @@ def test_gallery_remove_and_coverage_hints(tmp_path):
     with pytest.raises(DataError) as info:
         app.remove_image(session, None)
     assert info.value.message == app.MSG_NOTHING_SELECTED
+    out = app.VQAApp(use_store=False).remove_handler(session)  # inline; the gallery is not touched
+    assert out[0] is session and out[1] == "⚠️ " + app.escape(app.MSG_NOTHING_SELECTED)
+    assert all(isinstance(v, type(gr.skip())) for v in out[2:])
     gone = session["images"][1]
     new, msg = app.remove_image(session, 1)
     assert msg == app.MSG_REMOVED.format(term="man", name="m1.png")
@@ -254,10 +259,13 @@ def test_generation_through_a_compatible_endpoint_fills_every_term(tmp_path):
 def test_openai_generation_needs_a_typed_key_and_never_keeps_it(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-server-key-must-not-be-used")
     session = _session()
-    with pytest.raises(GenerationError) as info:
+    with pytest.raises(OptionError) as info:  # the user can fix it: an inline message, not a red error
         app.generate_core(session, app.GEN_OPENAI, "  ", "", "gpt-image-1", "", "1024x1024", 1, "portrait", 0)
     assert info.value.message == app.MSG_NO_API_KEY_TYPED
-    with pytest.raises(GenerationError) as info:
+    out = app.VQAApp(use_store=False).generate_handler(session, app.GEN_OPENAI, "", "", "gpt-image-1", "",
+                                                       "1024x1024", 1, "portrait", 0)
+    assert out[0] is session and out[1] == "⚠️ " + app.escape(app.MSG_NO_API_KEY_TYPED)
+    with pytest.raises(OptionError) as info:
         app.generate_core(session, app.GEN_COMPATIBLE, "", "", "m", "", "512x512", 1, "portrait", 0)
     assert info.value.message == app.MSG_NO_BASE_URL
     with pytest.raises(MethodError) as info:
@@ -366,22 +374,24 @@ def test_results_view_grid_hover_and_thumbnails(ran):
 def test_zero_images_for_a_term_and_a_model_that_is_not_a_vlm(tiny_clip, tmp_path):
     from tests.vlm_helpers import save_tiny_bert
 
+    def inline(session, *settings) -> str:
+        """Mistakes the user can fix stay in step 2: the session unchanged, the message inline, nothing else."""
+        out = app.run_handler(session, *settings)
+        assert out[0] is session and all(isinstance(v, type(gr.skip())) for v in out[2:])
+        assert out[1].startswith("⚠️ ")
+        return html.unescape(out[1].removeprefix("⚠️ "))
+
     session = _session(CUSTOM, "man, father", "woman", "doctor", "nurse")
     session = _colour_uploads(session, tmp_path, per_term=1)
-    with pytest.raises(gr.Error) as info:
-        app.run_handler(session, str(tiny_clip), ["a photo of a {term}"], "", "sum-prob", "", 0, 4, 200)
-    assert info.value.message == MSG_NO_IMAGES_FOR_TERM.format(terms="'father'", group="Social group 1")
+    got = inline(session, str(tiny_clip), ["a photo of a {term}"], "", "sum-prob", "", 0, 4, 200)
+    assert got == MSG_NO_IMAGES_FOR_TERM.format(terms="'father'", group="Social group 1")
     bert = save_tiny_bert(tmp_path / "bert")
     session = _colour_uploads(_session(), tmp_path, per_term=1)
-    with pytest.raises(gr.Error) as info:
-        app.run_handler(session, str(bert), ["a photo of a {term}"], "", "sum-prob", "", 0, 4, 200)
-    assert info.value.message == MSG_NOT_A_VLM.format(model_id=str(bert), architecture="BertForMaskedLM")
-    with pytest.raises(gr.Error) as info:
-        app.run_handler(session, " ", ["a photo of a {term}"], "", "sum-prob", "", 0, 4, 200)
-    assert info.value.message == app.MSG_NO_MODEL.format(example=app.MODEL_SUGGESTIONS[0])
-    with pytest.raises(gr.Error) as info:
-        app.run_handler(session, str(tiny_clip), [], "", "sum-prob", "", 0, 4, 200)
-    assert info.value.message == app.MSG_NO_TEMPLATE
+    got = inline(session, str(bert), ["a photo of a {term}"], "", "sum-prob", "", 0, 4, 200)
+    assert got == MSG_NOT_A_VLM.format(model_id=str(bert), architecture="BertForMaskedLM")
+    got = inline(session, " ", ["a photo of a {term}"], "", "sum-prob", "", 0, 4, 200)
+    assert got == app.MSG_NO_MODEL.format(example=app.MODEL_SUGGESTIONS[0])
+    assert inline(session, str(tiny_clip), [], "", "sum-prob", "", 0, 4, 200) == app.MSG_NO_TEMPLATE
     app.discard_session(session)
 
 
@@ -403,9 +413,8 @@ def test_uploads_reach_the_shared_store_only_when_saved(tmp_path):
     alice = out[0]
     assert out[1] == app.escape(app.MSG_SAVED.format(count=2))
     assert list(out[2]["in the shared store"]) == [0, 2]  # coverage table: man 0, woman 2
-    with pytest.raises(gr.Error) as err:
-        handlers.save_handler(alice)
-    assert err.value.message == app.MSG_NOTHING_TO_SAVE
+    out = handlers.save_handler(alice)  # inline, not a red error
+    assert out[0] is alice and out[1] == "⚠️ " + app.escape(app.MSG_NOTHING_TO_SAVE)
     stored = retrieve_images(store, ["woman"]).images
     assert {i.sha256 for i in stored} == {i.sha256 for i in alice["images"]}
     assert {i.source for i in stored} == {"upload"}

@@ -1,23 +1,32 @@
-"""A real browser walk through the vision-language app (headless Chromium, a tiny local CLIP).
+"""Real browser walks through the vision-language app (headless Chromium, a tiny local CLIP).
 
-Spec → upload pictures through the page → run → hover a square of the
-per-image grid and read its label (and the thumbnail card) → download the CSV
-and check its rows against the library run on the same pictures → a second
-user sees none of the first user's pictures → "New bias test". Screenshots
-of each tab go to ``docs/screenshots/vqa_*.png``.
+The first walk: spec → upload pictures through the page → run → hover a
+square of the per-image grid and read its label (and the thumbnail card) →
+download the CSV and check its rows against the library run on the same
+pictures → a second user sees none of the first user's pictures → "New bias
+test". Screenshots of each tab go to ``SCREENSHOTS/vqa_*.png``.
+
+The others are served as the suite serves the app, under the ``/vqa`` mount of
+:func:`biastest.ui.serve.build_server`, where a file address must carry the
+prefix: step 2's mistakes (inline, a yellow toast, the gallery kept and still
+clickable, the file box emptied after an "Add").
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from tests.browser_helpers import SCREENSHOTS, chromium_browser, served
+from tests.browser_helpers import SCREENSHOTS, chromium_browser, free_port, served
 
 pytestmark = pytest.mark.browser
 
@@ -53,8 +62,8 @@ def _pictures(folder: Path) -> dict[str, list[Path]]:
     return out
 
 
-def _expected(tiny_clip: Path, pictures: dict[str, list[Path]], root: Path):
-    """The library's own run on the same (normalised) pictures, outside the app."""
+def _expected(tiny_clip: Path, pictures: dict[str, list[Path]], root: Path, spec=None, n_resamples: int = 1000):
+    """The library's own run on the same (normalised) pictures, outside the app (the app's default settings)."""
     from biastest.models.images import normalise_image_bytes
     from biastest.records import TestImage
     from biastest.runner.vlm import run_vlm_test
@@ -68,9 +77,9 @@ def _expected(tiny_clip: Path, pictures: dict[str, list[Path]], root: Path):
             sha = hashlib.sha256(png).hexdigest()
             (root / "images" / f"{sha}.png").write_bytes(png)
             images.append(TestImage(path=f"images/{sha}.png", sha256=sha, image_term=term, width=w, height=h))
-    spec = BiasSpec.from_terms(group1="man", group2="woman", stereotype1="doctor", antistereotype1="nurse")
+    spec = spec or BiasSpec.from_terms(group1="man", group2="woman", stereotype1="doctor", antistereotype1="nurse")
     return run_vlm_test(images=images, image_root=root, spec=spec, model_id=str(tiny_clip), seed=0,
-                        n_resamples=1000)
+                        n_resamples=n_resamples)
 
 
 def _fill(page, elem_id: str, value: str) -> None:
@@ -140,6 +149,7 @@ def test_browser_walk_spec_upload_run_hover_download_reset(tiny_clip, tmp_path):
         page.locator("#vqa-image-grid .scatterlayer .point").first.wait_for()
         points = page.locator("#vqa-image-grid .scatterlayer .point")
         assert points.count() == 2 * PER_TERM
+        points.first.scroll_into_view_if_needed()
         box = points.first.bounding_box()
         page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         page.wait_for_selector(".hovertext", timeout=10_000)
@@ -189,3 +199,108 @@ def test_browser_walk_spec_upload_run_hover_download_reset(tiny_clip, tmp_path):
         assert page.get_by_role("tab", name="2 · Images and model").is_disabled()
         assert page.get_by_role("tab", name="3 · Results").is_disabled()
         ctx.close()
+
+
+# --------------------------------------------------------------------------- served as the suite serves it: /vqa
+@contextmanager
+def served_suite(prefix: str = "vqa") -> Iterator[str]:
+    """The suite's server (:func:`biastest.ui.serve.build_server`) with only this app, mounted at ``/<prefix>``,
+    on 127.0.0.1 in a thread of this process; yields the app's address (ending in ``/``)."""
+    import uvicorn
+
+    from biastest.ui import serve
+
+    app = serve.build_server([e for e in serve.APPS if e.key == prefix])
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the suite's server did not start"
+        time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}/{prefix}/"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+
+
+TOASTS = "() => [...document.querySelectorAll('.toast-body')].map(t => t.className)"
+def _mounted_page(browser, url: str):
+    page = browser.new_context(accept_downloads=True, viewport={"width": 1280, "height": 1000}).new_page()
+    page.set_default_timeout(30_000)
+    page.goto(url, wait_until="domcontentloaded")
+    page.locator("#spec-group1").wait_for()
+    return page
+
+
+def _toasts_are_yellow(page) -> None:
+    """A toast came, and none is red (mistakes the user can fix are warnings)."""
+    page.locator(".toast-body").first.wait_for(timeout=10_000)
+    classes = page.evaluate(TOASTS)
+    assert classes and all("warning" in c and "error" not in c for c in classes), classes
+    for close in page.locator(".toast-close").all():
+        close.click()
+
+
+def test_step_2_mistakes_stay_inline_and_the_gallery_keeps_answering(tmp_path, monkeypatch):
+    monkeypatch.setenv("BIASTEST_DATA_DIR", str(tmp_path / "store"))  # an empty shared store
+    from biastest.ui import vqa
+
+    pictures = _pictures(tmp_path / "pictures")
+    notes = tmp_path / "notes.png"
+    notes.write_text("this is not a picture\n")
+    with served_suite() as url, chromium_browser() as browser:
+        page = _mounted_page(browser, url)
+
+        # step 1
+        _fill(page, "spec-group1", "man")
+        _fill(page, "spec-stereotype1", "doctor")
+        _fill(page, "spec-antistereotype1", "nurse")
+        page.locator("#spec-message").get_by_text("Social group 2 is empty").wait_for()
+        _fill(page, "spec-antistereotype1", "")
+        _fill(page, "spec-group2", "woman")
+        page.locator("#spec-message").get_by_text("Anti-stereotype for group 1 is empty").wait_for()
+        _fill(page, "spec-antistereotype1", "nurse")
+        page.locator("#spec-message").get_by_text("Specification is valid").wait_for()
+        page.click("#spec-next")
+        page.locator("#coverage-summary").get_by_text("No images yet").wait_for()
+
+        # the shared store is empty: said next to its button, in a yellow toast
+        page.locator("#store-section").get_by_text("Pictures from the shared store").first.click()
+        page.click("#store-retrieve")
+        page.locator("#store-message").get_by_text("⚠️ " + vqa.MSG_STORE_EMPTY_FOR_SPEC).wait_for()
+        _toasts_are_yellow(page)
+
+        # generation without a key: said next to its button
+        page.locator("#generate-section").get_by_text("Generate pictures").first.click()
+        page.click("#gen-run")
+        page.locator("#gen-message").get_by_text("⚠️ " + vqa.MSG_NO_API_KEY_TYPED).wait_for()
+        _toasts_are_yellow(page)
+
+        # a failed "Add" empties the file box: the next "Add" (for another term) sends only its own files
+        _choose(page, "upload-term", "man")
+        page.locator("#upload-files input[type=file]").set_input_files([str(notes)])
+        page.locator("#upload-files").get_by_text("notes", exact=True).first.wait_for(timeout=20_000)
+        page.click("#upload-add")
+        page.locator("#upload-message").get_by_text("None of the 1 file(s) could be added").wait_for()
+        _toasts_are_yellow(page)
+        page.locator("#upload-files").get_by_text("notes", exact=True).first.wait_for(state="detached",
+                                                                                      timeout=10_000)
+        _upload(page, "woman", pictures["woman"], PER_TERM)
+        assert page.locator("#upload-message").inner_text().strip() == "✅ " + vqa.MSG_UPLOAD_ADDED.format(
+            added=PER_TERM, term="woman")
+
+        # "Remove" with nothing selected: an inline message, the gallery stays (and stays clickable)
+        page.click("#remove-image")
+        page.locator("#gallery-message").get_by_text("⚠️ " + vqa.MSG_NOTHING_SELECTED).wait_for()
+        _toasts_are_yellow(page)
+        assert page.locator("#image-gallery img").count() == PER_TERM
+        page.locator("#image-gallery img").nth(1).click(timeout=5_000)
+        page.locator("#gallery-message").get_by_text("Selected: an image of woman").wait_for()
+        page.click("#remove-image")
+        page.locator("#gallery-message").get_by_text(
+            vqa.MSG_REMOVED.format(term="woman", name="woman_1.png")).wait_for()
+        page.wait_for_function(f"document.querySelectorAll('#image-gallery img').length === {PER_TERM - 1}")
+        page.context.close()

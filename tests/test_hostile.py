@@ -622,6 +622,15 @@ def vqa_session(public_apps, tmp_path_factory):
     return c, folder
 
 
+def _vqa_inline(outputs, index: int = 0) -> str:
+    """The vision-language app shows a user's mistake inline (⚠️ + HTML-escaped message): the message, unescaped."""
+    import html
+
+    text = outputs[index]
+    assert text.startswith("⚠️ "), outputs
+    return html.unescape(text.removeprefix("⚠️ "))
+
+
 VQA_RUN_CASES = [("openai/clip-vit-base-patch32", "seed", v, whole("seed", v)) for v in (-1, 2**32)]
 VQA_RUN_CASES += [("openai/clip-vit-base-patch32", "batch_size", v, whole("batch_size", v)) for v in (0, 5000)]
 VQA_RUN_CASES += [("openai/clip-vit-base-patch32", "n_resamples", v, whole("n_resamples", v)) for v in (5, 10**12)]
@@ -635,9 +644,9 @@ def test_vqa_app_run_refuses_before_loading(model, option, value, message, vqa_s
 
     c, _ = vqa_session
     settings = {"seed": 0, "batch_size": 16, "n_resamples": 1000, option: value}
-    message_got = _app_error(lambda: c.predict(model, [DEFAULT_PROMPT_TEMPLATE], "", COMBINE_CHOICES[0],
-                                               DEFAULT_QUESTION, settings["seed"], settings["batch_size"],
-                                               settings["n_resamples"], api_name="/run_handler"))
+    message_got = _vqa_inline(c.predict(model, [DEFAULT_PROMPT_TEMPLATE], "", COMBINE_CHOICES[0],
+                                        DEFAULT_QUESTION, settings["seed"], settings["batch_size"],
+                                        settings["n_resamples"], api_name="/run_handler"))
     assert message_got == message
 
 
@@ -647,8 +656,8 @@ def test_vqa_app_generation_refuses_private_endpoints(url, vqa_session):
     from biastest.ui import vqa
 
     c, _ = vqa_session
-    message = _app_error(lambda: c.predict(vqa.GEN_COMPATIBLE, "", url, "sd", "", "256x256", 1,
-                                           next(iter(IMAGE_PROMPTS)), 0, api_name="/generate_images"))
+    message = _vqa_inline(c.predict(vqa.GEN_COMPATIBLE, "", url, "sd", "", "256x256", 1,
+                                    next(iter(IMAGE_PROMPTS)), 0, api_name="/generate_images"))
     assert message == public.MSG_PRIVATE_ADDRESS.format(host=_host(url))
 
 
@@ -658,8 +667,8 @@ def test_vqa_app_local_diffusion_from_a_server_folder_is_refused(model, vqa_sess
     from biastest.ui import vqa
 
     c, _ = vqa_session
-    message = _app_error(lambda: c.predict(vqa.GEN_LOCAL, "", "", "", model, "256x256", 1,
-                                           next(iter(IMAGE_PROMPTS)), 0, api_name="/generate_images"))
+    message = _vqa_inline(c.predict(vqa.GEN_LOCAL, "", "", "", model, "256x256", 1,
+                                    next(iter(IMAGE_PROMPTS)), 0, api_name="/generate_images"))
     assert message == public.MSG_MODEL_PATH_OFF.format(value=model)
 
 
@@ -672,7 +681,7 @@ def test_vqa_app_upload_count_is_bounded(vqa_session):
     p = folder / "one.png"
     p.write_bytes(png_bytes())
     n = public.MAX_FILES_PER_UPLOAD + 1
-    message = _app_error(lambda: c.predict([handle_file(str(p))] * n, "woman", api_name="/upload_handler"))
+    message = _vqa_inline(c.predict([handle_file(str(p))] * n, "woman", api_name="/upload_handler"))
     assert message == public.MSG_TOO_MANY_FILES.format(limit=public.MAX_FILES_PER_UPLOAD, count=n)
 
 

@@ -20,7 +20,16 @@ from typing import Any
 import gradio as gr
 
 from biastest import workdir
-from biastest.errors import BiastestError
+from biastest.errors import (
+    BiastestError,
+    DataError,
+    EmbeddingError,
+    MethodError,
+    ModelKindError,
+    OptionError,
+    PolicyError,
+    SpecError,
+)
 
 __all__ = [
     "CSS",
@@ -28,6 +37,7 @@ __all__ = [
     "MSG_UNEXPECTED",
     "STEP_IDS",
     "THEME",
+    "USER_MISTAKES",
     "current_session_id",
     "end_session_files_on_unload",
     "gated_tabs_reset",
@@ -38,6 +48,7 @@ __all__ = [
     "session_export_dir",
     "unlock_step",
     "user_errors",
+    "warn_inline",
 ]
 
 log = logging.getLogger("biastest.ui")
@@ -84,6 +95,18 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise gr.Error(MSG_UNEXPECTED.format(kind=type(exc).__name__), print_exception=False) from None
 
     return wrapper
+
+
+#: Typed errors the user fixes by changing their input (a term, a file, a number, a model id, an address). The
+#: convention of the three apps: shown inline next to the control that caused it (:func:`warn_inline`) and as a
+#: yellow toast — never as a red error, which :func:`user_errors` keeps for what editing cannot fix.
+USER_MISTAKES = (SpecError, DataError, OptionError, PolicyError, MethodError, EmbeddingError, ModelKindError)
+
+
+def warn_inline(exc: BiastestError) -> str:
+    """Show a user's mistake as a yellow toast; return its inline form (``⚠️`` and the HTML-escaped message)."""
+    gr.Warning(exc.message)
+    return f"⚠️ {escape(exc.message)}"
 
 
 def progress_callback(progress: gr.Progress | None) -> Callable[[int, int, str], None]:

@@ -19,10 +19,18 @@ from typing import Any
 import gradio as gr
 
 from biastest import public
-from biastest.errors import DataError, GenerationError, SpecError, StoreError
+from biastest.errors import DataError, OptionError, StoreError
 from biastest.generate.prompts import IMAGE_PROMPTS
 from biastest.runner.services import GENERATION_MAX_SECONDS, IMAGE_REQUEST_TIMEOUT, generation_limits
-from biastest.ui.common import escape, option_value, progress_callback, unlock_step, user_errors
+from biastest.ui.common import (
+    USER_MISTAKES,
+    escape,
+    option_value,
+    progress_callback,
+    unlock_step,
+    user_errors,
+    warn_inline,
+)
 from biastest.ui.stop import StopControl, time_limit_hint
 from biastest.ui.vqa.session import (
     MSG_UPLOAD_PROBLEMS,
@@ -82,7 +90,7 @@ def _size(value: str | None) -> tuple[int, int]:
     try:
         w, h = (int(v) for v in str(value).lower().split("x"))
     except (TypeError, ValueError):
-        raise GenerationError(MSG_BAD_SIZE.format(value=value)) from None
+        raise OptionError(MSG_BAD_SIZE.format(value=value)) from None
     return w, h
 
 
@@ -100,17 +108,17 @@ def make_generator(source: str, *, api_key: str | None, base_url: str | None, mo
     if source == GEN_OPENAI:
         key = (api_key or "").strip()
         if not key:
-            raise GenerationError(MSG_NO_API_KEY_TYPED)
+            raise OptionError(MSG_NO_API_KEY_TYPED)
         return OpenAIImageGenerator(model or DEFAULT_OPENAI_IMAGE_MODEL, api_key=key, size=wh)
     if source == GEN_COMPATIBLE:
         if not (base_url or "").strip():
-            raise GenerationError(MSG_NO_BASE_URL)
+            raise OptionError(MSG_NO_BASE_URL)
         if not model:
-            raise GenerationError(MSG_NO_GENERATOR_MODEL.format(example="stable-diffusion"))
+            raise OptionError(MSG_NO_GENERATOR_MODEL.format(example="stable-diffusion"))
         return OpenAICompatibleImageGenerator(base_url.strip(), model, api_key=(api_key or "").strip() or None,
                                               size=wh)
     if not (local_model or "").strip():
-        raise GenerationError(MSG_NO_GENERATOR_MODEL.format(example="stabilityai/sd-turbo"))
+        raise OptionError(MSG_NO_GENERATOR_MODEL.format(example="stabilityai/sd-turbo"))
     return LocalDiffusionGenerator(public.check_model_reference(local_model), size=wh)
 
 
@@ -220,15 +228,22 @@ class VQAApp:
         rows, md = coverage_view(session, self._store_or_none())
         return coverage_frame(rows), md, gallery_items(session)
 
+    @staticmethod
+    def mistake(session, exc, *rest) -> tuple:
+        """What a handler returns for a mistake the user can fix (:data:`~biastest.ui.common.USER_MISTAKES`).
+
+        The session unchanged, the inline ⚠️ message (a yellow toast too) for the handler's message box, then
+        ``rest`` (default: skip) for its other outputs — never a red error over them.
+        """
+        return (session, warn_inline(exc), *rest)
+
     @user_errors
     def confirm_handler(self, session, library, g1, g2, a1, a2):
         """Step 1 → step 2: inline ⚠️ message (and a toast) on a problem; unlock the images tab otherwise."""
         try:
             new, msg = confirm_spec(session, library, g1, g2, a1, a2)
-        except (SpecError, DataError) as exc:
-            gr.Warning(exc.message)
-            skip = gr.skip()
-            return (session, f"⚠️ {escape(exc.message)}", *(skip,) * 7)
+        except USER_MISTAKES as exc:
+            return self.mistake(session, exc, *(gr.skip(),) * 7)
         tabs, tab2 = unlock_step("data")
         terms = list(new["spec"].group_terms)
         return (new, msg, tabs, tab2, gr.Tab(interactive=False), gr.update(choices=terms, value=terms[0]),
@@ -236,12 +251,15 @@ class VQAApp:
 
     @user_errors
     def upload_handler(self, session, files, term):
-        """Add uploaded pictures for one image term: inline report; a toast when some or all were refused."""
+        """Add uploaded pictures for one image term: inline report; a toast when some or all were refused.
+
+        The file box is emptied after every attempt, refused or not, so that the next "Add" (perhaps for
+        another image term) never sends these files again.
+        """
         try:
             new, md = add_uploads(session, files, term)
-        except DataError as exc:
-            gr.Warning(exc.message)
-            return (session, f"⚠️ {escape(exc.message)}", gr.skip(), gr.skip(), gr.skip(), gr.skip())
+        except USER_MISTAKES as exc:
+            return self.mistake(session, exc, None, *(gr.skip(),) * 3)
         if "bt-warn" in md:
             gr.Warning(MSG_UPLOAD_PROBLEMS.format(count=md.count("\n- ")))
         return (new, md, None, *self.step2_view(new))
@@ -254,28 +272,40 @@ class VQAApp:
         The session's Stop button (:attr:`stops`) or the time limit ends the run early; the images made until
         then are added all the same.
         """
-        with self.stops.running(request) as cancel:
-            new, md = generate_core(session, source, api_key, base_url, model, local_model, size, per_term,
-                                    prompt_name, seed, progress=progress_callback(progress), cancel=cancel,
-                                    max_seconds=self.generation_seconds)
+        try:
+            with self.stops.running(request) as cancel:
+                new, md = generate_core(session, source, api_key, base_url, model, local_model, size, per_term,
+                                        prompt_name, seed, progress=progress_callback(progress), cancel=cancel,
+                                        max_seconds=self.generation_seconds)
+        except USER_MISTAKES as exc:
+            return self.mistake(session, exc, *(gr.skip(),) * 3)
         return (new, md, *self.step2_view(new))
 
     @user_errors
     def remove_handler(self, session):
-        """Remove the selected gallery image."""
-        new, msg = remove_image(session, (session or {}).get("selected"))
+        """Remove the selected gallery image (with none selected: an inline message; the gallery stays)."""
+        try:
+            new, msg = remove_image(session, (session or {}).get("selected"))
+        except USER_MISTAKES as exc:
+            return self.mistake(session, exc, *(gr.skip(),) * 3)
         return (new, escape(msg), *self.step2_view(new))
 
     @user_errors
     def retrieve_handler(self, session, per_term):
         """Copy pictures from the shared store into this session."""
-        new, md = retrieve_from_store(session, self.store(), per_term)
+        try:
+            new, md = retrieve_from_store(session, self.store(), per_term)
+        except USER_MISTAKES as exc:
+            return self.mistake(session, exc, *(gr.skip(),) * 3)
         return (new, md, *self.step2_view(new))
 
     @user_errors
     def save_handler(self, session):
         """Save this session's uploaded and generated pictures to the shared store."""
-        new, msg = save_to_store(session, self.store())
+        try:
+            new, msg = save_to_store(session, self.store())
+        except USER_MISTAKES as exc:
+            return self.mistake(session, exc, *(gr.skip(),) * 3)
         return (new, escape(msg), *self.step2_view(new))
 
 

@@ -27,12 +27,14 @@ from biastest.metrics.vlm_score import (
 )
 from biastest.report import vqa as rep
 from biastest.ui.common import (
+    USER_MISTAKES,
     escape,
     option_value,
     progress_callback,
     session_export_dir,
     unlock_step,
     user_errors,
+    warn_inline,
 )
 from biastest.ui.vqa.session import MSG_NO_IMAGES_YET, _copy, _spec, session_root
 
@@ -159,9 +161,12 @@ def results_view(session: dict[str, Any]) -> tuple:
 @user_errors
 def run_handler(session, model_id, templates, custom_template, combine, question, seed, batch_size, n_resamples,
                 progress=gr.Progress()):
-    """Step 2 → results: run, render, unlock the results tab."""
-    new = run_core(session, model_id, templates, custom_template, combine, question, seed, batch_size, n_resamples,
-                   progress=progress_callback(progress))
+    """Step 2 → results: run, render, unlock the results tab; a mistake the user can fix stays inline in step 2."""
+    try:
+        new = run_core(session, model_id, templates, custom_template, combine, question, seed, batch_size,
+                       n_resamples, progress=progress_callback(progress))
+    except USER_MISTAKES as exc:
+        return (session, warn_inline(exc), *(gr.skip(),) * 11)
     tabs, tab3 = unlock_step("results")
     return (new, "", tabs, tab3, *results_view(new))
 
