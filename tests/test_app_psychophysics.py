@@ -214,6 +214,34 @@ def test_an_unexpected_failure_stays_a_red_error(paper_run, monkeypatch):
     assert err.value.message == MSG_UNEXPECTED.format(kind="RuntimeError")
 
 
+GARBAGE = "this is not a word-vector file\n"
+GARBAGE_PROBLEM = "a value is not a number"
+
+
+def test_a_broken_upload_is_named_by_its_file_name_never_by_the_upload_folder(paper_run, tmp_path):
+    """The message showed the server's temp path (/tmp/gradio/<hash>/garbage.txt)."""
+    from biastest.models.embeddings import MSG_FILE_UNREADABLE
+    from biastest.ui.psychophysics import spec
+
+    folder = tmp_path / "gradio" / "5d41402abc4b2a76b9719d911017c592"  # where Gradio keeps an upload
+    folder.mkdir(parents=True)
+    garbage = folder / "garbage.txt"
+    garbage.write_text(GARBAGE, encoding="utf-8")
+    values = [*custom_step1("nurse, engineer", "woman/man")[:-3], app.SOURCE_UPLOAD, str(garbage), ""]
+    with pytest.warns(UserWarning):
+        out = spec._make_confirm(False)(app.new_session(), *values)
+    assert "garbage.txt" in out[1] and "gradio" not in out[1] and str(tmp_path) not in out[1], out[1]
+    expected = "⚠️ " + escape(MSG_FILE_UNREADABLE.format(name="garbage.txt", problem=GARBAGE_PROBLEM))
+    assert out[1] == expected
+    # the replicate files of step 2 too
+    other = folder / "rep2.txt"
+    other.write_text("2 3\nnurse 1 2 3\nwoman 1 2 3\n", encoding="utf-8")
+    with pytest.warns(UserWarning):
+        out = app.make_run_handler((), 16)(paper_run[0], app.REPLICATES_UPLOAD, 0.05, [str(other), str(garbage)],
+                                           "norm", False, 0, 10_000, SEED)
+    assert out[1] == expected
+
+
 # --------------------------------------------------------------------------- results
 def test_paper_experiment_pse_table_and_csv_equal_a_naive_computation(paper_run, glove):
     session, view = paper_run

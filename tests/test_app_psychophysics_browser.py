@@ -315,3 +315,31 @@ def test_a_bad_seed_is_shown_inline_and_as_a_warning_never_as_an_error(server):
         page.locator("#pse-plot .nsewdrag").wait_for()
         assert page.locator("#run-message").inner_text().strip() == ""
         assert page.evaluate(ERROR_PILLS) == []
+
+
+def test_a_broken_upload_is_named_by_its_file_name_not_the_servers_folder(server, tmp_path):
+    """A broken upload's message showed where the server keeps uploads (/tmp/gradio/<hash>/garbage.txt)."""
+    from gradio.utils import get_upload_folder
+
+    from biastest.models.embeddings import MSG_FILE_UNREADABLE
+
+    garbage = tmp_path / "garbage.txt"
+    garbage.write_text("this is not a word-vector file\n", encoding="utf-8")
+    with chromium_browser() as browser:
+        page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+        page.set_default_timeout(TIMEOUT)
+        page.goto(server, wait_until="domcontentloaded")
+        page.wait_for_selector("#twoafc-targets")
+        page.locator("#twoafc-targets textarea").fill("nurse, engineer, teacher")
+        page.locator("#twoafc-cues textarea").fill("she/he, woman/man")
+        page.locator("#embedding-source").get_by_text("Upload an embedding file").click()
+        page.locator("#embedding-upload input[type=file]").set_input_files(str(garbage))
+        page.locator("#embedding-upload").get_by_text("garbage.txt").first.wait_for()
+        page.locator("#spec-next").click()
+        page.locator("#spec-message").get_by_text("could not be read as word vectors").wait_for()
+        shown = page.locator("#spec-message").inner_text()
+        assert str(get_upload_folder()) not in shown and "/tmp/" not in shown and str(tmp_path) not in shown, shown
+        message = MSG_FILE_UNREADABLE.format(name="garbage.txt", problem="a value is not a number")
+        assert shown.strip() == f"⚠️ {message}"
+        _warned_not_red(page, message)
+        assert tab(page, "2 · Data").is_disabled()

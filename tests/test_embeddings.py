@@ -170,12 +170,13 @@ def test_file_errors(tmp_path: Path):
     missing = tmp_path / "nope.txt"
     with pytest.raises(EmbeddingError) as e:
         load_embeddings(f"file:{missing}", cache=ModelCache(1))
-    assert e.value.message == MSG_FILE_NOT_FOUND.format(path=str(missing.resolve()))
+    assert e.value.message == MSG_FILE_NOT_FOUND.format(name="nope.txt")  # its name only, never its folder
     bad = tmp_path / "bad.txt"
     bad.write_text("2 3\nfoo 1 2\nbar 1 2 3\n", encoding="utf-8")  # a line with too few values
     with pytest.raises(EmbeddingError) as e:
         load_embeddings(f"file:{bad}", cache=ModelCache(1))
-    assert e.value.message.startswith(f"The embedding file '{bad.resolve()}' could not be read as word vectors (")
+    assert e.value.message.startswith("The embedding file 'bad.txt' could not be read as word vectors (")
+    assert str(tmp_path) not in e.value.message
 
 
 def test_spacy_missing_is_a_typed_error():

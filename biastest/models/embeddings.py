@@ -102,13 +102,13 @@ MSG_UNKNOWN_SOURCE_SUGGEST = (
     "The embedding source '{name}' is not known. Did you mean '{suggestion}'? Choose one of: {choices}, "
     "or give a file as 'file:<path>'."
 )
-MSG_FILE_NOT_FOUND = "The embedding file '{path}' does not exist. Check the path, or upload the file again."
+MSG_FILE_NOT_FOUND = "The embedding file '{name}' does not exist. Check the path, or upload the file again."
 MSG_FILE_UNREADABLE = (
-    "The embedding file '{path}' could not be read as word vectors ({problem}). Use a word2vec, GloVe or "
+    "The embedding file '{name}' could not be read as word vectors ({problem}). Use a word2vec, GloVe or "
     "fastText file in text or binary format (.txt, .vec, .bin, optionally .gz), an .npz or a .safetensors file."
 )
 MSG_PICKLE_REFUSED = (
-    "The embedding file '{path}' is pickle-based (a gensim .kv, .model or .wv file, or a Python pickle). This file "
+    "The embedding file '{name}' is pickle-based (a gensim .kv, .model or .wv file, or a Python pickle). This file "
     "format can run code when it is opened, so biastest does not open it unless the operator allows it for a "
     "trusted file (command line: --trust-gensim-file; never for uploads). Save the vectors as word2vec text or "
     "binary, .npz or .safetensors instead."
@@ -125,25 +125,25 @@ MSG_UNSAFE_UPLOAD = (
     ".wv, pickles) can run code when they are opened and are never opened from an upload."
 )
 MSG_HEADER_TOO_LARGE = (
-    "The embedding file '{path}' has a header line that promises more vectors than its {size} bytes can hold: "
+    "The embedding file '{name}' has a header line that promises more vectors than its {size} bytes can hold: "
     "the header is wrong or the file is cut short."
 )
 MSG_NPZ_LAYOUT = (
-    "The .npz file '{path}' must hold two arrays: 'vectors' (a 2-D float array, one row per word) and 'words' "
+    "The .npz file '{name}' must hold two arrays: 'vectors' (a 2-D float array, one row per word) and 'words' "
     "(the words as a NumPy string array, same order); {problem}."
 )
 MSG_SAFETENSORS_LAYOUT = (
-    "The .safetensors file '{path}' must hold a tensor 'vectors' (2-D, float, one row per word) and the words in "
+    "The .safetensors file '{name}' must hold a tensor 'vectors' (2-D, float, one row per word) and the words in "
     "its metadata under 'words' (one word a line, in row order); {problem}."
 )
 MSG_BAD_VECTORS = (
-    "The vectors in '{path}' {problem}; they must be a 2-D array of finite float16, float32 or float64 numbers "
+    "The vectors in '{name}' {problem}; they must be a 2-D array of finite float16, float32 or float64 numbers "
     "with one row per word."
 )
-MSG_WORDS_ROWS = "'{path}' has {n_words} words but {n_rows} rows of vectors; give exactly one word per row."
-MSG_EMPTY_WORD = "Word number {number} in the word list of '{path}' is empty; give one non-empty word per row."
+MSG_WORDS_ROWS = "'{name}' has {n_words} words but {n_rows} rows of vectors; give exactly one word per row."
+MSG_EMPTY_WORD = "Word number {number} in the word list of '{name}' is empty; give one non-empty word per row."
 MSG_DUPLICATE_WORDS = (
-    "The word list of '{path}' has a word more than once ({count} repeats; the first is word number {number}); "
+    "The word list of '{name}' has a word more than once ({count} repeats; the first is word number {number}); "
     "give each word once."
 )
 MSG_PACKAGE_MISSING = (
@@ -177,6 +177,15 @@ MSG_BAD_REPLICATES = "The number of replicate models must be at least 2; got {va
 
 _GLOVE_NAME = "glove-6b-50d"
 _MINILM_NAME = "minilm-l6-v2"
+
+
+def _file_name(path: str | Path) -> str:
+    """How a message names an embedding file: its name only (at most 120 characters), never its folder.
+
+    An upload's folder is the server's (``/tmp/gradio/<hash>/``): it means
+    nothing to the user and tells a visitor how the server is laid out.
+    """
+    return Path(str(path)).name[:120]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -590,7 +599,7 @@ class GloveEmbeddings(WordEmbeddings):
         self._index = pd.Index(words, dtype=object)
         if len(self._index) != self._matrix.shape[0]:
             raise EmbeddingError(
-                MSG_FILE_UNREADABLE.format(path=str(data_dir), problem="index and matrix sizes differ"),
+                MSG_FILE_UNREADABLE.format(name=_file_name(data_dir), problem="index and matrix sizes differ"),
                 source=_GLOVE_NAME,
             )
         self.dim = int(self._matrix.shape[1])
@@ -671,7 +680,7 @@ class KeyedVectorsEmbeddings(WordEmbeddings):
         path = Path(path)
         self.name = name or f"file:{path}"
         if not path.is_file():
-            raise EmbeddingError(MSG_FILE_NOT_FOUND.format(path=str(path)), path=str(path))
+            raise EmbeddingError(MSG_FILE_NOT_FOUND.format(name=_file_name(path)), path=str(path))
         self.format, self._kv, self._ft = _read_keyed_vectors(path, trust_pickle=trust_pickle)
         self.dim = int(self._kv.vector_size)
 
@@ -761,7 +770,7 @@ def _zip_holds_pickle(path: Path) -> bool:
 
 
 def _refuse_pickle(path: Path) -> EmbeddingError:
-    return EmbeddingError(MSG_PICKLE_REFUSED.format(path=str(path)), path=str(path), unsafe=True)
+    return EmbeddingError(MSG_PICKLE_REFUSED.format(name=_file_name(path)), path=str(path), unsafe=True)
 
 
 def check_upload_file(path: str | Path) -> Path:
@@ -852,7 +861,9 @@ def _problem(exc: BaseException) -> str:
 
 def _unreadable(path: Path, problem: str, exc: BaseException | None = None) -> EmbeddingError:
     cause = type(exc).__name__ if exc is not None else None
-    return EmbeddingError(MSG_FILE_UNREADABLE.format(path=str(path), problem=problem), path=str(path), cause=cause)
+    return EmbeddingError(
+        MSG_FILE_UNREADABLE.format(name=_file_name(path), problem=problem), path=str(path), cause=cause
+    )
 
 
 def _check_header(path: Path, first: bytes, *, binary: bool, content_bytes: int) -> None:
@@ -865,7 +876,9 @@ def _check_header(path: Path, first: bytes, *, binary: bool, content_bytes: int)
     # smallest possible row: text "w 0 0 … 0\n" = 2·dim + 1 bytes (+ newline); binary "w " + 4·dim bytes
     row = 4 * dim + 2 if binary else 2 * dim + 1
     if count * row > content_bytes:
-        raise EmbeddingError(MSG_HEADER_TOO_LARGE.format(path=str(path), size=path.stat().st_size), path=str(path))
+        raise EmbeddingError(
+            MSG_HEADER_TOO_LARGE.format(name=_file_name(path), size=path.stat().st_size), path=str(path)
+        )
 
 
 def _check_fasttext(path: Path) -> None:
@@ -912,18 +925,18 @@ def _words_and_vectors(path: Path, words: Sequence[Any], vectors: np.ndarray) ->
     if vectors.ndim != 2 or vectors.shape[0] < 1 or vectors.shape[1] < 1:
         raise EmbeddingError(
             MSG_BAD_VECTORS.format(
-                path=str(path), problem=f"have shape {tuple(vectors.shape)}, not (words, dimensions)"
+                name=_file_name(path), problem=f"have shape {tuple(vectors.shape)}, not (words, dimensions)"
             ),
             path=str(path),
         )
     if len(words) != vectors.shape[0]:
         raise EmbeddingError(
-            MSG_WORDS_ROWS.format(path=str(path), n_words=len(words), n_rows=vectors.shape[0]), path=str(path)
+            MSG_WORDS_ROWS.format(name=_file_name(path), n_words=len(words), n_rows=vectors.shape[0]), path=str(path)
         )
     out = [str(w) for w in words]
     for i, w in enumerate(out):
         if not w.strip():
-            raise EmbeddingError(MSG_EMPTY_WORD.format(path=str(path), number=i + 1), path=str(path), row=i)
+            raise EmbeddingError(MSG_EMPTY_WORD.format(name=_file_name(path), number=i + 1), path=str(path), row=i)
     if len(set(out)) != len(out):
         seen: set[str] = set()
         first = -1
@@ -933,14 +946,14 @@ def _words_and_vectors(path: Path, words: Sequence[Any], vectors: np.ndarray) ->
             seen.add(w)
         count = len(out) - len(seen)
         raise EmbeddingError(
-            MSG_DUPLICATE_WORDS.format(path=str(path), count=count, number=first + 1), path=str(path), row=first
+            MSG_DUPLICATE_WORDS.format(name=_file_name(path), count=count, number=first + 1), path=str(path), row=first
         )
     with np.errstate(over="ignore", invalid="ignore"):
         m = np.ascontiguousarray(vectors, dtype=np.float32)
     if not np.isfinite(m).all():
         raise EmbeddingError(
             MSG_BAD_VECTORS.format(
-                path=str(path), problem="hold NaN or infinite values (or values too large for float32)"
+                name=_file_name(path), problem="hold NaN or infinite values (or values too large for float32)"
             ),
             path=str(path),
         )
@@ -955,7 +968,7 @@ def _npy_header(zf: Any, info: Any, path: Path, key: str) -> tuple[tuple[int, ..
 
     if info.compress_type != 0 and info.file_size > info.compress_size * _DEFLATE_MAX_RATIO + 4096:
         raise EmbeddingError(
-            MSG_NPZ_LAYOUT.format(path=str(path), problem=f"the array '{key}' is not a valid compressed member"),
+            MSG_NPZ_LAYOUT.format(name=_file_name(path), problem=f"the array '{key}' is not a valid compressed member"),
             path=str(path),
         )
     with zf.open(info) as fh:
@@ -970,7 +983,7 @@ def _npy_header(zf: Any, info: Any, path: Path, key: str) -> tuple[tuple[int, ..
     if dtype.hasobject:
         raise EmbeddingError(
             MSG_NPZ_LAYOUT.format(
-                path=str(path),
+                name=_file_name(path),
                 problem=f"'{key}' holds Python objects, which biastest never unpickles; save plain NumPy arrays "
                 "(the words as np.array(words, dtype=str))",
             ),
@@ -982,7 +995,7 @@ def _npy_header(zf: Any, info: Any, path: Path, key: str) -> tuple[tuple[int, ..
         n *= int(s)
     if n * dtype.itemsize + header_len > info.file_size:
         raise EmbeddingError(
-            MSG_NPZ_LAYOUT.format(path=str(path), problem=f"the array '{key}' is cut short"), path=str(path)
+            MSG_NPZ_LAYOUT.format(name=_file_name(path), problem=f"the array '{key}' is cut short"), path=str(path)
         )
     return tuple(int(s) for s in shape), dtype
 
@@ -1000,7 +1013,8 @@ def _read_npz(path: Path) -> tuple[list[str], np.ndarray]:
             for key in ("vectors", "words"):
                 if key not in members:
                     raise EmbeddingError(
-                        MSG_NPZ_LAYOUT.format(path=str(path), problem=f"the array '{key}' is missing"), path=str(path)
+                        MSG_NPZ_LAYOUT.format(name=_file_name(path), problem=f"the array '{key}' is missing"),
+                        path=str(path),
                     )
             vshape, vdtype = _npy_header(zf, members["vectors"], path, "vectors")
             wshape, wdtype = _npy_header(zf, members["words"], path, "words")
@@ -1010,16 +1024,16 @@ def _read_npz(path: Path) -> tuple[list[str], np.ndarray]:
         raise _unreadable(path, "it is not a valid .npz archive", exc) from None
     if vdtype.kind != "f" or vdtype.str[1:] not in _FLOAT_KINDS:
         raise EmbeddingError(
-            MSG_BAD_VECTORS.format(path=str(path), problem="are not floating-point numbers"), path=str(path)
+            MSG_BAD_VECTORS.format(name=_file_name(path), problem="are not floating-point numbers"), path=str(path)
         )
     if len(vshape) != 2:
         raise EmbeddingError(
-            MSG_BAD_VECTORS.format(path=str(path), problem=f"have shape {vshape}, not (words, dimensions)"),
+            MSG_BAD_VECTORS.format(name=_file_name(path), problem=f"have shape {vshape}, not (words, dimensions)"),
             path=str(path),
         )
     if wdtype.kind not in ("U", "S") or len(wshape) != 1:
         raise EmbeddingError(
-            MSG_NPZ_LAYOUT.format(path=str(path), problem="'words' is not a 1-D array of text"), path=str(path)
+            MSG_NPZ_LAYOUT.format(name=_file_name(path), problem="'words' is not a 1-D array of text"), path=str(path)
         )
     try:
         with np.load(path, allow_pickle=False) as npz:
@@ -1032,7 +1046,7 @@ def _read_npz(path: Path) -> tuple[list[str], np.ndarray]:
             words = [bytes(w).decode("utf-8") for w in raw.tolist()]
         except UnicodeDecodeError:
             raise EmbeddingError(
-                MSG_NPZ_LAYOUT.format(path=str(path), problem="'words' is not UTF-8 text"), path=str(path)
+                MSG_NPZ_LAYOUT.format(name=_file_name(path), problem="'words' is not UTF-8 text"), path=str(path)
             ) from None
     else:
         words = raw.tolist()
@@ -1049,24 +1063,28 @@ def _read_safetensors(path: Path) -> tuple[list[str], np.ndarray]:
             meta = f.metadata() or {}
             if "vectors" not in keys:
                 raise EmbeddingError(
-                    MSG_SAFETENSORS_LAYOUT.format(path=str(path), problem="the tensor 'vectors' is missing"),
+                    MSG_SAFETENSORS_LAYOUT.format(name=_file_name(path), problem="the tensor 'vectors' is missing"),
                     path=str(path),
                 )
             if not isinstance(meta.get("words"), str):
                 raise EmbeddingError(
-                    MSG_SAFETENSORS_LAYOUT.format(path=str(path), problem="the metadata has no 'words'"),
+                    MSG_SAFETENSORS_LAYOUT.format(name=_file_name(path), problem="the metadata has no 'words'"),
                     path=str(path),
                 )
             sl = f.get_slice("vectors")
             dtype, shape = str(sl.get_dtype()), tuple(int(s) for s in sl.get_shape())
             if dtype not in ("F16", "F32", "F64"):
                 raise EmbeddingError(
-                    MSG_BAD_VECTORS.format(path=str(path), problem="are not float16, float32 or float64 numbers"),
+                    MSG_BAD_VECTORS.format(
+                        name=_file_name(path), problem="are not float16, float32 or float64 numbers"
+                    ),
                     path=str(path),
                 )
             if len(shape) != 2:
                 raise EmbeddingError(
-                    MSG_BAD_VECTORS.format(path=str(path), problem=f"have shape {shape}, not (words, dimensions)"),
+                    MSG_BAD_VECTORS.format(
+                        name=_file_name(path), problem=f"have shape {shape}, not (words, dimensions)"
+                    ),
                     path=str(path),
                 )
             vectors = np.array(f.get_tensor("vectors"))
@@ -1161,7 +1179,7 @@ def _read_keyed_vectors(path: Path, *, trust_pickle: bool = False) -> tuple[str,
         raise _unreadable(path, "it holds no vectors")
     if not np.isfinite(vectors).all():
         raise EmbeddingError(
-            MSG_BAD_VECTORS.format(path=str(path), problem="hold NaN or infinite values"), path=str(path)
+            MSG_BAD_VECTORS.format(name=_file_name(path), problem="hold NaN or infinite values"), path=str(path)
         )
     return fmt, kv, sub
 
