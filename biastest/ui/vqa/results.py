@@ -323,7 +323,9 @@ def build_results_tab(session: gr.State) -> ResultsTab:
         json_btn = gr.DownloadButton("Download JSON", visible=False, elem_id="download-json")
     new_btn = gr.Button("New bias test", elem_id="new-test-3")
 
-    pick.change(detail_handler, [session, pick], [picked, picked_md], queue=False)
+    # Queued on purpose: an unqueued event's file addresses lack the mount prefix (/vqa) under the suite's server,
+    # so the picked image would not load (Gradio computes the root of /run/predict from the whole request path).
+    pick.change(detail_handler, [session, pick], [picked, picked_md], show_progress="hidden")
     table.select(table_select_handler, session, pick, queue=False)
 
     resets = [
