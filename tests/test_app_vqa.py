@@ -349,22 +349,32 @@ def test_run_matches_a_naive_zero_shot_computation_and_the_csv(ran, tiny_clip):
 def test_results_view_grid_hover_and_thumbnails(ran):
     (summary, bars, grid, table, pick, picked, picked_md, csv_u, json_u) = app.results_view(ran)
     result = ran["result"]
-    assert pick["choices"][0] == (f"#1 · man · P(T1) {result.images[0].p_t1:.2f} · {result.images[0].verdict}", 0)
-    assert f"{result.images[0].p_t2:.3f}" in picked_md and json_u["visible"]
+    first = result.images[0]
+    lean = "doctor (the stereotype of man)" if first.verdict == "T1" else \
+        "nurse (the stereotype of woman, not of man)"
+    assert pick["choices"][0] == (f"#1 · man · leans to {lean}", 0)
+    assert f"- **P(nurse):** {first.p_t2:.3f}" in picked_md and f"- **leans to:** {lean}" in picked_md
+    assert json_u["visible"]
     assert f"**{result.soft.score:.1f}%**" in summary
     assert f"{result.soft.ci_low:.1f}–{result.soft.ci_high:.1f}%" in summary
     trace = grid.data[0]
     assert len(trace.customdata) == 6
+    assert grid.layout.meta["fields"] == ["image term", "P(doctor)", "P(nurse)", "leans to",
+                                          "most probable single term", "image"]
     for img, cd in zip(result.images, trace.customdata, strict=True):
-        assert cd[1] == img.image_term and cd[2] == f"{img.p_t1:.3f}" and cd[3] == f"{img.p_t2:.3f}"
+        assert cd[0] == img.image_term and cd[1] == f"{img.p_t1:.3f}" and cd[2] == f"{img.p_t2:.3f}"
         assert cd[-2] == img.image_id and cd[-1].startswith("data:image/jpeg;base64,")
-        assert cd[4] == ("doctor" if img.verdict == "T1" else "nurse")
-    assert "P(" in trace.hovertemplate and "verdict" in trace.hovertemplate and "image term" in trace.hovertemplate
+        assert cd[3].startswith("doctor (" if img.verdict == "T1" else "nurse (") and cd[4] == img.answer
+        assert [v for _, v in rep.image_facts(result, img)] == [html.unescape(c) for c in cd[:6]]
+    assert trace.hovertemplate.startswith("<b>image term</b>: %{customdata[0]}<br><b>P(doctor)</b>")
     assert list(bars.data[0].y) == ["All images", "images of 'man'", "images of 'woman'",
-                                    "target 'doctor' (doctor)", "target 'nurse' (nurse)"]
+                                    "target 'doctor' (stereotype of man)", "target 'nurse' (stereotype of woman)"]
     assert list(bars.data[0].x) == pytest.approx([result.soft.score, *(t.soft.score for t in result.per_image_term),
                                                   *(t.soft.score for t in result.per_target_term)])
-    assert list(table["image_id"]) == [i.image_id for i in result.images]
+    assert list(table.columns) == ["#", "image term", "P(doctor)", "P(nurse)", "leans to", "most probable single term",
+                                   "source", "generator", "image prompt", "image id"]
+    assert "path" not in table.columns and "sha256" not in table.columns  # those are in the CSV
+    assert list(table["image id"]) == [i.image_id for i in result.images]
     assert picked == str(Path(ran["dir"]) / result.images[0].path)
     assert csv_u["visible"] and Path(csv_u["value"]).is_file()
     path, md = app.image_detail(ran, 3)
@@ -466,9 +476,63 @@ def test_html_in_terms_is_shown_as_text_everywhere(tiny_clip, tmp_path):
     summary, bars, grid, *_ = app.results_view(new)
     assert "<script>" not in summary and "doc&lt;script&gt;" in summary
     trace = grid.data[0]
-    assert {cd[1] for cd in trace.customdata} == {"&lt;i&gt;man&lt;/i&gt;", "wo&amp;man"}
+    assert {cd[0] for cd in trace.customdata} == {"&lt;i&gt;man&lt;/i&gt;", "wo&amp;man"}
     assert "<script>" not in trace.hovertemplate and "P(doc&lt;script&gt;)" in trace.hovertemplate
     assert all("<i>" not in y and "<script>" not in y for y in bars.data[0].y)
     _, details = app.image_detail(new, 0)
     assert "<i>" not in details and "&lt;i&gt;man&lt;/i&gt;" in details
     app.discard_session(new)
+
+
+# --------------------------------------------------------------------------- the names and the bars' words
+def _planted(group1: str, group2: str, stereotype1: str, antistereotype1: str, n_each: int = 3, **names):
+    """A result on planted probabilities: every image leans to its stereotype but two lean slightly away."""
+    from biastest.metrics import vlm_score as V
+    from biastest.records import TestImage
+    from biastest.spec import BiasSpec
+
+    spec = BiasSpec.from_terms(group1=group1, group2=group2, stereotype1=stereotype1,
+                               antistereotype1=antistereotype1, **names)
+    terms = [spec.group1[0], spec.group2[0]] * n_each
+    images = [TestImage(path=f"images/{i:03d}.png", sha256=f"{i:064x}", image_term=t) for i, t in enumerate(terms)]
+    p_st = np.array([0.62, 0.58] * (n_each - 1) + [0.49, 0.49])
+    k1, k2 = len(spec.attributes1), len(spec.attributes2)
+    probs = np.array([[p / k1] * k1 + [(1 - p) / k2] * k2 if i % 2 == 0 else [(1 - p) / k1] * k1 + [p / k2] * k2
+                      for i, p in enumerate(p_st)])
+    verdicts = ["T1" if row[:k1].sum() > 0.5 else "T2" for row in probs]
+    answers = [spec.attribute_terms[int(np.argmax(row))] for row in probs]
+    return V.summarize_vlm(images=images, spec=spec, term_probabilities=probs, answers=answers, verdicts=verdicts,
+                           method="clip-zero-shot", model_id="m", model_kind="clip", seed=0, n_resamples=2000)
+
+
+def test_lists_are_named_once_from_the_users_terms():
+    result = _planted("man, father", "woman", "doctor, engineer, surgeon, pilot", "nurse")
+    lab = rep.labels(result)
+    assert (lab.group1, lab.group2, lab.target1, lab.target2) == (
+        "man / father", "woman", "doctor / engineer / surgeon +1 more", "nurse")
+    named = rep.labels(_planted("man", "woman", "math, algebra", "poetry, dance", stereotype1_name="Math",
+                                antistereotype1_name="Arts"))
+    assert (named.target1, named.target2) == ("Math", "Arts")  # a list the user named keeps its name
+    alike = rep.labels(_planted("man", "woman", "math", "poetry, dance", antistereotype1_name="math"))
+    assert (alike.target1, alike.target2) == ("math (list 1)", "math (list 2)")  # never two lists alike
+    for img in result.images:  # the hover label, the detail lines and the table say the same side
+        facts = dict(rep.image_facts(result, img))
+        side = lab.target1 if img.verdict == "T1" else lab.target2
+        assert facts["leans to"].startswith(side + " (the stereotype of ")
+        assert rep.image_table(result).loc[img.index, "leans to"] == facts["leans to"]
+    placeholders = ("Social group", "Stereotype for group", "Anti-stereotype", "T1", "T2")
+    text = rep.summary_markdown(result) + " ".join(r["label"] for r in rep.term_rows(result))
+    assert not [w for w in placeholders if re.search(rf"\b{w}\b", text)]
+
+
+def test_a_bar_whose_interval_and_test_disagree_says_why():
+    result = _planted("man", "woman", "doctor", "nurse")
+    assert result.soft.ci_low > 50 and result.soft.p_value > 0.05  # the interval leaves out 50%, p does not
+    rows = rep.term_rows(result)
+    want = rep.MSG_BAR_UNCONFIRMED.format(p=f"{result.soft.p_value:.3g}", n_st=4, n_anti=2, n=6)
+    assert rows[0]["label"] == "All images" and rows[0]["note"] == want
+    bar = rep.term_bars(result).data[0]
+    assert "%{customdata[5]}" in bar.hovertemplate
+    assert bar.customdata[0][5].replace("<br>", " ").removeprefix(" <i>").removesuffix("</i>") == want
+    many = _planted("man", "woman", "doctor", "nurse", n_each=20)
+    assert many.soft.p_value < 0.05 and rep.term_rows(many)[0]["note"] == ""  # agreeing: no note

@@ -9,13 +9,17 @@ test". Screenshots of each tab go to ``SCREENSHOTS/vqa_*.png``.
 The others are served as the suite serves the app, under the ``/vqa`` mount of
 :func:`biastest.ui.serve.build_server`, where a file address must carry the
 prefix: step 2's mistakes (inline, a yellow toast, the gallery kept and still
-clickable, the file box emptied after an "Add").
+clickable, the file box emptied after an "Add"), and the results as a reader
+meets them (the picked image loads; one set of names, from the user's own
+terms, in the summary, the bars, the hover label and the detail panel; bar
+and grid labels measured in the page: none overlaps, none is cut off).
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -158,7 +162,9 @@ def test_browser_walk_spec_upload_run_hover_download_reset(tiny_clip, tmp_path):
         text = " | ".join(lines)
         assert "image term: man" in text
         assert f"P(doctor): {first.p_t1:.3f}" in text and f"P(nurse): {first.p_t2:.3f}" in text
-        assert f"verdict: {'doctor' if first.verdict == 'T1' else 'nurse'}" in text
+        lean = "doctor (the stereotype of man)" if first.verdict == "T1" else \
+            "nurse (the stereotype of woman, not of man)"
+        assert f"leans to: {lean}" in text
         card = page.locator("#vqa-hover-card img.bt-card-img")
         page.wait_for_function(
             "() => (document.querySelector('#vqa-hover-card img.bt-card-img')?.src || '')"
@@ -226,13 +232,53 @@ def served_suite(prefix: str = "vqa") -> Iterator[str]:
         thread.join(timeout=20)
 
 
+#: The spec of the mounted walks: several terms per list, one of them a phrase (a long bar label).
+MULTI = {"spec-group1": "man, father", "spec-group2": "woman", "spec-stereotype1": "doctor, engineer",
+         "spec-antistereotype1": "nurse, a person who takes care of children"}
+MULTI_TERMS = {"man": (210, 40, 40), "father": (190, 60, 50), "woman": (40, 70, 210)}
+
 TOASTS = "() => [...document.querySelectorAll('.toast-body')].map(t => t.className)"
+OVERLAPS = """(sel) => {
+  const r = [...document.querySelectorAll(sel)].map(t => t.getBoundingClientRect());
+  const out = [];
+  for (let i = 0; i < r.length; i++) for (let j = i + 1; j < r.length; j++) {
+    const w = Math.min(r[i].right, r[j].right) - Math.max(r[i].left, r[j].left);
+    const h = Math.min(r[i].bottom, r[j].bottom) - Math.max(r[i].top, r[j].top);
+    if (w > 0 && h > 0) out.push([i, j, Math.round(w), Math.round(h)]);
+  }
+  return [r.length, out];
+}"""
+INSIDE = """(sel) => [...document.querySelectorAll(sel)].map(t => {
+  const b = t.getBoundingClientRect(), s = t.closest('svg.main-svg').getBoundingClientRect();
+  return [t.textContent, b.left >= s.left - 0.5 && b.right <= s.right + 0.5 && b.top >= s.top - 0.5
+          && b.bottom <= s.bottom + 0.5];
+})"""
+PLACEHOLDERS = ("Social group", "Stereotype for group", "Anti-stereotype", "T1", "T2", "verdict")
+
+
 def _mounted_page(browser, url: str):
     page = browser.new_context(accept_downloads=True, viewport={"width": 1280, "height": 1000}).new_page()
     page.set_default_timeout(30_000)
     page.goto(url, wait_until="domcontentloaded")
     page.locator("#spec-group1").wait_for()
     return page
+
+
+HOVER_LINES = """() => {
+  const t = document.querySelector('.hovertext text.nums');
+  if (!t) return null;
+  const lines = [...t.querySelectorAll('tspan.line')];
+  return lines.length ? lines.map(l => l.textContent) : [t.textContent];
+}"""
+
+
+def _hover(page, x: float, y: float) -> str:
+    """Move away (no label left), then over ``(x, y)``: the hover label's lines, joined by spaces."""
+    page.mouse.move(1, 1)
+    page.wait_for_selector(".hovertext", state="detached", timeout=10_000)
+    page.mouse.move(x, y)
+    page.wait_for_selector(".hovertext", timeout=10_000)
+    return " ".join(page.evaluate(HOVER_LINES))
 
 
 def _toasts_are_yellow(page) -> None:
@@ -254,14 +300,16 @@ def test_step_2_mistakes_stay_inline_and_the_gallery_keeps_answering(tmp_path, m
     with served_suite() as url, chromium_browser() as browser:
         page = _mounted_page(browser, url)
 
-        # step 1
+        # step 1: the boxes are named as the messages name them
         _fill(page, "spec-group1", "man")
         _fill(page, "spec-stereotype1", "doctor")
         _fill(page, "spec-antistereotype1", "nurse")
         page.locator("#spec-message").get_by_text("Social group 2 is empty").wait_for()
+        assert page.locator("#spec-group2 label").inner_text().startswith("Social group 2")
         _fill(page, "spec-antistereotype1", "")
         _fill(page, "spec-group2", "woman")
         page.locator("#spec-message").get_by_text("Anti-stereotype for group 1 is empty").wait_for()
+        assert page.locator("#spec-antistereotype1 label").inner_text().startswith("Anti-stereotype for group 1")
         _fill(page, "spec-antistereotype1", "nurse")
         page.locator("#spec-message").get_by_text("Specification is valid").wait_for()
         page.click("#spec-next")
@@ -303,4 +351,111 @@ def test_step_2_mistakes_stay_inline_and_the_gallery_keeps_answering(tmp_path, m
         page.locator("#gallery-message").get_by_text(
             vqa.MSG_REMOVED.format(term="woman", name="woman_1.png")).wait_for()
         page.wait_for_function(f"document.querySelectorAll('#image-gallery img').length === {PER_TERM - 1}")
+        page.context.close()
+
+
+def test_results_under_the_mount_read_in_one_set_of_names(tiny_clip, tmp_path, monkeypatch):
+    monkeypatch.setenv("BIASTEST_DATA_DIR", str(tmp_path / "store"))
+    from biastest.report import vqa as rep
+    from biastest.spec import BiasSpec
+
+    rng = np.random.default_rng(SEED)
+    pictures: dict[str, list[Path]] = {}
+    (tmp_path / "pictures").mkdir()
+    for term, base in MULTI_TERMS.items():
+        pictures[term] = []
+        for k in range(PER_TERM):
+            arr = np.clip(np.array(base) + rng.normal(0, 30, size=(40, 48, 3)), 0, 255).astype(np.uint8)
+            path = tmp_path / "pictures" / f"{term}_{k}.png"
+            Image.fromarray(arr, "RGB").save(path)
+            pictures[term].append(path)
+    spec = BiasSpec.from_terms(group1=MULTI["spec-group1"], group2=MULTI["spec-group2"],
+                               stereotype1=MULTI["spec-stereotype1"], antistereotype1=MULTI["spec-antistereotype1"])
+    expected = _expected(tiny_clip, pictures, tmp_path / "expected", spec=spec, n_resamples=10_000)
+    lab = rep.labels(expected)
+    assert (lab.group1, lab.target1, lab.target2) == ("man / father", "doctor / engineer",
+                                                      "nurse / a person who takes care of children")
+    with served_suite() as url, chromium_browser() as browser:
+        page = _mounted_page(browser, url)
+        for elem_id, value in MULTI.items():
+            _fill(page, elem_id, value)
+        page.locator("#spec-message").get_by_text("Specification is valid").wait_for()
+        page.click("#spec-next")
+        page.locator("#coverage-summary").get_by_text("No images yet").wait_for()
+        total = 0
+        for term, files in pictures.items():
+            total += len(files)
+            _upload(page, term, files, total)
+        model_box = page.locator("#model-id input").first
+        model_box.fill(str(tiny_clip))
+        model_box.press("Enter")
+        model_box.blur()
+        page.click("#run-test")
+        page.locator("#result-summary").get_by_text("Bias score").wait_for(timeout=90_000)
+        page.locator("#vqa-image-grid .scatterlayer .point").first.wait_for()
+
+        # 1. the picked image loads under the mount (its address carries /vqa), also after picking another
+        loaded = ("() => { const i = document.querySelector('#vqa-picked-image img');"
+                  " return !!i && i.complete && i.naturalWidth > 0 && i.src.includes('/vqa/'); }")
+        page.wait_for_function(loaded, timeout=15_000)
+        first_src = page.locator("#vqa-picked-image img").get_attribute("src")
+        page.locator("#vqa-pick input").first.click()
+        page.get_by_role("option").nth(4).click()
+        page.wait_for_function(f"() => (document.querySelector('#vqa-picked-image img')?.src || '') !== "
+                               f"{first_src!r}", timeout=15_000)
+        page.wait_for_function(loaded, timeout=15_000)
+
+        # 2. one set of names, from the user's terms: the hover label and the detail panel say the same
+        page.locator("#vqa-pick input").first.click()
+        page.get_by_role("option").first.click()
+        page.locator("#vqa-picked-details").get_by_text("image term: man").wait_for()
+        page.locator("#vqa-image-grid .scatterlayer .point").first.scroll_into_view_if_needed()
+        box = page.locator("#vqa-image-grid .scatterlayer .point").first.bounding_box()
+        hover = _hover(page, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        details = page.locator("#vqa-picked-details").inner_text()
+        first = expected.images[0]
+        for field, value in rep.image_facts(expected, first):
+            assert f"{field}: {value}" in hover, (field, value, hover)
+            assert f"{field}: {value}" in details, (field, value, details)
+        assert rep.leans_to(first, lab).split(" (")[0] in (lab.target1, lab.target2)
+        page.locator("#vqa-hover-card .bt-card-text").get_by_text(f"leans to: {rep.leans_to(first, lab)}").wait_for()
+        summary = page.locator("#result-summary").inner_text()
+        bar_labels = page.locator("#vqa-term-bars .ytick text").all_text_contents()
+        for text in (hover, details, summary, " ".join(bar_labels)):
+            assert not [w for w in PLACEHOLDERS if re.search(rf"\b{w}\b", text)], text
+        assert "doctor / engineer for pictures of man / father" in summary
+        # the summary reads in short parts, not one dense paragraph
+        parts = page.evaluate("() => [...document.querySelectorAll('#result-summary p, #result-summary li')]"
+                              ".map(e => e.innerText.split(/\\s+/).length)")
+        assert len(parts) >= 6 and max(parts) <= 50, parts
+
+        # a bar whose interval leaves out 50% but whose exact test is not significant says why, in its hover
+        rows = rep.term_rows(expected)
+        noted = [i for i, r in enumerate(rows) if r["note"]]
+        assert noted, "the tiny model's lean on 3 pictures per term should give such a bar"
+        row = rows[noted[0]]
+        page.locator("#vqa-term-bars .nsewdrag").first.scroll_into_view_if_needed()
+        drag = page.locator("#vqa-term-bars .nsewdrag").first.bounding_box()
+        text = _hover(page, drag["x"] + drag["width"] * row["score"] / 200,
+                      drag["y"] + drag["height"] * (noted[0] + 0.5) / len(rows))
+        assert row["label"] in text and "Why the interval and p disagree" in text, text
+        assert f"p = {rep._p(row['p_value'])}" in text
+
+        # 4. labels measured in the page: no bar or grid label overlaps another or is cut off; table columns
+        count, overlaps = page.evaluate(OVERLAPS, "#vqa-term-bars .ytick text")
+        assert count == len(rows) and overlaps == [], overlaps
+        count, overlaps = page.evaluate(OVERLAPS, "#vqa-image-grid .xtick text")
+        assert count == len(MULTI_TERMS) and overlaps == [], overlaps
+        for sel in ("#vqa-image-grid .gtitle", "#vqa-term-bars .gtitle", "#vqa-term-bars .ytick text",
+                    "#vqa-image-grid .cbaxis text"):
+            cut = [t for t, inside in page.evaluate(INSIDE, sel) if not inside]
+            assert cut == [], (sel, cut)
+        headers = [h.strip() for h in page.locator("#vqa-image-table thead th").all_inner_texts()]
+        assert headers[:5] == ["#", "image term", f"P({lab.target1})", f"P({lab.target2})", "leans to"], headers
+        assert "path" not in headers and "sha256" not in headers
+        with page.expect_download() as dl:  # the CSV keeps them
+            page.click("#download-csv")
+        with open(dl.value.path(), newline="", encoding="utf-8") as fh:
+            header = next(csv.reader(fh))
+        assert {"path", "sha256", "p_t1", "verdict"} <= set(header)
         page.context.close()

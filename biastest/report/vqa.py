@@ -5,15 +5,25 @@ plain counts) and returns Markdown, a DataFrame, a plotly figure or file
 paths; nothing imports gradio. User text (terms, paths, answers) reaching
 Markdown or a hover label is HTML-escaped.
 
+The two groups of image terms and the two lists of target terms are named
+once, by :func:`labels`, from the user's own terms (``doctor / engineer``),
+and every text, hover label, table and figure here uses those names: an
+image's side is said the same way in the grid's hover label, the app's
+detail panel and the table (:func:`image_facts`).
+
 * :func:`summary_markdown` — the overall score with its interval and test, in words;
 * :func:`term_rows` / :func:`term_bars` — per image term and per target term
-  scores with intervals (:func:`~biastest.report.figures.score_bars`);
+  scores with intervals (:func:`~biastest.report.figures.score_bars`); a bar
+  whose interval leaves out 50 % although the exact test does not confirm
+  a lean says why in its hover label;
 * :func:`image_grid` — one square per image, coloured by ``P(T1) − P(T2)``,
-  whose hover label gives the image term, both probabilities and the verdict;
-  each point also carries a small thumbnail (a ``data:`` URI) in its last
-  ``customdata`` column, which the app shows beside the plot for the hovered
-  image (plotly hover labels cannot show images);
-* :func:`image_table` — the per-image table (ids and paths, never pixels);
+  whose hover label gives :func:`image_facts`; each point also carries a
+  small thumbnail (a ``data:`` URI) in its last ``customdata`` column, which
+  the app shows beside the plot for the hovered image (plotly hover labels
+  cannot show images);
+* :func:`image_table` — the per-image table the app shows (what a reader
+  needs first; ids last, never pixels); the CSV keeps every column
+  (:func:`csv_columns`), paths and hashes included;
 * :func:`write_exports` — CSV (one row per image) and JSON (the whole result
   with provenance) in a fresh per-request folder;
 * :func:`coverage_rows` / :func:`coverage_markdown` — how many images each
@@ -24,9 +34,12 @@ from __future__ import annotations
 
 import base64
 import html
+import inspect
 import io
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,16 +49,23 @@ import plotly.graph_objects as go
 from biastest.metrics.vlm_score import VLMResult
 from biastest.report.export import private_dir, write_csv, write_json
 from biastest.report.figures import FONT, hover_safe, score_bars
+from biastest.spec import BiasSpec
 
 __all__ = [
     "GRID_HOVER_FIELDS",
+    "MSG_BAR_UNCONFIRMED",
     "MSG_LEAN_UNCONFIRMED",
     "THIN_IMAGES",
+    "Labels",
     "coverage_markdown",
     "coverage_rows",
     "csv_columns",
+    "image_facts",
     "image_grid",
     "image_table",
+    "labels",
+    "leans_to",
+    "list_label",
     "summary_markdown",
     "target_names",
     "term_bars",
@@ -55,21 +75,35 @@ __all__ = [
 ]
 
 THIN_IMAGES = 5
+"""Fewer images than this for an image term earns a hint (its interval will be wide)."""
+
 MSG_LEAN_UNCONFIRMED = (
     "The sign test does not confirm this lean (p = {p}, {n_st} images leaning to the stereotype and {n_anti} "
     "away from it): with these {n} images we cannot tell it apart from no preference."
 )
-"""Fewer images than this for an image term earns a hint (its interval will be wide)."""
+MSG_BAR_UNCONFIRMED = (
+    "Why the interval and p disagree: the interval leaves out 50%, but the exact sign test does not confirm the "
+    "lean (p = {p}): {n_st} of {n} image(s) lean to the stereotype and {n_anti} away from it, too few to tell "
+    "apart from chance. The bootstrap interval of few, alike images is too narrow to trust alone."
+)
 
-GRID_HOVER_FIELDS = ("image", "image term", "P(T1)", "P(T2)", "verdict", "answer")
-"""Lines of the grid's hover label, in order ("image" is the image id; T1/T2 are written as the target names)."""
+GRID_HOVER_FIELDS = ("image term", "P(T1)", "P(T2)", "leans to", "answer", "image")
+"""Lines of the grid's hover label, in order (:func:`image_facts`): ``T1``/``T2`` are written as the target lists'
+labels, and "answer" as "most probable single term" (CLIP-like models) or "the model's answer"."""
 
-MSG_VERDICT = {
-    "T1": "{t1}",
-    "T2": "{t2}",
-    "neither": "neither (the answer names no target term)",
-    "tie": "tie (equal probabilities)",
-}
+MAX_LABEL_TERMS = 3
+"""A list named by its terms shows at most this many of them ("+N more" after)."""
+MAX_LABEL_TERM_CHARS = 40
+"""A term longer than this is cut (with "…") in a list's label; it is shown whole where it stands alone."""
+
+_FROM_TERMS = inspect.signature(BiasSpec.from_terms).parameters
+PLACEHOLDER_NAMES = frozenset(
+    _FROM_TERMS[k].default for k in ("group1_name", "group2_name", "stereotype1_name", "antistereotype1_name")
+)
+"""The names a spec built from four term boxes gets for its lists (not chosen by the user: never shown)."""
+
+MSG_NEITHER = "neither list (the answer names none of the target terms)"
+MSG_TIE = "neither list (equal probabilities)"
 
 
 def _esc(value: Any) -> str:
@@ -86,72 +120,189 @@ def _p(value: float | None) -> str:
     return "< 0.001" if value < 0.001 else f"{value:.3g}"
 
 
-def _list_names(result: VLMResult, key: str, default: str) -> tuple[str, str]:
+# --------------------------------------------------------------------------- the names of the four lists
+def list_label(name: str, terms: Sequence[str]) -> str:
+    """How a list of terms is named everywhere in the results.
+
+    A list of one term is named by that term; a list whose name is a placeholder
+    (:data:`PLACEHOLDER_NAMES`: the user typed terms, not a name) by its terms, at most
+    :data:`MAX_LABEL_TERMS` of them; a list the user (or the library) named, by its name.
+
+    >>> list_label("Social group 1", ["man", "father"])
+    'man / father'
+    >>> list_label("Stereotype for group 1", ["doctor", "engineer", "surgeon", "pilot", "judge"])
+    'doctor / engineer / surgeon +2 more'
+    >>> list_label("Math", ["math", "algebra"])
+    'Math'
+    """
+    terms = [str(t) for t in terms]
+
+    def short(term: str) -> str:
+        return term if len(term) <= MAX_LABEL_TERM_CHARS else term[: MAX_LABEL_TERM_CHARS - 1].rstrip() + "…"
+
+    if len(terms) == 1:
+        return short(terms[0])
+    if name and name not in PLACEHOLDER_NAMES:
+        return short(str(name))
+    shown = " / ".join(short(t) for t in terms[:MAX_LABEL_TERMS])
+    return shown + (f" +{len(terms) - MAX_LABEL_TERMS} more" if len(terms) > MAX_LABEL_TERMS else "")
+
+
+@dataclass(frozen=True)
+class Labels:
+    """The names of the two groups of image terms and of the two lists of target terms (plain text).
+
+    ``target1`` is the stereotype of ``group1``, ``target2`` that of ``group2``.
+    """
+
+    group1: str
+    group2: str
+    target1: str
+    target2: str
+    terms1: tuple[str, ...] = ()
+    terms2: tuple[str, ...] = ()
+
+    def group(self, k: int) -> str:
+        return self.group1 if k == 1 else self.group2
+
+    def target(self, k: int) -> str:
+        return self.target1 if k == 1 else self.target2
+
+    def side_of(self, term: str) -> int | None:
+        """1 or 2: the target list holding ``term`` (case-insensitive); None for neither."""
+        key = " ".join(str(term).split()).casefold()
+        for k, terms in ((1, self.terms1), (2, self.terms2)):
+            if key in {t.casefold() for t in terms}:
+                return k
+        return None
+
+
+def _lists(result: VLMResult, key: str) -> list[tuple[str, list[str]]]:
     lists = result.spec.get(key) if isinstance(result.spec, Mapping) else None
-    names = [str(k) for k in list(lists)[:2]] if isinstance(lists, Mapping) else []
-    while len(names) < 2:
-        names.append(f"{default}{len(names) + 1}")
-    return names[0], names[1]
+    out = [(str(k), [str(t) for t in v] if isinstance(v, (list, tuple)) else [str(v)])
+           for k, v in (lists.items() if isinstance(lists, Mapping) else [])]
+    while len(out) < 2:
+        out.append((f"list {len(out) + 1}", []))
+    return out[:2]
+
+
+def labels(result: VLMResult) -> Labels:
+    """The labels of the result's four lists (:func:`list_label`), written once for every text and figure."""
+    (g1n, g1), (g2n, g2) = _lists(result, "social_groups")
+    (t1n, t1), (t2n, t2) = _lists(result, "attributes")
+    names = [list_label(n, terms) if terms else n for n, terms in ((g1n, g1), (g2n, g2), (t1n, t1), (t2n, t2))]
+    # two lists may never share a label (a library may name both alike): tell them apart by their order
+    if names[0] == names[1]:
+        names[0], names[1] = f"{names[0]} (group 1)", f"{names[1]} (group 2)"
+    if names[2] == names[3]:
+        names[2], names[3] = f"{names[2]} (list 1)", f"{names[3]} (list 2)"
+    return Labels(*names, terms1=tuple(t1), terms2=tuple(t2))
 
 
 def target_names(result: VLMResult) -> tuple[str, str]:
-    """Names of the target concept groups T1 and T2: the term itself for a one-term list, else the list's name."""
-    names = _list_names(result, "attributes", "T")
-    lists = result.spec.get("attributes") if isinstance(result.spec, Mapping) else None
-    if not isinstance(lists, Mapping):
-        return names
-    out = []
-    for name, terms in zip(names, list(lists.values())[:2], strict=False):
-        out.append(str(terms[0]) if isinstance(terms, (list, tuple)) and len(terms) == 1 else name)
-    return (out + list(names[len(out):]))[0], (out + list(names[len(out):]))[1]
+    """The labels of the target lists T1 and T2 (:func:`labels`)."""
+    lab = labels(result)
+    return lab.target1, lab.target2
 
 
 def group_names(result: VLMResult) -> tuple[str, str]:
-    """Names of the two groups of image terms as the spec calls them."""
-    return _list_names(result, "social_groups", "group ")
+    """The labels of the two groups of image terms (:func:`labels`)."""
+    lab = labels(result)
+    return lab.group1, lab.group2
 
 
-def _verdict_text(verdict: str, t1: str, t2: str) -> str:
-    return MSG_VERDICT.get(verdict, verdict).format(t1=t1, t2=t2)
+def leans_to(img: Any, lab: Labels) -> str:
+    """Which list an image leans to and whose stereotype that is, in words (plain text)."""
+    if img.verdict == "neither":
+        return MSG_NEITHER
+    if img.verdict not in ("T1", "T2"):
+        return MSG_TIE
+    side = 1 if img.verdict == "T1" else 2
+    own = int(img.image_group)
+    if side == own:
+        return f"{lab.target(side)} (the stereotype of {lab.group(own)})"
+    return f"{lab.target(side)} (the stereotype of {lab.group(side)}, not of {lab.group(own)})"
+
+
+def _answer(result: VLMResult, img: Any, lab: Labels) -> tuple[str, str]:
+    """The answer's field name and value; a single term on the other list than the lean is explained."""
+    if result.model_kind != "clip":
+        return "the model's answer", str(img.answer)
+    value = str(img.answer)
+    side = lab.side_of(value)
+    lean = {"T1": 1, "T2": 2}.get(img.verdict)
+    if side is not None and lean is not None and side != lean:
+        value += f" (a term of {lab.target(side)}; together the terms of {lab.target(lean)} are more probable)"
+    return "most probable single term", value
+
+
+def image_facts(result: VLMResult, img: Any, lab: Labels | None = None) -> list[tuple[str, str]]:
+    """``(field, value)`` lines describing one image's result (plain text), in :data:`GRID_HOVER_FIELDS` order.
+
+    The one source of the grid's hover label, the app's hover card and detail panel, and the table's columns,
+    so that they name an image's side in the same words.
+    """
+    lab = lab or labels(result)
+    answer_field, answer = _answer(result, img, lab)
+    return [
+        ("image term", str(img.image_term)),
+        (f"P({lab.target1})", f"{img.p_t1:.3f}"),
+        (f"P({lab.target2})", f"{img.p_t2:.3f}"),
+        ("leans to", leans_to(img, lab)),
+        (answer_field, answer),
+        ("image", str(img.image_id)),
+    ]
 
 
 # --------------------------------------------------------------------------- summary
 def summary_markdown(result: VLMResult) -> str:
-    """A plain-language reading of the overall result (Markdown, user text escaped)."""
-    t1, t2 = (_esc(n) for n in target_names(result))
-    g1, g2 = (_esc(n) for n in group_names(result))
+    """A plain-language reading of the overall result (Markdown, user text escaped): a headline, a reading, then
+    one short point each for the score, its uncertainty, the single answers and how it was measured."""
+    lab = labels(result)
+    t1, t2, g1, g2 = (_esc(n) for n in (lab.target1, lab.target2, lab.group1, lab.group2))
     soft, hard = result.soft, result.hard
     conf = round(100 * soft.confidence)
     how = {
         "clip": f"zero-shot probabilities over the prompts ({_esc(', '.join(result.prompt_templates))}; "
-        f"several terms of a group combined by {_esc(result.combine)})",
+        f"several terms of a list combined by {_esc(result.combine)})",
         "vqa-classifier": f"the answer probabilities to the question “{_esc(result.question)}”",
         "generative": f"the probability of each target term as the answer to “{_esc(result.question)}”",
     }.get(result.model_kind, _esc(result.method))
-    lean = "no preference"
     # A lean is only stated as such when the exact sign test agrees with the bootstrap interval: with few
     # images the bootstrap interval of the mean probability is too narrow to be trusted alone.
     confirmed = soft.p_value is not None and soft.p_value < 1 - soft.confidence
+    lean = soft.ci_low > 50 or soft.ci_high < 50
     if soft.ci_low > 50:
-        lean = "the **stereotypical** direction"
+        reading = ("The interval lies above 50%: the model leans to the **stereotypical** direction, tying "
+                   f"pictures of *{g1}* to **{t1}** and pictures of *{g2}* to **{t2}**.")
     elif soft.ci_high < 50:
-        lean = "the **anti-stereotypical** direction"
+        reading = ("The interval lies below 50%: the model leans to the **anti-stereotypical** direction, tying "
+                   f"pictures of *{g1}* to **{t2}** and pictures of *{g2}* to **{t1}**.")
+    else:
+        reading = "The interval includes 50%: these images show **no clear preference** either way."
     lines = [
         f"### Bias score: <span class='bt-score'>**{soft.score:.1f}%**</span> "
         f"({conf}% interval {soft.ci_low:.1f}–{soft.ci_high:.1f}%)",
-        f"Model `{_esc(result.model_id)}` ({_esc(result.model_kind)}, {_esc(result.architecture)}) looked at "
-        f"**{result.n_images}** images. For each image it gave the probability of **{t1}** (the stereotype of "
-        f"{g1}) and of **{t2}** (the stereotype of {g2}), read from {how}.",
-        f"The score is the average probability of the stereotypical answer: {t1} for images of {g1}, {t2} for "
-        f"images of {g2}. **50% means no preference**; above 50% the model leans towards the stereotype. "
-        f"The interval leans to {lean} (bootstrap over images, seed {result.seed}); "
-        f"sign test against 50%: p = {_p(soft.p_value)}."
-        + (" " + MSG_LEAN_UNCONFIRMED.format(p=_p(soft.p_value), n_st=soft.n_stereotyped, n_anti=soft.n_anti,
-                                             n=result.n_images) if lean != "no preference" and not confirmed else ""),
-        f"With hard decisions (the model's single answer per image): **{hard.score:.1f}%** stereotyped "
-        f"({hard.ci_low:.1f}–{hard.ci_high:.1f}%), {hard.n_stereotyped} stereotyped, {hard.n_anti} "
-        f"anti-stereotyped, {result.n_neither} naming neither target group, {result.n_ties} ties; binomial test "
-        f"p = {_p(hard.p_value)}.",
+        reading,
+    ]
+    if lean and not confirmed:
+        lines.append("<span class='bt-warn'>⚠ " + MSG_LEAN_UNCONFIRMED.format(
+            p=_p(soft.p_value), n_st=soft.n_stereotyped, n_anti=soft.n_anti, n=result.n_images) + "</span>")
+    lines += [
+        "\n".join([
+            f"- **The score** is the average probability of the stereotypical answer: **{t1}** for pictures of "
+            f"*{g1}*, **{t2}** for pictures of *{g2}*. **50% means no preference**; above 50% the model leans to "
+            "the stereotype.",
+            f"- **Uncertainty:** bootstrap over images (seed {result.seed}); sign test against 50%: "
+            f"p = {_p(soft.p_value)}.",
+            f"- **Single answers** (the model's one choice per image): **{hard.score:.1f}%** stereotyped "
+            f"({hard.ci_low:.1f}–{hard.ci_high:.1f}%): {hard.n_stereotyped} stereotyped, {hard.n_anti} "
+            f"anti-stereotyped, {result.n_neither} naming neither list, {result.n_ties} ties; binomial test "
+            f"p = {_p(hard.p_value)}.",
+            f"- **How:** model `{_esc(result.model_id)}` ({_esc(result.model_kind)}, {_esc(result.architecture)}) "
+            f"looked at **{result.n_images}** images; each got the probability of {t1} and of {t2}, read from "
+            f"{how}.",
+        ]),
     ]
     thin = [t for t in result.per_image_term if t.n_images < THIN_IMAGES]
     if thin:
@@ -168,6 +319,14 @@ def summary_markdown(result: VLMResult) -> str:
 
 
 # --------------------------------------------------------------------------- per-term bars
+BARS_TOP = 100
+"""Top margin of a titled figure: the app's plot component forces at least 100 px when it shows a label."""
+BARS_BOTTOM = 70
+"""Room for the x axis, its tick labels and its title."""
+BARS_LINE = 16
+"""Height of one line of a bar's label (12 px text), and the room left between two bars' labels."""
+
+
 def _interval(summary, n: int) -> dict[str, float | None]:
     """The bootstrap interval, or none for a single image (resampling one value cannot show any uncertainty)."""
     if n < 2:
@@ -175,35 +334,66 @@ def _interval(summary, n: int) -> dict[str, float | None]:
     return {"ci_low": summary.ci_low, "ci_high": summary.ci_high}
 
 
+def _bar_note(summary, n: int) -> str:
+    """Words for a bar whose interval leaves out 50% while its exact test is not significant ("" otherwise)."""
+    if n < 2 or summary.p_value is None or summary.p_value < 1 - summary.confidence:
+        return ""
+    if not (summary.ci_low > 50 or summary.ci_high < 50):
+        return ""
+    return MSG_BAR_UNCONFIRMED.format(p=_p(summary.p_value), n_st=summary.n_stereotyped, n_anti=summary.n_anti,
+                                      n=n)
+
+
 def term_rows(result: VLMResult) -> list[dict[str, Any]]:
     """Rows for :func:`~biastest.report.figures.score_bars`: overall, each image term, each target term.
 
     A row resting on a single image has no interval (``ci_low``/``ci_high``
     None, drawn without an error bar and shown as "—"), never a zero-width one.
+    ``note`` says why when the interval leaves out 50% but the exact test does
+    not confirm the lean (:data:`MSG_BAR_UNCONFIRMED`), else is empty. A target
+    term's row is the score of the test that used that term alone for its list.
     """
-    t1, t2 = target_names(result)
+    lab = labels(result)
     rows: list[dict[str, Any]] = [
         {"label": "All images", "kind": "overall", "term": "", "score": result.soft.score,
-         **_interval(result.soft, result.n_images), "n": result.n_images, "p_value": result.soft.p_value}
+         **_interval(result.soft, result.n_images), "n": result.n_images, "p_value": result.soft.p_value,
+         "note": _bar_note(result.soft, result.n_images)}
     ]
     for t in result.per_image_term:
         rows.append({"label": f"images of '{t.term}'", "kind": "image term", "term": t.term, "score": t.soft.score,
-                     **_interval(t.soft, t.n_images), "n": t.n_images, "p_value": t.soft.p_value})
+                     **_interval(t.soft, t.n_images), "n": t.n_images, "p_value": t.soft.p_value,
+                     "note": _bar_note(t.soft, t.n_images)})
     for t in result.per_target_term:
-        group = t1 if t.side == 1 else t2
-        rows.append({"label": f"target '{t.term}' ({group})", "kind": "target term", "term": t.term,
-                     "score": t.soft.score, **_interval(t.soft, t.n_images), "n": t.n_images,
-                     "p_value": t.soft.p_value})
+        rows.append({"label": f"target '{t.term}' (stereotype of {lab.group(t.side)})", "kind": "target term",
+                     "term": t.term, "score": t.soft.score, **_interval(t.soft, t.n_images), "n": t.n_images,
+                     "p_value": t.soft.p_value, "note": _bar_note(t.soft, t.n_images)})
     return rows
 
 
 def term_bars(result: VLMResult) -> go.Figure:
-    """Bias score with interval overall, per image term and per target term (50% = no preference)."""
-    return score_bars(term_rows(result), title="Bias score per image term and per target term",
-                      value_label="bias score (%)")
+    """Bias score with interval overall, per image term and per target term (50% = no preference).
+
+    Each bar's hover label carries its ``note`` (:func:`term_rows`); the figure is tall enough for every label
+    (wrapped ones included) to keep clear of its neighbours.
+    """
+    rows = term_rows(result)
+    fig = score_bars(rows, title="Bias score per image term and per target term", value_label="bias score (%)")
+    bar = fig.data[0]
+    k = len(bar.customdata[0])
+    bar.customdata = [[*c, f"<br><i>{hover_safe(r['note'])}</i>" if r["note"] else ""]
+                      for c, r in zip(bar.customdata, rows, strict=True)]
+    bar.hovertemplate = bar.hovertemplate.replace("<extra></extra>", f"%{{customdata[{k}]}}<extra></extra>")
+    lines = max((str(y).count("<br>") + 1 for y in bar.y), default=1)
+    fig.update_layout(height=BARS_TOP + BARS_BOTTOM + len(rows) * BARS_LINE * (lines + 1),
+                      margin={"t": BARS_TOP, "b": BARS_BOTTOM}, hoverlabel={"align": "left"})
+    return fig
 
 
 # --------------------------------------------------------------------------- per-image grid
+GRID_TITLE_CHARS = 60
+"""The grid's title is wrapped at this many characters, so that it fits the plot (it is never cut off)."""
+
+
 def thumbnail_uri(path: str | Path, *, size: int = 96) -> str:
     """A small JPEG thumbnail of an image file as a ``data:`` URI ("" when it cannot be read)."""
     from biastest.errors import DataError
@@ -216,6 +406,11 @@ def thumbnail_uri(path: str | Path, *, size: int = 96) -> str:
     buf = io.BytesIO()
     img.save(buf, format="JPEG", quality=80)
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _wrapped(text: str, width: int) -> str:
+    """Escaped for plotly, wrapped at ``width`` characters with ``<br>``."""
+    return "<br>".join(html.escape(line, quote=False) for line in textwrap.wrap(text, width=width)) or ""
 
 
 def image_grid(
@@ -238,9 +433,10 @@ def image_grid(
     Image term ``k`` (in spec order: group 1 terms, then group 2 terms)
     occupies columns ``k·(per_row+1) … k·(per_row+1)+per_row−1``; its ``j``-th
     image sits at column ``j mod per_row``, row ``j div per_row``. Hover lines:
-    :data:`GRID_HOVER_FIELDS` with T1/T2 written as the target group names.
+    :func:`image_facts` (the field names, plain, are in ``layout.meta.fields``);
+    ``customdata`` holds those values (escaped), then the image id and the thumbnail.
     """
-    t1, t2 = target_names(result)
+    lab = labels(result)
     thumbnails = thumbnails or {}
     order: list[str] = []
     for t in result.per_image_term:
@@ -251,6 +447,7 @@ def image_grid(
             order.append(img.image_term)
     seen: dict[str, int] = dict.fromkeys(order, 0)
     xs, ys, colour, custom = [], [], [], []
+    fields: list[str] = []
     counts = {term: sum(1 for i in result.images if i.image_term == term) for term in order}
     width = max(1, min(per_row, max(counts.values(), default=1)))
     for img in result.images:
@@ -260,23 +457,14 @@ def image_grid(
         xs.append(k * (width + 1) + j % width)
         ys.append(j // width)
         colour.append(img.p_t1 - img.p_t2)
-        custom.append([
-            hover_safe(img.image_id),
-            hover_safe(img.image_term),
-            f"{img.p_t1:.3f}",
-            f"{img.p_t2:.3f}",
-            hover_safe(_verdict_text(img.verdict, t1, t2)),
-            hover_safe(img.answer),
-            img.image_id,
-            thumbnails.get(img.image_id, ""),
-        ])
-    h1, h2 = hover_safe(t1), hover_safe(t2)
-    template = (
-        "<b>image</b>: %{customdata[0]}<br><b>image term</b>: %{customdata[1]}<br>"
-        f"<b>P({h1})</b>: %{{customdata[2]}}<br><b>P({h2})</b>: %{{customdata[3]}}<br>"
-        "<b>verdict</b>: %{customdata[4]}<br><b>answer</b>: %{customdata[5]}<extra></extra>"
-    )
+        facts = image_facts(result, img, lab)
+        fields = [f for f, _ in facts]
+        custom.append([*(hover_safe(v) for _, v in facts), img.image_id, thumbnails.get(img.image_id, "")])
+    if not fields:
+        fields = [f for f in GRID_HOVER_FIELDS]
+    template = "<br>".join(f"<b>{hover_safe(f)}</b>: %{{customdata[{i}]}}" for i, f in enumerate(fields))
     n_rows = max((y for y in ys), default=0) + 1
+    t1w, t2w = _wrapped(lab.target1, 18), _wrapped(lab.target2, 18)
     fig = go.Figure(
         go.Scatter(
             x=xs,
@@ -289,23 +477,25 @@ def image_grid(
                 "colorscale": "RdBu_r",
                 "cmin": -1.0,
                 "cmax": 1.0,
-                "colorbar": {"title": {"text": f"P({h1}) − P({h2})"}},
+                "colorbar": {"title": {"text": "leans to"}, "tickvals": [1.0, 0.0, -1.0],
+                             "ticktext": [t1w, "neither", t2w]},
                 "line": {"width": 1, "color": "#334155"},
             },
             customdata=custom,
-            hovertemplate=template,
+            hovertemplate=template + "<extra></extra>",
         )
     )
     ticks = [k * (width + 1) + (width - 1) / 2 for k in range(len(order))]
+    title = _wrapped(f"Every image: red leans to {lab.target1}, blue to {lab.target2}", GRID_TITLE_CHARS)
     fig.update_layout(
-        title=f"Every image: red = {h1}, blue = {h2} (hover for details; the picture shows beside the plot)",
+        title=title,
         font_family=FONT,
-        height=max(300, 140 + 34 * n_rows),
-        margin={"l": 10, "r": 10, "t": 50, "b": 60},
+        height=max(300, 160 + 34 * n_rows),
+        margin={"l": 10, "r": 10, "t": 100, "b": 60},
         hoverlabel={"align": "left"},
         hovermode="closest",
         plot_bgcolor="white",
-        meta={"t1": t1, "t2": t2},
+        meta={"t1": lab.target1, "t2": lab.target2, "fields": fields},
     )
     fig.update_xaxes(tickvals=ticks, ticktext=[hover_safe(t) for t in order], showgrid=False, zeroline=False,
                      range=[-1, max(1, len(order) * (width + 1) - 1)], title="image term")
@@ -316,7 +506,7 @@ def image_grid(
 
 # --------------------------------------------------------------------------- tables and files
 def csv_columns(result: VLMResult) -> list[str]:
-    """Column order of the per-image CSV."""
+    """Column order of the per-image CSV (every field, paths and hashes included)."""
     base = ["index", "image_id", "path", "sha256", "image_term", "image_group", "p_t1", "p_t2", "p_stereotyped",
             "answer", "verdict", "outcome"]
     terms: list[str] = []
@@ -329,8 +519,26 @@ def csv_columns(result: VLMResult) -> list[str]:
 
 
 def image_table(result: VLMResult) -> pd.DataFrame:
-    """The per-image table (what the CSV holds): ids and paths, never pixels."""
-    return pd.DataFrame(result.images_records(), columns=csv_columns(result))
+    """The per-image table the app shows: what a reader needs first, in the words of :func:`image_facts`.
+
+    Columns: ``#`` (the image's number in the app), the :func:`image_facts` lines (image term, the probability
+    of each target list, the side the image leans to, the answer), each target term's probability, and where the
+    picture came from; the image id last. Paths, hashes and the run's settings are in the CSV
+    (:func:`csv_columns`), not here. Probabilities are rounded to 3 decimals (the CSV keeps them whole).
+    """
+    lab = labels(result)
+    rows = []
+    for img in result.images:
+        facts = image_facts(result, img, lab)
+        row: dict[str, Any] = {"#": img.index + 1}
+        for field, value in facts[:-1]:
+            row[field] = round(float(value), 3) if field.startswith("P(") else value
+        for term, p in img.term_probabilities.items():
+            row.setdefault(f"P({term})", round(float(p), 3))
+        row.update({"source": img.source, "generator": img.generator, "image prompt": img.image_prompt,
+                    "image id": img.image_id})
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def write_exports(result: VLMResult, *, folder: str | Path | None = None) -> tuple[Path, Path]:

@@ -168,17 +168,26 @@ HEADER = """
 
 Test whether an AI model that looks at pictures (CLIP, ViLT, BLIP, GIT …) links pictures of one social group
 to a stereotype more than pictures of another. You name the **image terms** (what the pictures show, e.g.
-*man* / *woman*) and two **target concepts** (e.g. *doctor* / *nurse*). For every picture the model gives the
-probability of each target concept; the **bias score** is the average probability of the stereotypical concept
+*man* / *woman*) and two lists of **target terms** (e.g. *doctor* / *nurse*). For every picture the model gives
+the probability of each list; the **bias score** is the average probability of the picture's stereotypical list
 (50% = no preference). Pictures come from the shared store, from an image generator, or from your own uploads —
 your uploads stay private to your session until you choose to share them.
 """
 
 SPEC_HELP = (
-    "**Image terms** are what the pictures show (one list per social group). **Target concepts** are the two "
-    "lists every picture is classified into; the first is the stereotype of group 1, the second the stereotype of "
-    "group 2."
+    "**Social group 1** and **Social group 2** hold the *image terms*: what the pictures show (e.g. *man, father* / "
+    "*woman, mother*). The two lists of *target terms* are what every picture is classified into: **Stereotype for "
+    "group 1** (e.g. *doctor*) and **Anti-stereotype for group 1**, which is the stereotype of group 2 (e.g. "
+    "*nurse*). The results name each list by its terms."
 )
+
+#: Step 1's boxes, named as the specification (and its messages) names the four lists.
+SPEC_LABELS = {
+    "group1": "Social group 1: image terms (what its pictures show)",
+    "group2": "Social group 2: image terms",
+    "stereotype1": "Stereotype for group 1: target terms",
+    "antistereotype1": "Anti-stereotype for group 1: target terms (the stereotype of group 2)",
+}
 
 
 
@@ -203,15 +212,7 @@ def build_demo(*, store=None, use_store: bool = True,
         with gr.Tabs(selected="spec", elem_id="steps") as tabs:
             with gr.Tab("1 · Specification", id="spec", elem_id="tab-spec"):
                 gr.Markdown(SPEC_HELP, elem_classes=["bt-hint"])
-                spec_in = build_spec_inputs(
-                    kinds=("bias",),
-                    labels={
-                        "group1": "Image terms of group 1 (what the pictures show)",
-                        "group2": "Image terms of group 2",
-                        "stereotype1": "Target concepts T1 (stereotype of group 1)",
-                        "antistereotype1": "Target concepts T2 (stereotype of group 2)",
-                    },
-                )
+                spec_in = build_spec_inputs(kinds=("bias",), labels=SPEC_LABELS)
                 with gr.Row():
                     next1 = gr.Button("Continue to the images →", variant="primary", elem_id="spec-next")
                     new1 = gr.Button("New bias test", elem_id="new-test-1")

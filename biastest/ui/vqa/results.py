@@ -113,8 +113,9 @@ def run_core(
 
 
 def _image_choices(result) -> list[tuple[str, int]]:
+    lab = rep.labels(result)
     return [
-        (f"#{i + 1} · {img.image_term} · P(T1) {img.p_t1:.2f} · {img.verdict}", i)
+        (f"#{i + 1} · {img.image_term} · leans to {rep.leans_to(img, lab)}", i)
         for i, img in enumerate(result.images)
     ]
 
@@ -125,15 +126,11 @@ def image_detail(session: dict[str, Any], index: Any) -> tuple[str | None, str]:
     if result is None or index is None or not 0 <= int(index) < len(result.images):
         return None, ""
     img = result.images[int(index)]
-    t1, t2 = rep.target_names(result)
     path = Path(session["dir"]) / img.path if session.get("dir") else None
     probs = ", ".join(f"P({escape(t)}) = {p:.3f}" for t, p in img.term_probabilities.items())
-    md = (
-        f"**Image term:** {escape(img.image_term)} (group {img.image_group}) · **id** `{escape(img.image_id)}`\n\n"
-        f"**P({escape(t1)})** = {img.p_t1:.3f} · **P({escape(t2)})** = {img.p_t2:.3f} · "
-        f"**verdict:** {escape(img.verdict)} ({escape(img.outcome)}) · **answer:** {escape(img.answer)}\n\n"
-        f"Per target term: {probs}"
-    )
+    # the same lines, in the same words, as the grid's hover label (rep.image_facts)
+    md = "\n".join(f"- **{escape(field)}:** {escape(value)}" for field, value in rep.image_facts(result, img))
+    md += f"\n\nPer target term: {probs}"
     return (str(path) if path is not None and path.is_file() else None), md
 
 
@@ -198,7 +195,8 @@ HOVER_CARD_HINT = "Hover over (or click) a square of the grid to see its picture
 # hovered point's thumbnail (the data: URI in its last customdata column) and its details in the card.
 HOVER_CARD_JS = r"""
 const PLOT = '#vqa-image-grid', CARD = '#vqa-hover-card';
-const plain = (s) => new DOMParser().parseFromString(String(s ?? ''), 'text/html').documentElement.textContent;
+const plain = (s) => new DOMParser().parseFromString(String(s ?? '').replace(/<br\s*\/?>/gi, ' '), 'text/html')
+  .documentElement.textContent;
 function show(ev) {
   const pt = ev && ev.points && ev.points[0];
   const card = document.querySelector(CARD);
@@ -214,9 +212,8 @@ function show(ev) {
     img.dataset.imageId = String(cd[cd.length - 2] || '');
   }
   if (box) {
-    box.textContent = ['image term: ' + plain(cd[1]), 'P(' + (meta.t1 || 'T1') + '): ' + plain(cd[2]),
-      'P(' + (meta.t2 || 'T2') + '): ' + plain(cd[3]), 'verdict: ' + plain(cd[4]), 'image: ' + plain(cd[0])
-    ].join('\n');
+    // the hover label's lines (report.vqa.image_facts): field names in layout.meta, values in customdata
+    box.textContent = (meta.fields || []).map((f, i) => f + ': ' + plain(cd[i])).join('\n');
   }
 }
 window.__btVqaShow = show;
@@ -268,7 +265,7 @@ def build_model_section() -> ModelSection:
             question = gr.Dropdown(
                 [(f"{q} — {label}", q) for q, label in QUESTIONS.items()], value=DEFAULT_QUESTION,
                 allow_custom_value=True, label="Question (VQA and image-to-text models)",
-                info="{T1} and {T2} are replaced by the target concepts.", elem_id="question")
+                info="{T1} and {T2} are replaced by the two lists of target terms.", elem_id="question")
     with gr.Accordion("Settings", open=False):
         with gr.Row():
             combine = gr.Radio(list(COMBINE_CHOICES), value=COMBINE_CHOICES[0],
