@@ -536,3 +536,209 @@ def test_a_bar_whose_interval_and_test_disagree_says_why():
     assert bar.customdata[0][5].replace("<br>", " ").removeprefix(" <i>").removesuffix("</i>") == want
     many = _planted("man", "woman", "doctor", "nurse", n_each=20)
     assert many.soft.p_value < 0.05 and rep.term_rows(many)[0]["note"] == ""  # agreeing: no note
+
+
+# --------------------------------------------------------------------------- the shared dataset, live in step 2
+HUB_REPO = "stub-user/vqa-pictures"
+HUB_TOKEN = "hf_stub_vqa_token_0123456789"
+
+
+@pytest.fixture
+def online(monkeypatch, tmp_path):
+    """huggingface_hub may talk to the Hub stand-in (the suite's conftest sets HF_HUB_OFFLINE=1)."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
+    for var in ("HF_TOKEN", "BIASTEST_HF_DATASET", "HF_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def hub(online):
+    from tests.hub_stub import StubHub
+
+    with StubHub() as stub:
+        yield stub
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 2_000_000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _dataset(root: Path, hub=None, **kw):
+    from biastest.store.local import DatasetStore
+    from biastest.store.shared import SharedDataset
+
+    opts = {"backoff_s": 0.01, "batch_delay_s": 0.05, "interval_s": 0.2}
+    kw.setdefault("repo_id", "")
+    kw.setdefault("token", "")
+    return SharedDataset(DatasetStore(root, writer="app"), endpoint=hub.url if hub else None, sync_options=opts,
+                         clock=_Clock(), **kw)
+
+
+def _wait(predicate, timeout: float = 30.0, what: str = "the condition") -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def _generate(handlers, session, stub, per_term=2, seed=7):
+    return handlers.generate_handler(session, app.GEN_COMPATIBLE, "", stub.base_url, "tiny-image-model", "",
+                                     "64x64", per_term, "portrait", seed)
+
+
+def test_panel_without_a_dataset_says_sync_is_off_and_generated_pictures_stay_local(tmp_path):
+    from biastest.store import retrieve_images
+    from biastest.store import shared as S
+    from biastest.store.importers import PUBLIC_BIASTESTGPT_REPO
+    from tests.openai_stub import OpenAIStub
+
+    ds = _dataset(tmp_path / "store").start()  # no dataset, and no connection (the suite runs offline)
+    assert ds.mode == S.MODE_PUBLIC and ds.wait_pulled(20)
+    handlers = app.VQAApp(dataset=ds)
+    session = _session()
+    panel = handlers.panel(session)
+    assert panel.startswith(app.escape(S.MSG_SUMMARY_PUBLIC.format(repo=PUBLIC_BIASTESTGPT_REPO,
+                                                                   pulled="pulled just now")))
+    assert "BIASTEST_HF_DATASET" in panel and "HF_TOKEN" in panel  # how to turn sharing on
+    assert app.escape(S.MSG_UNREACHABLE.format(problem="offline")) in panel  # said plainly
+    assert panel.endswith(app.escape(app.MSG_PANEL_NONE_SAVED))
+    with OpenAIStub() as stub:
+        out = _generate(handlers, session, stub)
+    session = out[0]
+    generated = [i for i in session["images"] if i.source == "generated"]
+    assert len(generated) == 4
+    assert out[1].endswith(app.escape(app.MSG_GENERATED_SAVED.format(count=4)))
+    stored = retrieve_images(ds.store, ["man", "woman"]).images  # saved as soon as made, with their prompts
+    assert {i.sha256 for i in stored} == {i.sha256 for i in generated}
+    assert {i.prompt for i in stored} == {i.prompt for i in generated} and all(i.prompt for i in stored)
+    assert {i.source for i in stored} == {"generated"}
+    panel = handlers.panel_handler(session)
+    assert app.escape(app.MSG_PANEL_SAVED_HEAD.format(n=4, counts=f"4 {S.ITEM_LOCAL}")) in panel
+    assert panel.count(f": {S.ITEM_LOCAL}") == 4
+    ds.stop()
+    app.discard_session(session)
+
+
+def test_panel_with_a_read_only_dataset_pushes_nothing(tmp_path, hub):
+    from biastest.store import shared as S
+    from tests.openai_stub import OpenAIStub
+
+    ds = _dataset(tmp_path / "store", hub, repo_id=HUB_REPO).start()
+    assert ds.mode == S.MODE_READ and ds.wait_pulled(20)
+    handlers = app.VQAApp(dataset=ds)
+    session = _session()
+    assert handlers.panel(session).startswith(app.escape(S.MSG_SUMMARY_READ.format(repo=HUB_REPO,
+                                                                                   pulled="pulled just now")))
+    with OpenAIStub() as stub:
+        session = _generate(handlers, session, stub, per_term=1)[0]
+    import time
+
+    time.sleep(0.5)
+    assert not [r for r in hub.requests if "/commit/" in r[1]]  # nothing is pushed without a token
+    panel = handlers.panel(session)
+    assert "read-only" in panel and "set HF_TOKEN" in panel
+    assert panel.count(f": {S.ITEM_LOCAL}") == 2
+    ds.stop()
+    app.discard_session(session)
+
+
+def test_generated_pictures_reach_the_hub_and_another_server_finds_exactly_them(tmp_path, hub):
+    from collections import Counter
+
+    from biastest.store import shared as S
+    from tests.openai_stub import OpenAIStub
+
+    a = _dataset(tmp_path / "a", hub, repo_id=HUB_REPO, token=HUB_TOKEN).start()
+    assert a.mode == S.MODE_SYNC and a.wait_pulled(20)
+    handlers = app.VQAApp(dataset=a)
+    alice = _session()
+    shared_on = S.MSG_SUMMARY_SYNC.format(repo=HUB_REPO, pulled="pulled just now", pending=0, pushed=0)
+    assert handlers.panel(alice).startswith(app.escape(shared_on.split(" (")[0]))  # counts move as the pusher works
+    alice, _ = app.add_uploads(alice, [_save(_rgb((90, 1, 1)), tmp_path / "mine.png")], "man")
+    with OpenAIStub() as stub:
+        out = _generate(handlers, alice, stub)
+    alice = out[0]
+    generated = [i for i in alice["images"] if i.source == "generated"]
+    assert len(generated) == 3  # man had an upload already
+    assert out[1].endswith(app.escape(app.MSG_GENERATED_SAVED.format(count=3)))
+    _wait(lambda: handlers.panel(alice).count(f": {S.ITEM_PUSHED} in commit ") == 3, what="the pushes")
+    panel = handlers.panel(alice)
+    states = a.item_state([f for item in alice["shared"] for f in item["files"]])
+    commits = {c for _, c in states.values()}
+    assert all(len(c) == 40 for c in commits)
+    for c in commits:
+        assert app.escape(app.MSG_PANEL_COMMIT.format(commit=c[:10])) in panel
+    repo = hub.repo(HUB_REPO)
+    assert {f"images/{i.sha256}.png" for i in generated} <= set(repo.files)
+    rows = hub.parquet_rows(HUB_REPO, "images")
+    assert sorted(r["sha256"] for r in rows) == sorted(i.sha256 for i in generated)  # the upload stays private
+    for r in rows:
+        assert r["source"] == "generated" and "tiny-image-model" in r["model"] and r["prompt"]
+    # the upload is shared only when its user saves it
+    out = handlers.save_handler(alice)
+    alice = out[0]
+    assert out[1] == app.escape(app.MSG_SAVED.format(count=1))
+    _wait(lambda: len(hub.parquet_rows(HUB_REPO, "images")) == 4, what="the saved upload")
+    a.stop()
+
+    b = _dataset(tmp_path / "b", hub, repo_id=HUB_REPO, token=HUB_TOKEN).start()  # server B: empty, started later
+    assert b.wait_pulled(30) and b.pulls.ok
+    b.clock.t += 120
+    bob = _session()
+    out = app.VQAApp(dataset=b).retrieve_handler(bob, 10)
+    bob = out[0]
+    line = S.MSG_FOUND_LINE.format(n=4, what="pictures", parts=S.MSG_FROM_DATASET.format(
+        n=4, repo=HUB_REPO, pulled="pulled 2 min ago"))
+    assert out[1].startswith(app.escape(line))
+    assert Counter(i.sha256 for i in bob["images"]) == Counter(i.sha256 for i in alice["images"])  # each once
+    mine = {i.sha256: i for i in alice["images"]}
+    for img in bob["images"]:
+        assert img.source == "store"
+        assert (img.prompt, img.model, img.seed, img.image_term) == (
+            mine[img.sha256].prompt, mine[img.sha256].model, mine[img.sha256].seed, mine[img.sha256].image_term)
+        assert img.provenance["store_source"] == mine[img.sha256].source
+    b.stop()
+    for s in (alice, bob):
+        app.discard_session(s)
+
+
+def test_refresh_from_the_dataset_returns_at_once_and_a_later_retrieve_sees_new_pictures(tmp_path, hub):
+    import time
+
+    from biastest.store import shared as S
+
+    writer = _dataset(tmp_path / "w", hub, repo_id=HUB_REPO, token=HUB_TOKEN)
+    reader = _dataset(tmp_path / "r", hub, repo_id=HUB_REPO, pull_interval_s=3600).start()
+    assert reader.wait_pulled(20)
+    handlers = app.VQAApp(dataset=reader)
+    session = _session()
+    out = handlers.retrieve_handler(session, 5)
+    assert out[1] == "⚠️ " + app.escape(app.MSG_STORE_EMPTY_FOR_SPEC)
+    from tests.openai_stub import png_bytes
+
+    writer.store.add_images([(png_bytes(color=(1, 2, 3)), {"image_term": "woman", "source": "generated",
+                                                           "prompt": "a photo of a woman"})])
+    assert writer.sync.push_now().ok
+    n = len(reader.pulls.history)
+    hub.delay_s = 0.5  # a slow hub
+    t0 = time.monotonic()
+    panel = handlers.refresh_handler(session)
+    assert time.monotonic() - t0 < 0.25  # the button returns while the pull runs in the background
+    assert panel.startswith(app.escape(S.MSG_SUMMARY_READ.format(repo=HUB_REPO, pulled="pulled just now")))
+    assert reader.wait_pulled(30) and len(reader.pulls.history) == n + 1
+    hub.delay_s = 0
+    out = handlers.retrieve_handler(session, 5)
+    assert [(i.image_term, i.prompt) for i in out[0]["images"]] == [("woman", "a photo of a woman")]
+    assert out[1].startswith(app.escape(S.MSG_FOUND_LINE.format(n=1, what="pictures", parts=S.MSG_FROM_DATASET.format(
+        n=1, repo=HUB_REPO, pulled="pulled just now"))))
+    reader.stop()
+    app.discard_session(out[0])

@@ -40,9 +40,17 @@ from biastest.ui.vqa.images import (
     MSG_NO_API_KEY_TYPED,
     MSG_NO_BASE_URL,
     MSG_NO_GENERATOR_MODEL,
+    MSG_PANEL_COMMIT,
+    MSG_PANEL_ITEM,
+    MSG_PANEL_MORE,
+    MSG_PANEL_NONE_SAVED,
+    MSG_PANEL_SAVED_HEAD,
+    MSG_SAVE_HINT,
+    PANEL_MAX_ITEMS,
     VQAApp,
     add_generated,
     build_images_section,
+    dataset_panel,
     gallery_select_handler,
     generate_core,
     make_generator,
@@ -69,6 +77,8 @@ from biastest.ui.vqa.session import (
     MSG_CHOOSE_TERM,
     MSG_DROPPED_IMAGES,
     MSG_DUPLICATE,
+    MSG_GENERATED_NOT_SAVED,
+    MSG_GENERATED_SAVED,
     MSG_NO_FILES,
     MSG_NO_IMAGES_YET,
     MSG_NONE_ADDED,
@@ -95,6 +105,7 @@ from biastest.ui.vqa.session import (
     new_session,
     remove_image,
     retrieve_from_store,
+    save_generated,
     save_to_store,
     session_root,
 )
@@ -112,6 +123,8 @@ __all__ = [
     "MSG_DROPPED_IMAGES",
     "MSG_DUPLICATE",
     "MSG_GENERATED",
+    "MSG_GENERATED_NOT_SAVED",
+    "MSG_GENERATED_SAVED",
     "MSG_GENERATED_UNUSABLE",
     "MSG_NONE_ADDED",
     "MSG_NOTHING_SELECTED",
@@ -123,16 +136,23 @@ __all__ = [
     "MSG_NO_IMAGES_YET",
     "MSG_NO_MODEL",
     "MSG_NO_TEMPLATE",
+    "MSG_PANEL_COMMIT",
+    "MSG_PANEL_ITEM",
+    "MSG_PANEL_MORE",
+    "MSG_PANEL_NONE_SAVED",
+    "MSG_PANEL_SAVED_HEAD",
     "MSG_REMOVED",
     "MSG_RETRIEVED",
     "MSG_RUN_FIRST",
     "MSG_SAVED",
+    "MSG_SAVE_HINT",
     "MSG_SPEC_FIRST",
     "MSG_STORE_EMPTY_FOR_SPEC",
     "MSG_TERM_NOT_IN_SPEC",
     "MSG_TOO_MANY_IMAGES",
     "MSG_UPLOAD_ADDED",
     "MSG_UPLOAD_PROBLEMS",
+    "PANEL_MAX_ITEMS",
     "SESSION_PREFIX",
     "VQAApp",
     "add_generated",
@@ -142,6 +162,7 @@ __all__ = [
     "confirm_spec",
     "coverage_frame",
     "coverage_view",
+    "dataset_panel",
     "detail_handler",
     "discard_session",
     "escape",
@@ -158,6 +179,7 @@ __all__ = [
     "retrieve_from_store",
     "run_core",
     "run_handler",
+    "save_generated",
     "save_to_store",
     "session_root",
     "table_select_handler",
@@ -191,7 +213,7 @@ SPEC_LABELS = {
 
 
 
-def build_demo(*, store=None, use_store: bool = True,
+def build_demo(*, store=None, use_store: bool = True, dataset=None,
                generation_seconds: float = GENERATION_MAX_SECONDS) -> gr.Blocks:
     """The app's Blocks (no queue, no launch: :func:`biastest.ui.serve.configure_queue` does that).
 
@@ -202,10 +224,13 @@ def build_demo(*, store=None, use_store: bool = True,
         the store at ``$BIASTEST_DATA_DIR``, opened on first use).
     use_store : bool
         False hides retrieval and saving (no shared store at all).
+    dataset : SharedDataset, optional
+        The link to the shared dataset (step 2's "Shared dataset" panel). Default: with no ``store`` given, the
+        process's (:func:`biastest.runner.services.shared_dataset`); with a ``store`` given, none.
     generation_seconds : float
         Time limit of one image-generation run (the Stop button ends a run sooner; both keep what was made).
     """
-    handlers = VQAApp(store, use_store=use_store, generation_seconds=generation_seconds)
+    handlers = VQAApp(store, use_store=use_store, dataset=dataset, generation_seconds=generation_seconds)
     with gr.Blocks(title="biastest · vision-language models", delete_cache=gradio_cache_policy()) as demo:
         session = gr.State(new_session(), delete_callback=discard_session)
         gr.Markdown(HEADER, elem_id="app-header")
@@ -228,8 +253,9 @@ def build_demo(*, store=None, use_store: bool = True,
                                [*spec_in.term_boxes, spec_in.message], queue=False)
         # one queued listener for every box, one event at a time: answers cannot overtake each other
         wire_validation(spec_in, concurrency_id="vqa-spec-validate")
-        next1.click(handlers.confirm_handler, [session, *spec_boxes],
-                    [session, spec_in.message, tabs, tab2, tab3, images.upload_term, *images.views])
+        images.show_panel(next1.click(handlers.confirm_handler, [session, *spec_boxes],
+                                      [session, spec_in.message, tabs, tab2, tab3, images.upload_term,
+                                       *images.views]))
         wire_run(session, model, results, tabs, tab3)
 
         # New bias test: back to step 1, every input and output cleared, a fresh session (old images deleted)

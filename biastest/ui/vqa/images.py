@@ -33,6 +33,8 @@ from biastest.ui.common import (
 )
 from biastest.ui.stop import StopControl, time_limit_hint
 from biastest.ui.vqa.session import (
+    MSG_GENERATED_NOT_SAVED,
+    MSG_GENERATED_SAVED,
     MSG_UPLOAD_PROBLEMS,
     _copy,
     _int_in,
@@ -46,6 +48,7 @@ from biastest.ui.vqa.session import (
     image_counts,
     remove_image,
     retrieve_from_store,
+    save_generated,
     save_to_store,
 )
 
@@ -58,6 +61,7 @@ __all__ = [
     "ImagesSection",
     "VQAApp",
     "add_generated",
+    "dataset_panel",
     "build_images_section",
     "generate_core",
     "make_generator",
@@ -83,6 +87,23 @@ MSG_NO_GENERATOR_MODEL = "Type the name of the image model to use (for example {
 MSG_BAD_SIZE = "Choose an image size such as 512x512, got {value!r}."
 MSG_GENERATED = "{report}"
 MSG_GENERATED_UNUSABLE = "{count} generated picture(s) could not be used ({added} were added):"
+MSG_PANEL_NONE_SAVED = (
+    "None of your pictures is in the shared store yet. Generated pictures are saved there as soon as they are "
+    "made; your uploads only when you press “Save my uploaded pictures to the shared store”."
+)
+MSG_PANEL_SAVED_HEAD = "Your pictures in the shared store ({n}): {counts}."
+MSG_PANEL_ITEM = "a picture of '{term}' ({source}): {state}"
+MSG_PANEL_COMMIT = " in commit {commit}"
+MSG_PANEL_MORE = "… and {n} more."
+MSG_SAVE_HINT = (
+    "Generated pictures are saved to the shared store as soon as they are made. Your uploads stay in your session "
+    "unless you press “Save my uploaded pictures to the shared store”; when this server shares test data (see "
+    "“Shared dataset” above), saving also shares them on the dataset, for everyone."
+)
+#: Pictures listed one by one in the panel (the rest are counted).
+PANEL_MAX_ITEMS = 12
+#: Seconds between refreshes of the panel (it reads local state only; never the network).
+PANEL_TICK_S = 5.0
 
 
 # --------------------------------------------------------------------------- generation
@@ -179,6 +200,39 @@ def generate_core(
     return new, "\n".join(lines)
 
 
+def dataset_panel(session: dict[str, Any] | None, dataset) -> str:
+    """The "Shared dataset" panel: where pictures come from and the sync state of this session's saved pictures.
+
+    ``dataset`` is a :class:`~biastest.store.shared.SharedDataset` (None: no panel, ""). Reads local state only
+    (the last pull, the push journal), so it never waits for the network.
+    """
+    if dataset is None:
+        return ""
+    from biastest.store.shared import ITEM_FAILED, ITEM_LOCAL, ITEM_PUSHED, ITEM_QUEUED
+
+    text = escape(dataset.summary())
+    shared = list((session or {}).get("shared") or [])
+    if not shared:
+        return text + "\n\n" + escape(MSG_PANEL_NONE_SAVED)
+    states = dataset.item_state([f for item in shared for f in item["files"]])
+    lines, counts = [], {}
+    for item in shared:
+        got = [states.get(f, (ITEM_QUEUED, "")) for f in item["files"]]
+        kinds = {k for k, _ in got}
+        state = next(k for k in (ITEM_LOCAL, ITEM_FAILED, ITEM_QUEUED, ITEM_PUSHED) if k in kinds)
+        counts[state] = counts.get(state, 0) + 1
+        line = MSG_PANEL_ITEM.format(term=item["term"], source=item["source"], state=state)
+        commit = got[-1][1] if state == ITEM_PUSHED else ""
+        if commit:
+            line += MSG_PANEL_COMMIT.format(commit=commit[:10])
+        lines.append(f"- {escape(line)}")
+    summary = ", ".join(f"{n} {k}" for k, n in counts.items())
+    out = [text, "", escape(MSG_PANEL_SAVED_HEAD.format(n=len(shared), counts=summary)), *lines[:PANEL_MAX_ITEMS]]
+    if len(lines) > PANEL_MAX_ITEMS:
+        out.append(escape(MSG_PANEL_MORE.format(n=len(lines) - PANEL_MAX_ITEMS)))
+    return "\n".join(out)
+
+
 class VQAApp:
     """The step-2 handlers, bound to the shared store (a service built once per process, never user data).
 
@@ -189,15 +243,22 @@ class VQAApp:
         its default folder, opened on first use.
     use_store : bool
         False: no shared store at all (no retrieval, no saving).
+    dataset : SharedDataset, optional
+        The store's link to the shared dataset (the "Shared dataset" panel, "Refresh from the dataset", where
+        found pictures come from). Default: with no ``store`` given, the process's
+        (:func:`biastest.runner.services.shared_dataset`, whose store is then the shared store); with a
+        ``store`` given, none.
     generation_seconds : float
         Time limit of one image-generation run (the Stop button, :attr:`stops`, ends a run sooner; both keep the
         images made until then).
     """
 
-    def __init__(self, store=None, *, use_store: bool = True,
+    def __init__(self, store=None, *, use_store: bool = True, dataset=None,
                  generation_seconds: float = GENERATION_MAX_SECONDS) -> None:
-        self._store = store
-        self._use_store = use_store or store is not None
+        self._store = store if store is not None else (dataset.store if dataset is not None else None)
+        self._dataset = dataset
+        self._default_dataset = store is None and dataset is None
+        self._use_store = use_store or self._store is not None
         self._lock = threading.Lock()
         self.generation_seconds = generation_seconds
         self.stops = StopControl()
@@ -212,10 +273,32 @@ class VQAApp:
             return None
         with self._lock:
             if self._store is None:
-                from biastest.store import DatasetStore
-
-                self._store = DatasetStore(writer="app_vqa")
+                self._store = self._shared_dataset().store
             return self._store
+
+    def _shared_dataset(self):
+        from biastest.runner.services import shared_dataset
+
+        ds = shared_dataset()
+        self._dataset = ds
+        return ds
+
+    @property
+    def has_dataset(self) -> bool:
+        """Whether step 2 shows the "Shared dataset" panel."""
+        return self._use_store and (self._dataset is not None or self._default_dataset)
+
+    def dataset(self):
+        """The link to the shared dataset (started on first use); None when the app has none."""
+        if not self.has_dataset:
+            return None
+        if self._dataset is None:
+            try:
+                self.store()
+            except StoreError:
+                log.warning("the shared store cannot be opened; no shared dataset", exc_info=True)
+                return None
+        return self._dataset
 
     def _store_or_none(self):
         try:
@@ -227,6 +310,25 @@ class VQAApp:
     def step2_view(self, session: dict[str, Any]) -> tuple:
         rows, md = coverage_view(session, self._store_or_none())
         return coverage_frame(rows), md, gallery_items(session)
+
+    def panel(self, session: dict[str, Any] | None) -> str:
+        """The "Shared dataset" panel's text (:func:`dataset_panel`); never raises, never waits for the network."""
+        try:
+            return dataset_panel(session, self.dataset())
+        except Exception:  # the panel must never break step 2
+            log.exception("the shared-dataset panel could not be drawn")
+            return ""
+
+    def panel_handler(self, session):
+        """Redraw the panel (a timer calls this every few seconds)."""
+        return self.panel(session)
+
+    def refresh_handler(self, session):
+        """Ask for a pull from the shared dataset now; returns at once (the pull runs in the background)."""
+        ds = self.dataset()
+        if ds is not None:
+            ds.refresh()
+        return self.panel(session)
 
     @staticmethod
     def mistake(session, exc, *rest) -> tuple:
@@ -279,7 +381,20 @@ class VQAApp:
                                         max_seconds=self.generation_seconds)
         except USER_MISTAKES as exc:
             return self.mistake(session, exc, *(gr.skip(),) * 3)
-        return (new, md, *self.step2_view(new))
+        new, saved_md = self.save_generated(new)
+        return (new, md + saved_md, *self.step2_view(new))
+
+    def save_generated(self, session: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """Save the session's new generated pictures to the shared store (when there is one): session, report."""
+        store = self._store_or_none() if self.has_store else None
+        if store is None:
+            return session, ""
+        try:
+            new, count = save_generated(session, store)
+        except (StoreError, DataError) as exc:
+            log.warning("generated pictures could not be saved to the shared store", exc_info=True)
+            return session, "\n\n" + escape(MSG_GENERATED_NOT_SAVED.format(problem=exc.message))
+        return new, ("\n\n" + escape(MSG_GENERATED_SAVED.format(count=count))) if count else ""
 
     @user_errors
     def remove_handler(self, session):
@@ -294,7 +409,9 @@ class VQAApp:
     def retrieve_handler(self, session, per_term):
         """Copy pictures from the shared store into this session."""
         try:
-            new, md = retrieve_from_store(session, self.store(), per_term)
+            ds = self.dataset()
+            line = None if ds is None else (lambda ids: ds.found_line("images", ids, what="pictures"))
+            new, md = retrieve_from_store(session, self.store(), per_term, found_line=line)
         except USER_MISTAKES as exc:
             return self.mistake(session, exc, *(gr.skip(),) * 3)
         return (new, md, *self.step2_view(new))
@@ -351,6 +468,8 @@ class ImagesSection:
     views : list
         ``[coverage table, coverage text, gallery]``: refreshed by every handler that changes the images
         (:meth:`VQAApp.step2_view` gives their values).
+    show_panel : callable
+        ``show_panel(event)`` redraws the "Shared dataset" panel after ``event`` (which changed the session).
     resets : list of (component, value)
         What "New bias test" puts back.
     """
@@ -358,15 +477,35 @@ class ImagesSection:
     upload_term: Any
     views: list[Any]
     resets: Resets
+    show_panel: Any = None
 
 
-def _store_section(handlers: VQAApp, session: gr.State):
+def _dataset_section(handlers: VQAApp, session: gr.State):
+    with gr.Accordion("Shared dataset", open=True, visible=handlers.has_dataset, elem_id="dataset-section"):
+        panel = gr.Markdown("", elem_id="dataset-panel")
+        refresh_btn = gr.Button("Refresh from the dataset", size="sm", elem_id="dataset-refresh")
+    timer = gr.Timer(PANEL_TICK_S, active=handlers.has_dataset)
+
+    def show_panel(event) -> None:
+        event.then(handlers.panel_handler, session, panel, queue=False, show_progress="hidden",
+                   api_visibility="private")
+
+    def wire(views: list[Any]) -> None:
+        refresh_btn.click(handlers.refresh_handler, session, panel, queue=False, show_progress="hidden",
+                          api_name="refresh_dataset")
+        timer.tick(handlers.panel_handler, session, panel, queue=False, show_progress="hidden",
+                   api_visibility="private")
+
+    return show_panel, [(panel, "")], wire
+
+
+def _store_section(handlers: VQAApp, session: gr.State, show_panel):
     with gr.Accordion("Pictures from the shared store", open=False, visible=handlers.has_store,
                       elem_id="store-section"):
         gr.Markdown(
-            "The shared store holds pictures that users of this server saved for others (the column "
-            "“in the shared store” above counts them). They are copied into your test; nothing in the "
-            "store changes.",
+            "The shared store holds pictures that users of this server saved for others, and those pulled from "
+            "the shared dataset when one is configured (the column “in the shared store” above counts them). "
+            "They are copied into your test; nothing in the store changes.",
             elem_classes=["bt-hint"],
         )
         with gr.Row():
@@ -376,7 +515,7 @@ def _store_section(handlers: VQAApp, session: gr.State):
         store_md = gr.Markdown("", elem_id="store-message")
 
     def wire(views: list[Any]) -> None:
-        store_btn.click(handlers.retrieve_handler, [session, store_n], [session, store_md, *views])
+        show_panel(store_btn.click(handlers.retrieve_handler, [session, store_n], [session, store_md, *views]))
 
     return [(store_n, 10), (store_md, "")], wire
 
@@ -387,7 +526,7 @@ def _upload_section(handlers: VQAApp, session: gr.State):
             "Choose the image term the pictures show, pick the files (PNG, JPEG, WebP, GIF, BMP, TIFF) "
             "and press **Add**. Pictures are checked and converted to colour PNG without metadata; "
             "damaged, non-image or very large files are refused with a reason. They stay in your "
-            "session only.",
+            "session unless you save them to the shared store (below the gallery).",
             elem_classes=["bt-hint"],
         )
         with gr.Row():
@@ -405,7 +544,7 @@ def _upload_section(handlers: VQAApp, session: gr.State):
     return upload_term, resets, wire
 
 
-def _generate_section(demo: gr.Blocks, handlers: VQAApp, session: gr.State):
+def _generate_section(demo: gr.Blocks, handlers: VQAApp, session: gr.State, show_panel):
     with gr.Accordion("Generate pictures", open=False, elem_id="generate-section"):
         gen_source = gr.Radio([(label, value) for label, value in GEN_CHOICES], value=GEN_OPENAI,
                               label="Image generator", elem_id="gen-source")
@@ -437,11 +576,12 @@ def _generate_section(demo: gr.Blocks, handlers: VQAApp, session: gr.State):
 
     def wire(views: list[Any]) -> None:
         gen_source.change(on_generator, gen_source, [gen_key, gen_url, gen_model, gen_local, gen_size], queue=False)
-        handlers.stops.wire(demo, generate_btn=gen_btn, stop_btn=gen_stop, fn=handlers.generate_handler,
+        run = handlers.stops.wire(demo, generate_btn=gen_btn, stop_btn=gen_stop, fn=handlers.generate_handler,
                             inputs=[session, gen_source, gen_key, gen_url, gen_model, gen_local, gen_size, gen_n,
                                     gen_prompt, gen_seed],
                             outputs=[session, gen_md, *views], api_name="generate_images",
                             concurrency_id="vqa-generate", concurrency_limit=1)
+        show_panel(run)
 
     resets = [
         (gen_source, GEN_OPENAI), (gen_key, ""), (gen_url, ""), (gen_model, DEFAULT_OPENAI_IMAGE_MODEL),
@@ -450,20 +590,21 @@ def _generate_section(demo: gr.Blocks, handlers: VQAApp, session: gr.State):
     return resets, wire
 
 
-def _gallery_section(handlers: VQAApp, session: gr.State):
+def _gallery_section(handlers: VQAApp, session: gr.State, show_panel):
     gallery = gr.Gallery(label="Test images (click one to select it)", columns=8, height=300,
                          allow_preview=False, elem_id="image-gallery")
     with gr.Row():
         remove_btn = gr.Button("Remove the selected image", elem_id="remove-image")
-        save_btn = gr.Button("Save my uploaded and generated pictures to the shared store",
+        save_btn = gr.Button("Save my uploaded pictures to the shared store",
                              visible=handlers.has_store, elem_id="save-to-store")
+    gr.Markdown(escape(MSG_SAVE_HINT), visible=handlers.has_store, elem_classes=["bt-hint"], elem_id="save-hint")
     gallery_md = gr.Markdown("", elem_id="gallery-message")
 
     def wire(views: list[Any]) -> None:
         gallery.select(gallery_select_handler, session, [session, gallery_md], queue=False)
         remove_btn.click(handlers.remove_handler, session, [session, gallery_md, *views])
-        save_btn.click(handlers.save_handler, session, [session, gallery_md, *views],
-                       concurrency_id="vqa-store", concurrency_limit=1)
+        show_panel(save_btn.click(handlers.save_handler, session, [session, gallery_md, *views],
+                                  concurrency_id="vqa-store", concurrency_limit=1))
 
     return gallery, [(gallery, []), (gallery_md, "")], wire
 
@@ -471,16 +612,17 @@ def _gallery_section(handlers: VQAApp, session: gr.State):
 def build_images_section(demo: gr.Blocks, handlers: VQAApp, session: gr.State) -> ImagesSection:
     """Lay out the images part of step 2 (inside its tab) and wire each section to its handlers."""
     gr.Markdown("### Images for every image term")
+    show_panel, dataset_resets, wire_dataset = _dataset_section(handlers, session)
     coverage_md = gr.Markdown("", elem_id="coverage-summary")
     coverage_df = gr.Dataframe(label="Images per image term", interactive=False,
                                elem_id="coverage-table")
-    store_resets, wire_store = _store_section(handlers, session)
+    store_resets, wire_store = _store_section(handlers, session, show_panel)
     upload_term, upload_resets, wire_upload = _upload_section(handlers, session)
-    gen_resets, wire_generate = _generate_section(demo, handlers, session)
-    gallery, gallery_resets, wire_gallery = _gallery_section(handlers, session)
+    gen_resets, wire_generate = _generate_section(demo, handlers, session, show_panel)
+    gallery, gallery_resets, wire_gallery = _gallery_section(handlers, session, show_panel)
     views = [coverage_df, coverage_md, gallery]
-    for wire in (wire_upload, wire_generate, wire_gallery, wire_store):
+    for wire in (wire_dataset, wire_upload, wire_generate, wire_gallery, wire_store):
         wire(views)
     resets = [(coverage_md, ""), (coverage_df, coverage_frame([])), *store_resets, *upload_resets, *gen_resets,
-              *gallery_resets]
-    return ImagesSection(upload_term=upload_term, views=views, resets=resets)
+              *gallery_resets, *dataset_resets]
+    return ImagesSection(upload_term=upload_term, views=views, resets=resets, show_panel=show_panel)

@@ -20,6 +20,7 @@ import os
 import shutil
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ __all__ = [
     "new_session",
     "remove_image",
     "retrieve_from_store",
+    "save_generated",
     "save_to_store",
     "session_root",
     "store_counts",
@@ -83,6 +85,13 @@ MSG_SAVED = (
     "Saved {count} picture(s) to the shared store. Everyone who uses this store can now retrieve them for their "
     "tests."
 )
+MSG_GENERATED_SAVED = (
+    "Saved {count} generated picture(s) to the shared store (with their prompts and provenance); the “Shared "
+    "dataset” panel above says whether they are shared."
+)
+MSG_GENERATED_NOT_SAVED = (
+    "The generated pictures are in your test but could not be saved to the shared store: {problem}"
+)
 
 
 # --------------------------------------------------------------------------- step 1
@@ -106,7 +115,7 @@ def confirm_spec(session: dict[str, Any], library: str, g1: str, g2: str, a1: st
 # --------------------------------------------------------------------------- session and its images
 def new_session() -> dict[str, Any]:
     """A fresh per-user session (what ``gr.State`` holds); no folder until the first image."""
-    return {"spec": None, "dir": None, "images": [], "saved": [], "selected": None, "result": None,
+    return {"spec": None, "dir": None, "images": [], "saved": [], "shared": [], "selected": None, "result": None,
             "settings": None}
 
 
@@ -116,6 +125,7 @@ def _copy(session: dict[str, Any] | None) -> dict[str, Any]:
         base.update(session)
     base["images"] = list(base["images"])
     base["saved"] = list(base.get("saved") or [])
+    base["shared"] = list(base.get("shared") or [])
     return base
 
 
@@ -323,11 +333,15 @@ def coverage_frame(rows: list[dict[str, Any]]):
 
 
 # --------------------------------------------------------------------------- shared store
-def retrieve_from_store(session: dict[str, Any], store, per_term: Any) -> tuple[dict[str, Any], str]:
+def retrieve_from_store(session: dict[str, Any], store, per_term: Any, *,
+                        found_line: Callable[[list[str]], str] | None = None) -> tuple[dict[str, Any], str]:
     """Copy up to ``per_term`` pictures per image term from the shared store into the session.
 
     Pictures are taken in store order (no randomness); each is validated and
     normalised like an upload; the store's record is kept in the provenance.
+    ``found_line`` (given the store ids of every picture found for the spec's
+    image terms) says where they come from
+    (:meth:`~biastest.store.shared.SharedDataset.found_line`); its line opens the report.
     """
     from biastest.store import retrieve_images
 
@@ -360,17 +374,18 @@ def retrieve_from_store(session: dict[str, Any], store, per_term: Any) -> tuple[
             else:
                 problems.append(exc.message)
     lines = [escape(MSG_RETRIEVED.format(added=added, already=already))]
+    if found_line is not None:
+        lines.insert(0, escape(found_line([rec.id for rec in found.images])) + "\n")
     lines += [f"- {escape(m)}" for m in problems]
     return new, "\n".join(lines)
 
 
-def save_to_store(session: dict[str, Any], store) -> tuple[dict[str, Any], str]:
-    """Save the session's uploaded and generated pictures to the shared store (all validated before any write)."""
-    new = _copy(session)
-    _spec(new)
-    todo = [i for i in new["images"] if i.source in ("upload", "generated") and i.sha256 not in new["saved"]]
-    if not todo:
-        raise DataError(MSG_NOTHING_TO_SAVE)
+def _save(new: dict[str, Any], store, todo: list[TestImage]) -> None:
+    """Write ``todo`` to the store (all validated before any write); remember them and the store files written.
+
+    ``new["shared"]`` gets one entry per picture: its image term, source and the store-relative files that
+    hold it (the image file and the images-table shard with its row), whose sync state the panel shows.
+    """
     root = session_root(new)
     items = [
         ((root / i.path).read_bytes(),
@@ -378,9 +393,38 @@ def save_to_store(session: dict[str, Any], store) -> tuple[dict[str, Any], str]:
           "source": i.source, "spec_name": i.spec_name, "provenance": dict(i.provenance)})
         for i in todo
     ]
-    store.add_images(items)
+    records = store.add_images(items)
+    shards = store.shards_of("images", [r.id for r in records])
     new["saved"] = [*new["saved"], *(i.sha256 for i in todo)]
+    new["shared"] = [*new["shared"], *(
+        {"sha256": r.sha256, "term": r.image_term, "source": r.source,
+         "files": [r.path, *([shards[r.id]] if r.id in shards else [])]}
+        for r in records
+    )]
+
+
+def save_to_store(session: dict[str, Any], store) -> tuple[dict[str, Any], str]:
+    """Save the session's uploaded (and any unsaved generated) pictures to the shared store, at the user's request."""
+    new = _copy(session)
+    _spec(new)
+    todo = [i for i in new["images"] if i.source in ("upload", "generated") and i.sha256 not in new["saved"]]
+    if not todo:
+        raise DataError(MSG_NOTHING_TO_SAVE)
+    _save(new, store, todo)
     return new, MSG_SAVED.format(count=len(todo))
+
+
+def save_generated(session: dict[str, Any], store) -> tuple[dict[str, Any], int]:
+    """Save the session's generated pictures not saved yet to the shared store (done as soon as they are made).
+
+    Uploads are left alone: they are saved only when their user asks (:func:`save_to_store`). Returns the new
+    session and how many pictures were saved.
+    """
+    new = _copy(session)
+    todo = [i for i in new["images"] if i.source == "generated" and i.sha256 not in new["saved"]]
+    if todo:
+        _save(new, store, todo)
+    return new, len(todo)
 
 
 def _int_in(value: Any, *, name: str, low: int, high: int) -> int:
