@@ -459,3 +459,96 @@ def test_results_under_the_mount_read_in_one_set_of_names(tiny_clip, tmp_path, m
             header = next(csv.reader(fh))
         assert {"path", "sha256", "p_t1", "verdict"} <= set(header)
         page.context.close()
+
+
+def test_two_servers_share_generated_pictures_through_the_dataset(tmp_path):
+    """Server A (empty store) generates pictures in Chromium; they reach the Hub stand-in; server B, started
+    afterwards with an empty store and the same dataset, finds exactly those pictures in its step 2.
+
+    Each server is its own process (``app_vqa.py``, as a Space runs it), with its own store, talking to the
+    Hub stand-in (tests/hub_stub.py, in this process) through ``HF_ENDPOINT``; pictures come from the OpenAI
+    stand-in (tests/openai_stub.py). The stand-in takes every file inline in the commit (no LFS/Xet upload).
+    """
+    import os
+    import sys
+    from collections import Counter
+
+    from biastest.store import DatasetStore, retrieve_images
+    from biastest.store import shared as S
+    from biastest.ui import vqa
+    from tests.hub_stub import StubHub
+    from tests.openai_stub import OpenAIStub
+    from tests.test_serve import running
+
+    repo, token = "stub-user/shared-pictures", "hf_stub_browser_token_0123456789"
+
+    def env(name: str, port: int) -> dict[str, str]:
+        out = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+        out.update(GRADIO_ANALYTICS_ENABLED="False", HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_OFFLINE="0",
+                   HF_HOME=str(tmp_path / f"hf_home_{name}"), HF_ENDPOINT=hub.url, BIASTEST_HF_DATASET=repo,
+                   HF_TOKEN=token, BIASTEST_DATA_DIR=str(tmp_path / f"store_{name}"), PORT=str(port),
+                   BIASTEST_HOST="127.0.0.1")
+        return out
+
+    def step_2(page, url: str) -> None:
+        page.goto(url, wait_until="domcontentloaded")
+        page.locator("#spec-group1").wait_for(timeout=60_000)
+        _fill_spec(page)
+        page.locator("#spec-message").get_by_text("Specification is valid").wait_for(timeout=30_000)
+        page.click("#spec-next")
+        page.locator("#coverage-summary").get_by_text("No images yet").wait_for(timeout=30_000)
+        page.locator("#dataset-panel").get_by_text(f"Shared dataset {repo}: pulled").wait_for(timeout=60_000)
+
+    with StubHub() as hub, OpenAIStub() as stub, chromium_browser() as browser:
+        port_a = free_port()
+        url_a = f"http://127.0.0.1:{port_a}/"
+        with running([sys.executable, "app_vqa.py"], env("a", port_a), url_a, tmp_path / "a.log"):
+            page = browser.new_context(viewport={"width": 1280, "height": 1400}).new_page()
+            step_2(page, url_a)
+            page.locator("#dataset-panel").get_by_text(vqa.MSG_PANEL_NONE_SAVED).wait_for(timeout=10_000)
+            page.locator("#generate-section").get_by_text("Generate pictures").first.click()
+            page.get_by_text("An OpenAI-compatible image service (its web address)").click()
+            _fill(page, "gen-url", stub.base_url)
+            _fill(page, "gen-model", "tiny-image-model")
+            _fill(page, "gen-per-term", "2")
+            page.click("#gen-run")
+            page.locator("#gen-message").get_by_text(vqa.MSG_GENERATED_SAVED.format(count=4)).wait_for(
+                timeout=90_000)
+            page.wait_for_function("document.querySelectorAll('#image-gallery img').length === 4", timeout=20_000)
+            # the panel follows each picture until the pusher has it in a commit of the dataset
+            panel = page.locator("#dataset-panel")
+            panel.get_by_text(vqa.MSG_PANEL_SAVED_HEAD.format(n=4, counts=f"4 {S.ITEM_PUSHED}")).wait_for(
+                timeout=90_000)
+            assert panel.inner_text().count(f": {S.ITEM_PUSHED} in commit ") == 4
+            page.screenshot(path=str(SCREENSHOTS / "vqa_shared_dataset_a.png"), full_page=True)
+            page.context.close()
+        made = retrieve_images(DatasetStore(tmp_path / "store_a"), ["man", "woman"]).images
+        assert len(made) == 4 and {i.source for i in made} == {"generated"}
+        rows = hub.parquet_rows(repo, "images")
+        assert Counter(r["sha256"] for r in rows) == Counter(i.sha256 for i in made)  # each once
+        assert {f"images/{i.sha256}.png" for i in made} <= set(hub.repo(repo).files)
+
+        port_b = free_port()
+        url_b = f"http://127.0.0.1:{port_b}/"
+        with running([sys.executable, "app_vqa.py"], env("b", port_b), url_b, tmp_path / "b.log"):
+            page = browser.new_context(viewport={"width": 1280, "height": 1400}).new_page()
+            step_2(page, url_b)
+            page.locator("#store-section").get_by_text("Pictures from the shared store").first.click()
+            page.click("#store-retrieve")
+            message = page.locator("#store-message")
+            message.get_by_text(vqa.MSG_RETRIEVED.format(added=4, already=0)).wait_for(timeout=30_000)
+            found = S.MSG_FOUND_LINE.format(n=4, what="pictures", parts=S.MSG_FROM_DATASET.format(
+                n=4, repo=repo, pulled="pulled "))
+            assert message.inner_text().startswith(found.split("pulled ")[0] + "pulled ")
+            page.wait_for_function("document.querySelectorAll('#image-gallery img').length === 4", timeout=20_000)
+            page.screenshot(path=str(SCREENSHOTS / "vqa_shared_dataset_b.png"), full_page=True)
+            page.context.close()
+        got = retrieve_images(DatasetStore(tmp_path / "store_b"), ["man", "woman"]).images
+        assert Counter(i.sha256 for i in got) == Counter(i.sha256 for i in made)  # exactly those, no duplicates
+        mine = {i.sha256: i for i in made}
+        for img in got:  # provenance intact
+            a = mine[img.sha256]
+            assert (img.image_term, img.prompt, img.model, img.seed, img.source, img.generator) == (
+                a.image_term, a.prompt, a.model, a.seed, a.source, a.generator)
+            assert img.provenance.get("generated_sha256") == a.provenance.get("generated_sha256")
+        assert token not in (tmp_path / "a.log").read_text() + (tmp_path / "b.log").read_text()
