@@ -116,6 +116,48 @@ def test_embedding_source_choices_and_refusals():
     assert values[0] == "glove-6b-50d" and app.SOURCE_PATH not in values
 
 
+# --------------------------------------------------------------------------- New bias test
+def _reset_value(update):
+    return update.get("value") if isinstance(update, dict) else update
+
+
+def test_new_bias_test_resets_every_control_to_its_initial_value():
+    """It left step 2's bootstrap samples, permutations, psychometric function, lapse and training sliders as set."""
+    demo = app.build_demo(allow_server_paths=False)
+    by_elem = {b.elem_id: k for k, b in demo.blocks.items() if getattr(b, "elem_id", None)}
+    buttons = {by_elem[f"new-test-{i}"] for i in (1, 2, 3)}
+    resets = [f for f in demo.fns.values() if {t[0] for t in f.targets} & buttons]
+    assert len(resets) == 3 and len({tuple(c._id for c in f.outputs) for f in resets}) == 1  # the same for each
+    reset = resets[0]
+    values = dict(zip((c._id for c in reset.outputs), reset.fn(), strict=True))
+
+    editable = (gr.Textbox, gr.Number, gr.Slider, gr.Dropdown, gr.Radio, gr.Checkbox, gr.CheckboxGroup, gr.File)
+    changed_by_events = {c._id for f in demo.fns.values() if f not in resets for c in f.outputs}
+    must_reset = [b for k, b in demo.blocks.items()
+                  if (isinstance(b, editable) and b.interactive is not False) or k in changed_by_events]
+    missing = [getattr(b, "elem_id", None) or type(b).__name__ for b in must_reset if b._id not in values]
+    assert missing == []
+    wrong = []
+    for b in must_reset:
+        got = values[b._id]
+        if isinstance(b, (gr.State, gr.Tabs, gr.Tab)):
+            continue
+        if isinstance(got, dict) and "visible" in got and got["visible"] != b.visible:
+            wrong.append((b.elem_id or type(b).__name__, "visible", got["visible"]))
+        if isinstance(b, (gr.Column, gr.Row)) or (isinstance(got, dict) and "value" not in got):
+            continue
+        initial, value = b.value, _reset_value(got)
+        if isinstance(b, gr.Textbox):
+            initial = initial or ""
+        if isinstance(b, gr.Dataframe) and value is None:
+            value = initial if not initial["data"] else value  # None clears the table, as it started
+        if value != initial:
+            wrong.append((b.elem_id, initial, value))
+    assert wrong == []
+    assert values[demo.blocks[by_elem["n-bootstrap"]]._id] == 200  # one of those that were left as set
+    assert values[next(c._id for c in reset.outputs if isinstance(c, gr.State))] == app.new_session()
+
+
 # --------------------------------------------------------------------------- step 2
 def test_found_and_missing_words_are_reported_per_word():
     values = custom_step1("nurse, engineer, qzxqvbnonword", "woman/man, qzxfemme/he")

@@ -3,9 +3,12 @@
 The walk picks the paper's occupations × gender specification, checks the
 found/missing words, runs on the embedded GloVe, reads a hover label of the
 PSE plot, downloads the CSV and compares it with a naive PSE computed here,
-starts a new test, and types a custom specification with one bad cue pair.
+changes step 2's options and starts a new test (every option back to its
+initial value), and types a custom specification with one bad cue pair.
 A second test runs two browser contexts at once and checks that neither sees
-the other's words. Screenshots of each tab go to ``docs/screenshots/``.
+the other's words. Mistakes the user can fix (a bad seed, a broken upload) are
+shown inline and as a yellow toast, never as a red error or an "Error" pill.
+Screenshots of each tab go to ``docs/screenshots/``.
 """
 
 from __future__ import annotations
@@ -77,6 +80,11 @@ def tab(page, name: str):
 def pick(page, dropdown_id: str, option: str) -> None:
     page.locator(f"#{dropdown_id} input").click()
     page.get_by_role("option", name=option).click()
+
+
+#: The corpus-training sliders of step 2: their initial values, and the values the walk sets before "New bias test".
+INITIAL_SLIDERS = {"n-replicates": 8, "vector-size": 50, "epochs": 5, "min-count": 2}
+CHANGED_SLIDERS = {"n-replicates": 4, "vector-size": 100, "epochs": 9, "min-count": 3}
 
 
 def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_path):
@@ -157,8 +165,22 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
             assert float(r["pse"]) == pytest.approx(expected, abs=1e-5)
         assert {r["embedding"] for r in rows} == {"glove-6b-50d"}
 
+        # step 2's options changed after the run ("New bias test" used to leave most of these as set)
+        tab(page, "2 · Data").click()
+        page.get_by_text("Psychometric fit", exact=True).click()
+        _fill_number(page, "n-bootstrap", 150)
+        pick(page, "sigmoid", "logistic")
+        page.locator("#lapse input[type=checkbox]").check()
+        _fill_number(page, "seed", 7)
+        page.locator("#replicate-mode").get_by_text("Train replicates").click()
+        for elem_id, value in CHANGED_SLIDERS.items():
+            _fill_number(page, elem_id, value)
+        page.wait_for_timeout(300)
+        assert page.locator("#n-bootstrap input").input_value() == "150"
+        assert page.locator("#epochs input[type=number]").input_value() == str(CHANGED_SLIDERS["epochs"])
+
         # New bias test: back to step 1 with a clean state
-        page.locator("#new-test-3").click()
+        page.locator("#new-test-2").click()
         page.wait_for_function("document.querySelector('#twoafc-targets textarea').value === ''")
         assert tab(page, "1 · Specification").get_attribute("aria-selected") == "true"
         assert tab(page, "2 · Data").is_disabled() and tab(page, "3 · Results").is_disabled()
@@ -174,6 +196,22 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
         page.locator("#spec-next").click()
         page.wait_for_timeout(500)
         assert tab(page, "2 · Data").is_disabled()
+
+        # fixed: step 2 of the new test starts from every initial option, not from those of the test before
+        page.locator("#twoafc-cues textarea").fill("she/he, woman/man")
+        page.locator("#spec-next").click()
+        page.locator("#data-summary").get_by_text("2 of 2 found").wait_for()
+        assert page.locator("#seed input").input_value() == "0"
+        assert page.locator("#noise-sigma").is_visible() and not page.locator("#corpus-file").is_visible()
+        assert page.locator("#replicate-mode input[value=none]").is_checked()
+        page.locator("#n-bootstrap input").wait_for()  # its accordion is still open
+        assert page.locator("#n-bootstrap input").input_value() == "200"
+        assert page.locator("#sigmoid input").input_value() == "cumulative normal"
+        assert not page.locator("#lapse input[type=checkbox]").is_checked()
+        page.locator("#replicate-mode").get_by_text("Train replicates").click()
+        page.locator("#corpus-file").wait_for()
+        for elem_id, initial in INITIAL_SLIDERS.items():
+            assert page.locator(f"#{elem_id} input[type=number]").input_value() == str(initial), elem_id
         context.close()
 
 

@@ -319,11 +319,11 @@ def build() -> Section:
                 elem_id="corpus-file",
             ), None)
             with gr.Row():
-                sec.add("n_rep", gr.Slider(2, 32, value=8, step=1, label="Replicates", elem_id="n-replicates"))
-                sec.add("dim", gr.Slider(10, 300, value=50, step=10, label="Vector size", elem_id="vector-size"))
-                sec.add("epochs", gr.Slider(1, 20, value=5, step=1, label="Epochs", elem_id="epochs"))
+                sec.add("n_rep", gr.Slider(2, 32, value=8, step=1, label="Replicates", elem_id="n-replicates"), 8)
+                sec.add("dim", gr.Slider(10, 300, value=50, step=10, label="Vector size", elem_id="vector-size"), 50)
+                sec.add("epochs", gr.Slider(1, 20, value=5, step=1, label="Epochs", elem_id="epochs"), 5)
                 sec.add("min_count", gr.Slider(1, 20, value=2, step=1, label="Minimum word count",
-                                               elem_id="min-count"))
+                                               elem_id="min-count"), 2)
             sec.train = gr.Button("Train replicates", elem_id="train-replicates")
             sec.add("train_status", gr.Markdown("", elem_id="train-status"), "")
         with gr.Accordion("Psychometric fit", open=False):
@@ -333,10 +333,10 @@ def build() -> Section:
                     value="norm",
                     label="Psychometric function",
                     elem_id="sigmoid",
-                ))
-                sec.add("lapse", gr.Checkbox(False, label="Fit a lapse rate", elem_id="lapse"))
+                ), "norm")
+                sec.add("lapse", gr.Checkbox(False, label="Fit a lapse rate", elem_id="lapse"), False)
                 sec.add("n_boot", gr.Number(200, label="Bootstrap samples for the intervals", precision=0,
-                                            elem_id="n-bootstrap"))
+                                            elem_id="n-bootstrap"), 200)
     with sec.add("weat_box", gr.Column(visible=False), gr.update(visible=False)):
         sec.add("n_perm", gr.Number(
             10_000,
@@ -344,7 +344,7 @@ def build() -> Section:
             label="Permutations for the p-value",
             info="Exact enumeration when there are fewer partitions than this.",
             elem_id="n-permutations",
-        ))
+        ), 10_000)
     sec.add("seed", gr.Number(0, precision=0, label="Seed (repeat it to get the same numbers)", elem_id="seed"), 0)
     sec.add("message", gr.Markdown("", elem_id="run-message"), "")
     with gr.Row():
