@@ -184,3 +184,17 @@ def test_the_token_is_never_written_or_logged(tmp_path, hub, caplog):
     assert TOKEN not in caplog.text
     assert not any(TOKEN in path for _, path in hub.requests)
     assert not any(t.name == "biastest-dataset-pull" for t in threading.enumerate() if t.is_alive())
+
+
+def test_a_dataset_not_created_yet_is_not_called_unreachable(tmp_path, hub):
+    svc = _service(DatasetStore(tmp_path / "s"), hub, repo_id=REPO, token=TOKEN, clock=Clock()).start()
+    assert svc.wait_pulled(20)
+    assert svc.pulls.ok and svc.pulls.message == S.MSG_NOT_CREATED.format(repo=REPO)
+    assert "cannot be reached" not in svc.summary()
+    report = svc.store.add(_sentences("first", 1))
+    _wait(lambda: svc.item_state(report.shards)[report.shards[0]][0] == S.ITEM_PUSHED)  # the push creates it
+    svc.stop()
+    readonly = _service(DatasetStore(tmp_path / "r"), hub, repo_id="stub-user/missing", token="").start()
+    assert readonly.wait_pulled(20) and readonly.pulls.ok is False  # read-only: a missing dataset is a problem
+    assert "cannot be reached" in readonly.summary()
+    readonly.stop()

@@ -65,6 +65,7 @@ ITEM_QUEUED = "queued"
 ITEM_PUSHED = "pushed"
 ITEM_FAILED = "failed, will retry"
 
+MSG_NOT_CREATED = "The dataset {repo} does not exist yet: it is created with the first upload."
 MSG_NOT_PULLED_YET = "not pulled yet (the first pull is under way)"
 MSG_PULLED_AGO = "pulled {ago}"
 MSG_SUMMARY_SYNC = (
@@ -200,6 +201,8 @@ class SharedDataset:
                 report = self.sync.pull()
                 ok, files, message = report.ok, len(report.downloaded), report.message
                 problem = "" if ok else _problem_of(report.message)
+                if not ok and self.mode == MODE_SYNC and "404" in problem:  # created by the first upload
+                    ok, message, problem = True, MSG_NOT_CREATED.format(repo=self.sync.repo_id), ""
         except Exception as exc:  # the thread and the app must survive anything
             log.exception("pull from %s failed", self.dataset)
             ok, files, message, problem = False, 0, "", type(exc).__name__
