@@ -7,6 +7,7 @@ reason when that folder is absent (a user's fresh clone has no ``../shared``).
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,9 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Tests write only to temporary folders: apps built without a store of their own use this one, never the user's
+# ~/.cache/biastest/store (tests that need their own store set BIASTEST_DATA_DIR themselves).
+os.environ.setdefault("BIASTEST_DATA_DIR", tempfile.mkdtemp(prefix="biastest-test-store-"))
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("BIASTEST_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
