@@ -278,5 +278,56 @@ def test_plan_missing_balances_to_best_covered() -> None:
     assert e.value.message == sentences.MSG_BAD_TARGET.format(value=-1)
 
 
+def test_check_pair_holds_any_pair_to_the_rewrite_rules() -> None:
+    """Typed, edited or imported pairs meet the rules a generated rewrite meets (check_rewrite's own core)."""
+    check = counterfactual.check_pair
+    assert check("He is good at math.", "She is good at math.", group_term="he", counterpart="she") is None
+    # agreeing words swapped with the group term belong to a minimal pair, whichever side was the original
+    assert check("The man lost his keys.", "The woman lost her keys.", group_term="man", counterpart="woman") is None
+    assert check("Her book is on math.", "His book is on math.", group_term="her", counterpart="his") is None
+    # a rewrite may change up to MINIMAL_SLACK more tokens than the swap, as for generation
+    assert check("The man is good at math.", "The woman is quite good at math.", group_term="man",
+                 counterpart="woman") is None
+    missing_attribute, missing_group = counterfactual.REWRITE_REJECT_MISSING_ATTRIBUTE, \
+        counterfactual.PAIR_REJECT_MISSING_GROUP_TERM
+    cases = {
+        ("He likes math.", "She likes art.", "math"): (missing_attribute, "second", "math"),
+        ("He likes art.", "She likes math.", "math"): (missing_attribute, "first", "math"),
+        ("The boy likes math.", "She likes math.", ""): (missing_group, "first", "he"),
+    }
+    for (first, second, attribute), want in cases.items():
+        problem = check(first, second, group_term="he", counterpart="she", attribute_term=attribute)
+        assert (problem.reason, problem.sentence, problem.term) == want, (first, second)
+    problem = check("In addition to my sister, I also have a brother.", "In addition to my brother, I also have a "
+                    "sister.", group_term="sister", counterpart="brother")
+    assert (problem.reason, problem.sentence, problem.term) == (counterfactual.REWRITE_REJECT_KEPT_GROUP_TERM,
+                                                                "second", "sister")
+    problem = check("He has a real passion for numbers.", "She has a real passion for =cmd|' /C calc'!A0.",
+                    group_term="he", counterpart="she")
+    assert problem == counterfactual.PairProblem(counterfactual.REWRITE_REJECT_NOT_MINIMAL, "second", "she",
+                                                 expected="…for numbers.", found="…for =cmd|' /C calc'!A0.")
+    problem = check("He is good at math.", "She is not at all good at math, sadly.", group_term="he",
+                    counterpart="she")
+    assert (problem.expected, problem.found) == ("…is good…", "…is not at all good…")
+
+
+def test_check_rewrite_and_check_pair_share_their_rules(monkeypatch) -> None:
+    """One copy of the rules: changing the shared core changes both checks."""
+    calls = []
+    real = counterfactual._rewrite_problem
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("rules"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(counterfactual, "_rewrite_problem", spy)
+    rules = SentenceRules()
+    assert check_rewrite("The man is good at math.", "The woman is good at math.", group_term="man",
+                         counterpart="woman", attribute_term="math", rules=rules)[1] is None
+    assert counterfactual.check_pair("He is good at math.", "She is good at math.", group_term="he",
+                                     counterpart="she") is None
+    assert calls == [rules, None]
+
+
 def test_count_key() -> None:
     assert sentences.count_key("Eur.-American  names") == sentences.count_key("eur. american names")

@@ -113,3 +113,14 @@ def test_per_term_bars_show_exact_intervals():
         assert score - minus == pytest.approx(100 * lows[label])
         assert score + plus == pytest.approx(100.0 if label == "art" else 100 * exact_interval(2, 3)[1])
     assert rep.TERM_INTERVAL_LABEL in bar.hovertemplate
+
+
+def test_md_escape_shows_quotes_as_typed_and_no_markup():
+    """Markdown shows the escaped text as typed: an HTML entity for a quote would have its '#' escaped too."""
+    import markdown_it
+
+    from biastest.report.text import md_escape
+
+    text = "Row 1: the sentence 'It's <b>*bold*</b> #1' & \"more\"."
+    html = markdown_it.MarkdownIt().render(md_escape(text))
+    assert html.strip() == "<p>Row 1: the sentence 'It's &lt;b&gt;*bold*&lt;/b&gt; #1' &amp; &quot;more&quot;.</p>"

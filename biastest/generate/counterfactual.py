@@ -46,6 +46,15 @@ counterpart (the spec's or the grammatical one) and the attribute term,
 no longer contain the group term, and differ minimally: its token edit
 distance to the original may exceed the rule-based swap's by at most
 ``slack`` tokens (default 2).
+
+Pairs from elsewhere (:func:`check_pair`)
+-----------------------------------------
+A pair typed, edited or imported by a user passes the same test as a
+generated one: one sentence, read as the original, must contain its group
+term (and the attribute term, when given), and the other must pass the
+rewrite rules above against it (counterpart present, group term gone,
+minimal difference) — in either direction, since either side may have been
+the generated original. What fails is described by a :class:`PairProblem`.
 """
 
 from __future__ import annotations
@@ -71,8 +80,12 @@ __all__ = [
     "gender_of",
     "is_gender_pair",
     "swap_counterfactual",
+    "check_pair",
     "check_rewrite",
     "diff_template",
+    "PairProblem",
+    "MINIMAL_SLACK",
+    "PAIR_REJECT_MISSING_GROUP_TERM",
     "REWRITE_REJECT_EMPTY",
     "REWRITE_REJECT_NOT_ONE_SENTENCE",
     "REWRITE_REJECT_MISSING_COUNTERPART",
@@ -91,6 +104,10 @@ REWRITE_REJECT_MISSING_ATTRIBUTE = "rewrite_missing_attribute_term"
 REWRITE_REJECT_KEPT_GROUP_TERM = "rewrite_kept_group_term"
 REWRITE_REJECT_LENGTH = "rewrite_length"
 REWRITE_REJECT_NOT_MINIMAL = "rewrite_not_minimal"
+PAIR_REJECT_MISSING_GROUP_TERM = "pair_missing_group_term"
+
+#: Tokens a counterfactual may change beyond what the rule-based swap changes (rewrites and checked pairs).
+MINIMAL_SLACK = 2
 
 #: Gendered words, male form → female form (pronouns handled separately below).
 MALE_TO_FEMALE: dict[str, str] = {
@@ -359,6 +376,40 @@ def diff_template(original: str, rewrite: str, group_term: str) -> str:
     return "".join(out)
 
 
+def _rewrite_problem(
+    original: str,
+    text: str,
+    *,
+    group_term: str,
+    counterpart: str,
+    attribute_term: str,
+    slack: int,
+    agreement: bool,
+    rules: SentenceRules | None = None,
+) -> tuple[str | None, Counterfactual, str | None, int]:
+    """The rewrite rules shared by :func:`check_rewrite` and :func:`check_pair`.
+
+    Returns ``(reason or None, rule-based reference swap, counterpart found in text, token edits)``;
+    ``rules`` (length bounds) apply to generated rewrites only, and an empty ``attribute_term`` is not checked.
+    """
+    reference = swap_counterfactual(original, group_term, counterpart, agreement=agreement)
+    found = next((c for c in (counterpart, reference.counterpart) if contains_term(text, c)), None)
+    if found is None:
+        return REWRITE_REJECT_MISSING_COUNTERPART, reference, None, 0
+    if attribute_term and not contains_term(text, attribute_term):
+        return REWRITE_REJECT_MISSING_ATTRIBUTE, reference, found, 0
+    if contains_term(text, group_term) and not contains_term(found, group_term):
+        return REWRITE_REJECT_KEPT_GROUP_TERM, reference, found, 0
+    if rules is not None:
+        n = len(text.split())
+        if n < rules.min_words or n > rules.max_words:
+            return REWRITE_REJECT_LENGTH, reference, found, 0
+    edits = token_edit_distance(original, text)
+    if edits > reference.edits + slack:
+        return REWRITE_REJECT_NOT_MINIMAL, reference, found, edits
+    return None, reference, found, edits
+
+
 def check_rewrite(
     original: str,
     answer: str,
@@ -367,7 +418,7 @@ def check_rewrite(
     counterpart: str,
     attribute_term: str,
     rules: SentenceRules,
-    slack: int = 2,
+    slack: int = MINIMAL_SLACK,
     agreement: bool = True,
 ) -> tuple[Counterfactual | None, str | None]:
     """Validate an LLM "minimal rewrite" of ``original``.
@@ -398,20 +449,12 @@ def check_rewrite(
         return None, REWRITE_REJECT_EMPTY
     if len(split_sentences(text)) != 1:
         return None, REWRITE_REJECT_NOT_ONE_SENTENCE
-    reference = swap_counterfactual(original, group_term, counterpart, agreement=agreement)
-    found = next((c for c in (counterpart, reference.counterpart) if contains_term(text, c)), None)
-    if found is None:
-        return None, REWRITE_REJECT_MISSING_COUNTERPART
-    if not contains_term(text, attribute_term):
-        return None, REWRITE_REJECT_MISSING_ATTRIBUTE
-    if contains_term(text, group_term) and not contains_term(found, group_term):
-        return None, REWRITE_REJECT_KEPT_GROUP_TERM
-    n = len(text.split())
-    if n < rules.min_words or n > rules.max_words:
-        return None, REWRITE_REJECT_LENGTH
-    edits = token_edit_distance(original, text)
-    if edits > reference.edits + slack:
-        return None, REWRITE_REJECT_NOT_MINIMAL
+    reason, reference, found, edits = _rewrite_problem(
+        original, text, group_term=group_term, counterpart=counterpart, attribute_term=attribute_term,
+        slack=slack, agreement=agreement, rules=rules,
+    )
+    if reason is not None:
+        return None, reason
     template = diff_template(original, text, group_term)
     return Counterfactual(
         text=text,
@@ -423,3 +466,121 @@ def check_rewrite(
         edits=edits,
         provenance={"reference_edits": reference.edits, "slack": slack, "spec_counterpart": counterpart},
     ), None
+
+
+@dataclass(frozen=True)
+class PairProblem:
+    """Why a sentence pair is not a minimal pair about its two group terms.
+
+    Attributes
+    ----------
+    reason : str
+        ``PAIR_REJECT_MISSING_GROUP_TERM`` (the first sentence lacks its group
+        term) or a ``REWRITE_REJECT_*`` reason about the second sentence.
+    sentence : {"first", "second"}
+        The sentence at fault.
+    term : str
+        The term concerned (the missing group term, counterpart or attribute
+        term, or the group term kept in the second sentence).
+    expected, found : str
+        For ``REWRITE_REJECT_NOT_MINIMAL``: the first passage where the second
+        sentence departs from the rule-based swap of the first, as the swap has
+        it and as the second sentence has it (a word of context either side,
+        ``…`` where text is left out); empty otherwise.
+    """
+
+    reason: str
+    sentence: str
+    term: str
+    expected: str = ""
+    found: str = ""
+
+
+_PASSAGE_TOKENS = re.compile(r"\S+")
+
+
+def _first_difference(expected: str, found: str, *, context: int = 1) -> tuple[str, str]:
+    """The first differing passage of two texts (whitespace tokens, case-insensitive), with context."""
+    a = [(m.start(), m.end()) for m in _PASSAGE_TOKENS.finditer(expected)]
+    b = [(m.start(), m.end()) for m in _PASSAGE_TOKENS.finditer(found)]
+    sm = difflib.SequenceMatcher(a=[expected[s:e].casefold() for s, e in a],
+                                 b=[found[s:e].casefold() for s, e in b], autojunk=False)
+    op = next((o for o in sm.get_opcodes() if o[0] != "equal"), None)
+    if op is None:
+        return "", ""
+
+    def passage(text: str, spans: list[tuple[int, int]], i1: int, i2: int) -> str:
+        lo, hi = max(0, i1 - context), min(len(spans), i2 + context)
+        if lo >= hi:
+            return ""
+        out = text[spans[lo][0]:spans[hi - 1][1]]
+        return ("…" if lo > 0 else "") + out + ("…" if hi < len(spans) else "")
+
+    _, i1, i2, j1, j2 = op
+    return passage(expected, a, i1, i2), passage(found, b, j1, j2)
+
+
+def check_pair(
+    first: str,
+    second: str,
+    *,
+    group_term: str,
+    counterpart: str,
+    attribute_term: str = "",
+    slack: int = MINIMAL_SLACK,
+    agreement: bool = True,
+) -> PairProblem | None:
+    """Check that two sentences differ only in their group terms, as a generated pair does.
+
+    ``first`` must contain ``group_term``, ``second`` ``counterpart``, and both
+    ``attribute_term`` when it is not empty; ``second`` must pass the rewrite rules of :func:`check_rewrite`
+    against it (contain ``counterpart`` or its grammatical form and the
+    attribute term, no longer contain ``group_term``, and change at most
+    ``slack`` tokens more than the rule-based swap), with ``first`` as the
+    original — or, failing that, the same with the two sentences' roles
+    exchanged (either side of a pair may be the generated original).
+
+    Parameters
+    ----------
+    first, second : str
+        The two sentences (e.g. stereotyped and anti-stereotyped).
+    group_term, counterpart : str
+        The group terms of ``first`` and ``second``.
+    attribute_term : str
+        The attribute term both sentences contain ("" to leave it unchecked).
+    slack : int
+    agreement : bool
+        As for :func:`swap_counterfactual`.
+
+    Returns
+    -------
+    PairProblem or None
+        None for a minimal pair; otherwise what is wrong, found with
+        ``first`` as the original.
+
+    Examples
+    --------
+    >>> check_pair("He is good at math.", "She is good at math.", group_term="he", counterpart="she") is None
+    True
+    >>> check_pair("He loves numbers.", "She loves =cmd|' /C calc'!A0.", group_term="he", counterpart="she").reason
+    'rewrite_not_minimal'
+    """
+    for side, term, sentence in (("first", group_term, first), ("second", counterpart, second)):
+        if not contains_term(sentence, term):
+            return PairProblem(PAIR_REJECT_MISSING_GROUP_TERM, side, term)
+    for side, sentence in (("first", first), ("second", second)):
+        if attribute_term and not contains_term(sentence, attribute_term):
+            return PairProblem(REWRITE_REJECT_MISSING_ATTRIBUTE, side, attribute_term)
+    kw = {"attribute_term": attribute_term, "slack": slack, "agreement": agreement}
+    reason, reference, _, _ = _rewrite_problem(first, second, group_term=group_term, counterpart=counterpart, **kw)
+    if reason is None:
+        return None
+    back, _, _, _ = _rewrite_problem(second, first, group_term=counterpart, counterpart=group_term, **kw)
+    if back is None:
+        return None
+    if reason == REWRITE_REJECT_NOT_MINIMAL:
+        expected, found = _first_difference(reference.text, second)
+        return PairProblem(reason, "second", counterpart, expected=expected, found=found)
+    term = {REWRITE_REJECT_MISSING_ATTRIBUTE: attribute_term, REWRITE_REJECT_KEPT_GROUP_TERM: group_term}.get(
+        reason, counterpart)
+    return PairProblem(reason, "second", term)
