@@ -211,8 +211,11 @@ class Soak:
         return len([_download_path(v) for v in out[-2:]])
 
     def _gpt(self, client) -> int:
-        library = _call(client, LM_SPEC, api_name="/fill_from_library")
-        msg = _call(client, LM_SPEC, *library[:4], api_name="/confirm_spec")[0]
+        from biastest.specs import get_spec
+
+        offered = get_spec(LM_SPEC).name  # the dropdown offers the library's readable names (LM_SPEC is an alias)
+        library = _call(client, offered, api_name="/fill_from_library")
+        msg = _call(client, offered, *library[:4], api_name="/confirm_spec")[0]
         if "✅" not in str(msg):
             raise RuntimeError(f"gpt step 1: {msg}")
         table = {"headers": PAIR_HEADERS, "data": PAIRS, "metadata": None}

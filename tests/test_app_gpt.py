@@ -14,7 +14,7 @@ from biastest.runner.lm import run_stereotype_test
 from biastest.ui import gpt as app
 from tests.lm_helpers import build_tiny_gpt2
 
-SPEC_NAME = "Math_Arts_vs_Male_Female"
+SPEC_NAME = "BiasTestGPT: Male vs female terms, math vs arts (WEAT 7's words, groups and attributes swapped)"
 
 
 @pytest.fixture(scope="module")

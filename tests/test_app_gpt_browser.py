@@ -19,6 +19,7 @@ from tests.browser_helpers import SCREENSHOTS, chromium_browser, served
 pytestmark = pytest.mark.browser
 
 SEED = 11
+LIBRARY_NAME = "BiasTestGPT: Male vs female terms, math vs arts (WEAT 7's words, groups and attributes swapped)"
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,7 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
 
         # step 1: a predefined spec fills the boxes
         page.locator("#spec-library input").first.click()
-        page.get_by_role("option", name="Math_Arts_vs_Male_Female", exact=True).click()
+        page.get_by_role("option", name=LIBRARY_NAME, exact=True).click()
         page.wait_for_function(
             "() => (document.querySelector('#spec-group1 textarea, #spec-group1 input')?.value || '')"
             ".startsWith('male, man')"

@@ -45,7 +45,8 @@ def _wait_for(predicate, *, timeout: float = 20.0, what: str = "") -> None:
 
 
 def _gpt_session(client) -> None:
-    message, _ = client.predict(SPEC_NAME, *fill_from_library(SPEC_NAME)[:4], api_name="/confirm_spec")
+    offered = get_spec(SPEC_NAME).name  # the dropdown offers the library's readable names (the old one is an alias)
+    message, _ = client.predict(offered, *fill_from_library(SPEC_NAME)[:4], api_name="/confirm_spec")
     assert message.startswith("✅")
 
 

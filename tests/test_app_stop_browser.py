@@ -17,7 +17,7 @@ from tests.openai_stub import Action, OpenAIStub
 
 pytestmark = pytest.mark.browser
 
-SPEC_NAME = "Math_Arts_vs_Male_Female"
+SPEC_NAME = "BiasTestGPT: Male vs female terms, math vs arts (WEAT 7's words, groups and attributes swapped)"
 CHAT = "/v1/chat/completions"
 
 

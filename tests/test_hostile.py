@@ -514,9 +514,12 @@ def _app_error(call) -> str:
 def gpt_session(public_apps):
     from biastest.report import gpt as report
 
+    from biastest.specs import get_spec
+
     c = public_apps["gpt"]()
-    lists = c.predict(LM_SPEC, api_name="/fill_from_library")
-    out = c.predict(LM_SPEC, *lists[:4], api_name="/confirm_spec")
+    offered = get_spec(LM_SPEC).name  # the dropdown offers the library's readable names (the old one is an alias)
+    lists = c.predict(offered, api_name="/fill_from_library")
+    out = c.predict(offered, *lists[:4], api_name="/confirm_spec")
     assert out[0].startswith("✅")
     row = {"keep": True, "attribute_term": "math", "group_term_stereotyped": "he", "stereotyped": "He is good at math.",
            "group_term_anti": "she", "anti_stereotyped": "She is good at math.", "category": "Math",

@@ -201,16 +201,22 @@ def test_pairing_is_deterministic_and_recorded():
 
 
 # ------------------------------------------------------------ library
+MATH_ARTS = "BiasTestGPT: Male vs female terms, math vs arts (WEAT 7's words, groups and attributes swapped)"
+
+
 def test_library_lists_and_resolves():
     bias = list_specs("bias")
-    assert "Math_Arts_vs_Male_Female" in bias
+    assert MATH_ARTS in bias
     assert len(list_specs("weat")) == 10
     assert len(list_specs("twoafc")) == 2
     for name in list_specs(("bias", "weat")):
-        assert get_spec(name).is_testable
-    assert get_spec("math_arts_vs_male_female").name == "Math_Arts_vs_Male_Female"
+        assert get_spec(name).is_testable and get_spec(name).name == name
+    # the original names stay valid (saved references, scripts, the CLI), any case
+    assert get_spec("math_arts_vs_male_female") == get_spec("Math_Arts_vs_Male_Female") == get_spec(MATH_ARTS)
+    assert get_spec(MATH_ARTS).name == MATH_ARTS
     sel = get_spec("Professions_vs_Gender (male vs female professions)")
     assert sel.attribute1_name == "male_professions" and sel.attribute2_name == "female_professions"
+    assert sel.name == "BiasTestGPT: Male vs female terms, male vs female professions"
     occ = get_twoafc_spec("Occupations vs gender (Liang & Acuna 2020)")
     assert len(occ.cue_pairs) == 8 and occ.cue_pairs[0] == ("woman", "man")
 
@@ -219,11 +225,47 @@ def test_library_did_you_mean_and_originals_with_extra_lists():
     with pytest.raises(SpecError) as err:
         get_spec("Math_Art_vs_Male_Femal")
     assert err.value.message == MSG_UNKNOWN_SPEC.format(
-        name="Math_Art_vs_Male_Femal", hint=MSG_DID_YOU_MEAN.format(suggestion="Math_Arts_vs_Male_Female")
+        name="Math_Art_vs_Male_Femal", hint=MSG_DID_YOU_MEAN.format(suggestion=MATH_ARTS)
     )
     with pytest.raises(SpecError) as err:
         get_spec("Professions_vs_Gender")
     assert "choose one of its named selections" in err.value.message
+
+
+def test_library_names_are_readable_in_one_style_and_say_how_they_relate_to_weat():
+    """Issue 15: "Math_Arts_vs_Male_Female" beside "WEAT 7: Math vs arts, male vs female terms"."""
+    import re
+
+    from biastest.specs import aliases
+
+    names = list_specs(("bias", "weat"))
+    assert len(set(names)) == len(names)
+    style = re.compile(r"^(BiasTestGPT|WEAT \d+): [A-Z][^_,]* vs [^_,]*, [^_]+$")  # source: groups, attributes
+    assert [n for n in names if not style.match(n)] == []
+    assert set(aliases().values()) == set(list_specs("bias"))  # every BiasTestGPT entry has its earlier name
+    weat = {n.split(":")[0]: get_spec(n) for n in list_specs("weat")}
+
+    def lists(spec):
+        return [set(spec.group1), set(spec.group2), set(spec.attributes1), set(spec.attributes2)]
+
+    marked = 0
+    for name in list_specs("bias"):
+        spec = get_spec(name)
+        if m := re.search(r"\(same words as (WEAT \d+)\)$", name):
+            assert lists(spec) == lists(weat[m[1]]), name
+        elif m := re.search(r"\((WEAT \d+)'s words, groups and attributes swapped\)$", name):
+            w = lists(weat[m[1]])
+            assert lists(spec) == w[2:] + w[:2], name
+        elif m := re.search(r"\((WEAT \d+)'s words, '(.+)' for '(.+)'\)$", name):
+            swapped = [{m[2] if t == m[3] else t for t in terms} for terms in lists(weat[m[1]])]
+            assert lists(spec) == swapped, name
+        elif m := re.search(r"\(like (WEAT \d+), (\d+) names each\)$", name):
+            assert len(spec.group1) == len(spec.group2) == int(m[2]), name
+            assert lists(spec)[2] == lists(weat[m[1]])[2], name  # the same pleasant words
+        else:
+            continue
+        marked += 1
+    assert marked == 13  # 3 same, 2 swapped, 3 one word apart, 5 like a WEAT test
 
 
 def test_twoafc_spec_validation():

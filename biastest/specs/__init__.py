@@ -9,16 +9,26 @@ The specifications are data files in this folder:
   the dropped list is named by the selection);
 - ``weat.json`` — WEAT 1–10 (Caliskan et al. 2017; word lists via WEFE, MIT);
 - ``psychophysics.json`` — 2AFC specifications: occupations × gender cue
-  pairs and occupations × love/hate (Liang & Acuna 2020).
+  pairs and occupations × love/hate (Liang & Acuna 2020);
+- ``names.json`` — the readable names the library gives the BiasTestGPT
+  specifications and selections, in the style of the WEAT ones
+  (``"<source>: <group 1> vs <group 2>, <attribute 1> vs <attribute 2>"``),
+  each marking how it relates to a WEAT test with the same or nearly the
+  same words ("same words as WEAT 1", "WEAT 7's words, groups and attributes
+  swapped", "like WEAT 3, 50 names each").
 
-Names resolve through :func:`get_spec`; a typo gets "did you mean …".
-Dropdowns are filled from :func:`list_specs`, never typed by hand.
+Names resolve through :func:`get_spec`; a typo gets "did you mean …". The
+original BiasTestGPT names (``Math_Arts_vs_Male_Female``) stay valid as
+aliases, so saved references and scripts keep working; a specification
+carries its readable name. Dropdowns are filled from :func:`list_specs`,
+never typed by hand.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 from typing import Literal
@@ -26,7 +36,7 @@ from typing import Literal
 from biastest.errors import SpecError
 from biastest.spec import BiasSpec, TwoAFCSpec
 
-__all__ = ["SpecKind", "get_document", "get_spec", "get_twoafc_spec", "list_specs"]
+__all__ = ["SpecKind", "aliases", "get_document", "get_spec", "get_twoafc_spec", "list_specs"]
 
 SpecKind = Literal["bias", "weat", "twoafc"]
 
@@ -44,18 +54,25 @@ def _read(name: str) -> list[dict]:
 
 
 @cache
+def aliases() -> dict[str, str]:
+    """Earlier names (the original BiasTestGPT ones) → the library's readable name (``names.json``)."""
+    return {d["from"]: d["name"] for d in _read("names.json")}
+
+
+@cache
 def _library() -> dict[str, tuple[SpecKind, BiasSpec | TwoAFCSpec]]:
     lib: dict[str, tuple[SpecKind, BiasSpec | TwoAFCSpec]] = {}
     originals = {d["name"]: BiasSpec.from_dict(d) for d in _read("biastestgpt_core.json")}
     selections = _read("selections.json")
     selected_from = {s["from"] for s in selections}
+    readable = aliases()
     for name, spec in originals.items():
         if name not in selected_from:
-            lib[name] = ("bias", spec)
+            lib[readable[name]] = ("bias", replace(spec, name=readable[name]))
         # originals with extra lists are reachable only through a named selection
     for s in selections:
-        spec = originals[s["from"]].select(groups=s["groups"], attributes=s["attributes"], name=s["name"])
-        lib[s["name"]] = ("bias", spec)
+        spec = originals[s["from"]].select(groups=s["groups"], attributes=s["attributes"], name=readable[s["name"]])
+        lib[readable[s["name"]]] = ("bias", spec)
     for d in _read("weat.json"):
         lib[d["name"]] = ("weat", BiasSpec.from_dict(d))
     for d in _read("psychophysics.json"):
@@ -86,17 +103,19 @@ def _resolve(name: str) -> tuple[SpecKind, BiasSpec | TwoAFCSpec]:
     lib = _library()
     if name in lib:
         return lib[name]
-    folded = {n.casefold(): n for n in lib}
+    known = {**{n: n for n in lib}, **aliases()}  # every accepted name → the library's name
+    folded = {n.casefold(): target for n, target in known.items()}
     if isinstance(name, str) and name.strip().casefold() in folded:
         return lib[folded[name.strip().casefold()]]
     if isinstance(name, str) and name in _documents():
-        choices = [s for s in lib if s.startswith(name + " (")]
+        choices = [aliases()[s["name"]] for s in _read("selections.json") if s["from"] == name]
         raise SpecError(MSG_NOT_TESTABLE_ORIGINAL.format(name=name, choices="; ".join(choices)))
-    match = difflib.get_close_matches(str(name), list(lib), n=1, cutoff=0.5)
+    match = difflib.get_close_matches(str(name), list(known), n=1, cutoff=0.5)
     if not match:
-        match = [n for n in lib if str(name).casefold() in n.casefold()][:1]
-    hint = MSG_DID_YOU_MEAN.format(suggestion=match[0]) if match else MSG_NO_SUGGESTION
-    raise SpecError(MSG_UNKNOWN_SPEC.format(name=name, hint=hint), suggestion=match[0] if match else None)
+        match = [n for n in known if str(name).casefold() in n.casefold()][:1]
+    suggestion = known[match[0]] if match else None
+    hint = MSG_DID_YOU_MEAN.format(suggestion=suggestion) if suggestion else MSG_NO_SUGGESTION
+    raise SpecError(MSG_UNKNOWN_SPEC.format(name=name, hint=hint), suggestion=suggestion)
 
 
 def get_spec(name: str) -> BiasSpec:
