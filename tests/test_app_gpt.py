@@ -1,15 +1,24 @@
-"""The language-model app: handlers against the runner, bad input, exports (no browser here)."""
+"""The language-model app: handlers against the runner, bad input, exports (no browser here).
+
+Mistakes the user fixes by editing an input come back inline (``⚠️`` + the escaped message, the first output of
+the handler's message box) with a yellow toast; red errors are left for what editing cannot fix (a model that
+cannot be loaded).
+"""
 
 from __future__ import annotations
 
 import csv
 import json
+import threading
+import time
 
 import gradio as gr
 import pandas as pd
 import pytest
 
 from biastest.report import gpt as report
+from biastest.report.text import md_escape
+from biastest.runner import services
 from biastest.runner.lm import run_stereotype_test
 from biastest.ui import gpt as app
 from tests.lm_helpers import build_tiny_gpt2
@@ -22,14 +31,30 @@ def tiny_gpt2(tmp_path_factory):
     return str(build_tiny_gpt2(tmp_path_factory.mktemp("gpt2") / "tiny-gpt2", seed=3))
 
 
+@pytest.fixture
+def no_model(monkeypatch):
+    """Fail the test if the runner is reached (the check must come before any model loads)."""
+
+    def refuse(**_):
+        raise AssertionError("the runner was called")
+
+    monkeypatch.setattr(services, "run_lm_test", refuse)
+
+
 def _table(rows):
-    return report.pairs_to_table([]).pipe(lambda t: pd.concat([t, pd.DataFrame(rows)], ignore_index=True))
+    """The app's table (readable headers) holding ``rows`` (dicts keyed by field)."""
+    frame = pd.DataFrame(rows, columns=report.PAIR_COLUMNS)
+    return frame.rename(columns=report.PAIR_HEADERS)
 
 
 def _state():
     state, msg, *_ = app.confirm_spec(SPEC_NAME, *app.fill_from_library(SPEC_NAME)[:4], app._fresh_state())
     assert msg.startswith("✅")
     return state
+
+
+def _inline(message: str) -> str:
+    return f"⚠️ {md_escape(message)}"
 
 
 PAIRS = [
@@ -48,12 +73,12 @@ PAIRS = [
         "keep": True,
         "attribute_term": "@poetry",
         "group_term_stereotyped": "she",
-        "stereotyped": "She loves <b>poetry</b> =1+1",
+        "stereotyped": "She loves <b>@poetry</b> =1+1",
         "group_term_anti": "he",
-        "anti_stereotyped": "He loves <b>poetry</b> =1+1",
+        "anti_stereotyped": "He loves <b>@poetry</b> =1+1",
         "category": "Arts",
         "source": "user",
-        "template": "[T] loves <b>poetry</b> =1+1",
+        "template": "[T] loves <b>@poetry</b> =1+1",
     },
     {
         "keep": False,
@@ -68,36 +93,56 @@ PAIRS = [
     },
 ]
 
+#: The pair the issue found scored without a word: an edit that leaves more than the group term different.
+EDITED = {
+    **PAIRS[0],
+    "attribute_term": "passion",
+    "group_term_stereotyped": "he",
+    "stereotyped": "He has a real passion for numbers.",
+    "group_term_anti": "she",
+    "anti_stereotyped": "She has a real passion for =cmd|' /C calc'!A0.",
+}
+
 
 def test_spec_step_validates_and_unlocks(tiny_gpt2):
     state = _state()
     assert state["spec"]["name"] == SPEC_NAME
-    with pytest.raises(gr.Error) as err:
-        app.confirm_spec(app.CUSTOM, "he, she", "she", "math", "art", app._fresh_state())
-    assert "both social groups" in err.value.message
+    out = app.confirm_spec(app.CUSTOM, "he, she", "she", "math", "art", app._fresh_state())
+    assert out[1].startswith("⚠️") and "both social groups" in out[1]
+    assert out[0] == app._fresh_state()  # nothing unlocked, no spec kept
 
 
 def test_run_equals_the_runner_and_exports_match(tiny_gpt2):
     state = _state()
     table = _table(PAIRS)
     out = app.run_test(tiny_gpt2, "causal-sum", 7, state, table)
-    new_state = out[0]
+    assert len(out) == app.RUN_OUTPUTS
+    assert out[0] == app.MSG_RUN_DONE.format(n=2, model=md_escape(tiny_gpt2))
+    new_state = out[1]
     result = new_state["result"]
     pairs = report.pairs_from_table(table, spec_name=SPEC_NAME)
     assert len(pairs) == 2  # the unticked row is left out, not an error
     direct = run_stereotype_test(pairs=pairs, model_id=tiny_gpt2, method="causal-sum", seed=7)
     assert [p["difference"] for p in result["pairs"]] == pytest.approx([p.difference for p in direct.pairs], abs=1e-9)
     assert result["overall"]["score"] == direct.overall.score
-    csv_path, json_path = out[8].value["path"], out[9].value["path"]
+    csv_path, json_path = out[9].value["path"], out[10].value["path"]
     rows = list(csv.DictReader(open(csv_path, encoding="utf-8")))
-    assert [r["stereotyped"] for r in rows] == ["He is good at math.", "She loves <b>poetry</b> =1+1"]
+    assert [r["stereotyped"] for r in rows] == ["He is good at math.", "She loves <b>@poetry</b> =1+1"]
     assert [r["attribute_term"] for r in rows] == ["math", "'@poetry"]  # formula cell neutralised
     assert [float(r["difference"]) for r in rows] == pytest.approx([p.difference for p in direct.pairs], abs=1e-6)
     saved = json.loads(open(json_path, encoding="utf-8").read())
     assert saved["seed"] == 7 and saved["method"] == "causal-sum" and saved["model_id"] == tiny_gpt2
     # hover text escapes the HTML
-    grid = out[7]
-    assert any("&lt;b&gt;poetry&lt;/b&gt;" in cell for row in grid.data[0].customdata for cell in row)
+    grid = out[8]
+    assert any("&lt;b&gt;@poetry&lt;/b&gt;" in cell for row in grid.data[0].customdata for cell in row)
+
+
+def test_the_table_has_readable_headers_and_reads_back_either_way():
+    table = report.pairs_to_table([])
+    assert list(table.columns) == [report.PAIR_HEADERS[c] for c in report.PAIR_COLUMNS]
+    assert all("_" not in h for h in table.columns)
+    by_field = pd.DataFrame([PAIRS[0]], columns=report.PAIR_COLUMNS)  # an API client may send the field names
+    assert report.pairs_from_table(by_field) == report.pairs_from_table(_table(PAIRS[:1]))
 
 
 @pytest.mark.parametrize(
@@ -111,47 +156,182 @@ def test_run_equals_the_runner_and_exports_match(tiny_gpt2):
             [{**PAIRS[0], "stereotyped": "The boy is good at math."}],
             report.MSG_ROW_GROUP_MISSING.format(row=1, sentence="The boy is good at math.", term="he"),
         ),
+        (
+            [EDITED],
+            report.MSG_ROW_NOT_MINIMAL.format(row=1, term="he", counterpart="she", expected="…for numbers.",
+                                              side="anti-stereotyped", found="…for =cmd|' /C calc'!A0."),
+        ),
+        (
+            [{**PAIRS[0], "anti_stereotyped": "She is good at art."}],
+            report.MSG_ROW_ATTRIBUTE_MISSING.format(row=1, sentence="She is good at art.", term="math"),
+        ),
+        (
+            [{**PAIRS[0], "anti_stereotyped": "She is as good at math as he is."}],
+            report.MSG_ROW_KEPT_GROUP_TERM.format(row=1, sentence="She is as good at math as he is.", term="he"),
+        ),
     ],
 )
-def test_bad_tables_get_clear_messages(rows, expected, tiny_gpt2):
-    with pytest.raises(gr.Error) as err:
-        app.run_test(tiny_gpt2, "causal-sum", 1, _state(), _table(rows))
-    assert err.value.message == expected
+def test_bad_tables_get_clear_inline_messages_before_any_model_loads(rows, expected, no_model):
+    out = app.run_test("gpt2", "causal-sum", 1, _state(), _table(rows))
+    assert out[0] == _inline(expected)
+    assert all(isinstance(o, type(gr.skip())) for o in out[1:])  # nothing else changes
+
+
+def test_every_failing_row_is_named_and_none_is_scored(no_model):
+    rows = [PAIRS[0], EDITED, PAIRS[1], {**PAIRS[0], "anti_stereotyped": ""}]
+    out = app.run_test("gpt2", "causal-sum", 1, _state(), _table(rows))
+    problems = [
+        report.MSG_ROW_NOT_MINIMAL.format(row=2, term="he", counterpart="she", expected="…for numbers.",
+                                          side="anti-stereotyped", found="…for =cmd|' /C calc'!A0."),
+        report.MSG_ROW_EMPTY_SENTENCE.format(row=4),
+    ]
+    assert out[0] == "\n".join([_inline(report.MSG_ROWS_PROBLEMS.format(count=2)),
+                                *(f"- {md_escape(p)}" for p in problems)])
+    # unticking the failing rows is the way out
+    rows[1], rows[3] = {**EDITED, "keep": False}, {**rows[3], "keep": False}
+    assert len(report.pairs_from_table(_table(rows))) == 2
+
+
+def test_rows_without_two_group_terms_are_not_swap_checked():
+    """CrowS-Pairs rows name no group terms and StereoSet rows the same target twice: nothing to swap."""
+    crows = {**PAIRS[0], "group_term_stereotyped": "", "group_term_anti": "", "attribute_term": "",
+             "stereotyped": "Poor people never pay their bills.", "anti_stereotyped": "Rich people never pay bills."}
+    stereoset = {**crows, "group_term_stereotyped": "chess player", "group_term_anti": "chess player",
+                 "stereotyped": "The chess player was asian.", "anti_stereotyped": "The chess player was hispanic."}
+    assert len(report.pairs_from_table(_table([crows, stereoset]))) == 2
 
 
 def test_bad_model_and_method_and_seed_are_clear(tiny_gpt2, tmp_path):
     state, table = _state(), _table(PAIRS[:1])
-    with pytest.raises(gr.Error) as err:
-        app.run_test("", "causal-sum", 1, state, table)
-    assert err.value.message == app.MSG_NO_MODEL
-    with pytest.raises(gr.Error) as err:
-        app.run_test(tiny_gpt2, "pll-unmodified", 1, state, table)
-    assert "causal" in err.value.message and "causal-sum" in err.value.message
-    with pytest.raises(gr.Error) as err:
+    assert app.run_test("", "causal-sum", 1, state, table)[0] == _inline(app.MSG_NO_MODEL)
+    message = app.run_test(tiny_gpt2, "pll-unmodified", 1, state, table)[0]
+    assert message.startswith("⚠️") and "causal" in message and "causal\\-sum" in message
+    with pytest.raises(gr.Error) as err:  # a model that cannot be loaded is not the user's typing: red
         app.run_test(str(tmp_path / "nothing-here"), "causal-sum", 1, state, table)
     assert "Traceback" not in err.value.message
-    with pytest.raises(gr.Error) as err:
-        app.run_test(tiny_gpt2, "causal-sum", "abc", state, table)
-    assert err.value.message == app.MSG_BAD_SEED.format(value="abc")
+    assert app.run_test(tiny_gpt2, "causal-sum", "abc", state, table)[0] == _inline(app.MSG_BAD_SEED.format(
+        value="abc"))
 
 
-def test_too_many_pairs_is_refused_without_scoring(tiny_gpt2):
+def test_too_many_pairs_is_refused_without_scoring(no_model):
     rows = [
         {**PAIRS[0], "stereotyped": f"He is good at math {i}.", "anti_stereotyped": f"She is good at math {i}."}
         for i in range(report.MAX_PAIRS + 1)
     ]
-    with pytest.raises(gr.Error) as err:
-        app.run_test(tiny_gpt2, "causal-sum", 1, _state(), _table(rows))
-    assert err.value.message == report.MSG_TOO_MANY_PAIRS.format(n=report.MAX_PAIRS + 1, limit=report.MAX_PAIRS)
+    out = app.run_test("gpt2", "causal-sum", 1, _state(), _table(rows))
+    assert out[0] == _inline(report.MSG_TOO_MANY_PAIRS.format(n=report.MAX_PAIRS + 1, limit=report.MAX_PAIRS))
 
 
-def test_steps_refuse_without_a_spec():
-    with pytest.raises(gr.Error) as err:
-        app.run_test("gpt2", "causal-sum", 1, app._fresh_state(), _table(PAIRS))
-    assert err.value.message == app.MSG_NO_SPEC
+def test_steps_refuse_without_a_spec(no_model):
+    assert app.run_test("gpt2", "causal-sum", 1, app._fresh_state(), _table(PAIRS))[0] == _inline(app.MSG_NO_SPEC)
+    assert app.find_sentences(app._fresh_state(), _table([]))[1] == _inline(app.MSG_NO_SPEC)
+
+
+def test_a_mistake_is_answered_while_another_test_holds_the_model(no_model):
+    """The cause of the silent zero-pair run: it waited for the one model slot before looking at its table."""
+    slot = threading.Lock()
+    slot.acquire()  # another user's test is scoring
+    try:
+        started = time.monotonic()
+        out = app.run_test("gpt2", "causal-sum", 1, _state(), _table([]), slot=slot)
+        assert time.monotonic() - started < 2
+    finally:
+        slot.release()
+    assert out[0] == _inline(report.MSG_TABLE_EMPTY)
+
+
+def test_imported_pairs_are_checked_and_failing_ones_left_unticked(tmp_path, no_model):
+    path = tmp_path / "pairs.csv"
+    header = "group_term,template,sent_att_1,sent_att_2,att_term_1,att_term_2,label_1,label_2\n"
+    path.write_text(
+        header
+        + "math,[T] likes math.,He likes math.,She likes math.,he,she,stereotype,anti-stereotype\n"
+        + "math,[T] likes math.,He likes math.,She hates everything.,he,she,stereotype,anti-stereotype\n",
+        encoding="utf-8",
+    )
+    state = _state()
+    table, find_msg, import_msg, gen_msg, run_msg = app.import_file(str(path), "auto", state, _table([PAIRS[0]]))
+    assert list(table[report.PAIR_HEADERS["keep"]]) == [True, True, False]
+    problem = report.MSG_ROW_ATTRIBUTE_MISSING.format(row=3, sentence="She hates everything.", term="math")
+    assert import_msg == "\n".join([
+        app.MSG_IMPORTED.format(n=2, name=md_escape("pairs.csv")),
+        "",
+        _inline(app.MSG_LEFT_UNTICKED.format(count=1)),
+        f"- {md_escape(problem)}",
+    ])
+    assert (find_msg, gen_msg, run_msg) == ("", "", "")  # the messages about the earlier table are gone
+    assert len(report.pairs_from_table(table)) == 2  # the failing row is not tested
+    no_file = app.import_file(None, "auto", state, table)
+    assert no_file[2] == _inline(app.MSG_NO_FILE)
+
+
+def test_a_new_spec_starts_a_clean_step_2_and_the_same_spec_keeps_it():
+    state = _state()
+    same = app.confirm_spec(SPEC_NAME, *app.fill_from_library(SPEC_NAME)[:4], state)
+    assert same[0] is state and all(isinstance(o, type(gr.skip())) for o in same[5:])
+    other = app.confirm_spec(app.CUSTOM, "he, man", "she, woman", "math", "art", state)
+    assert other[0]["spec"]["name"] == "Custom bias"
+    assert len(other[5]) == 0 and other[6:] == ("", "", "", "", "")
+
+
+def test_step_2_names_the_terms_it_tests():
+    custom = app.confirm_spec(app.CUSTOM, "he, man, boy, son", "she, woman, girl, daughter", "math", "art",
+                              app._fresh_state())
+    assert custom[4] == app.MSG_TESTING.format(what=md_escape("he, man, boy… vs she, woman, girl…, with math vs art"))
+    library = app.confirm_spec(SPEC_NAME, *app.fill_from_library(SPEC_NAME)[:4], app._fresh_state())
+    assert library[4].startswith(app.MSG_TESTING.format(what=md_escape(library[0]["spec"]["name"])))
+    assert "male, man, boy…" in library[4]
+
+
+def test_generation_clears_stale_messages_and_updates_the_coverage(tmp_path, monkeypatch):
+    from tests.openai_stub import OpenAIStub
+
+    monkeypatch.setenv("BIASTEST_DATA_DIR", str(tmp_path / "store"))
+    state = app.confirm_spec(app.CUSTOM, "he", "she", "math", "art", app._fresh_state())[0]
+    table, find_msg, coverage, *_ = app.find_sentences(state, _table([]))
+    assert find_msg == app.MSG_NOTHING_FOUND and "| math | 0 |" in coverage
+    with OpenAIStub() as stub:
+        out = app.generate("openai-compatible", "", stub.base_url, "stub-model", 1, "with-context", 1, state, table)
+    table, find_msg, coverage, import_msg, gen_msg, run_msg = out
+    assert len(table) == 2 and "new sentences" in gen_msg
+    assert find_msg == "" and import_msg == "" and run_msg == ""
+    assert "| math | 1 |" in coverage and "| art | 1 |" in coverage  # kept and brought up to date
+    bad = app.generate("openai-compatible", "", "", "stub-model", 1, "with-context", 1, state, table)
+    assert bad[4] == _inline(services.MSG_NEED_BASE_URL)
+
+
+def test_pair_numbers_agree_between_axis_and_hover():
+    from types import SimpleNamespace
+
+    def pair(i, attr):  # the figure reads only these fields of a scored pair
+        return SimpleNamespace(index=i, attribute_term=attr, stereotyped=f"He likes {attr}.",
+                               anti_stereotyped=f"She likes {attr}.", difference=0.5, verdict="stereotyped",
+                               excluded_reason=None)
+
+    result = SimpleNamespace(pairs=[pair(0, "math"), pair(1, "art"), pair(2, "math")])
+    trace = report.pair_grid(result).data[0]
+    keys = [line.split("</b>")[0].removeprefix("<b>") for line in trace.hovertemplate.split("<br>")]
+    pair_col = keys.index("Pair")
+    assert list(trace.y) == ["#1", "#1", "#2"]
+    for x, y, custom in zip(trace.x, trace.y, trace.customdata, strict=True):
+        assert custom[pair_col] == md_escape(report.MSG_PAIR_LABEL.format(number=y.removeprefix("#"), term=x)) \
+            or custom[pair_col] == report.MSG_PAIR_LABEL.format(number=y.removeprefix("#"), term=x)
+
+
+def test_zero_bars_are_hoverable_by_row(tiny_gpt2):
+    out = app.run_test(tiny_gpt2, "causal-sum", 7, _state(), _table(PAIRS))
+    for fig in (out[6], out[7]):
+        assert fig.layout.hovermode == "y"
+
+
+def test_dropdowns_show_short_labels_with_the_description_beside():
+    assert all(len(label) <= 40 for label, _ in app.method_choices())
+    assert app.prompt_info("with-context").startswith("Names both terms")
+    assert "Log-probability of the whole sentence" in app.method_info("causal-sum")
 
 
 def test_restart_clears_everything():
     out = app.restart()
     assert out[0] == app._fresh_state()
     assert len(out[4]) == 0
+    assert out[5:13] == ("",) * 8

@@ -46,7 +46,7 @@ def _wait_for(predicate, *, timeout: float = 20.0, what: str = "") -> None:
 
 def _gpt_session(client) -> None:
     offered = get_spec(SPEC_NAME).name  # the dropdown offers the library's readable names (the old one is an alias)
-    message, _ = client.predict(offered, *fill_from_library(SPEC_NAME)[:4], api_name="/confirm_spec")
+    message = client.predict(offered, *fill_from_library(SPEC_NAME)[:4], api_name="/confirm_spec")[0]
     assert message.startswith("✅")
 
 
@@ -73,7 +73,7 @@ def test_gpt_stop_keeps_the_sentences_generated_so_far(tmp_path, monkeypatch):
         t0 = time.monotonic()
         client.predict(api_name="/stop_generation")
         assert time.monotonic() - t0 < 4.0  # the Stop click does not wait behind the running generation
-        table, message, _ = job.result(timeout=20)
+        table, _, _, _, message, _ = job.result(timeout=20)  # table, find, coverage, import, generation, run
         assert time.monotonic() - t0 < 6.0  # far less than the run left alone (8 s and more)
         requests = stub.count(CHAT)
     kept = table["data"]
@@ -84,7 +84,7 @@ def test_gpt_stop_keeps_the_sentences_generated_so_far(tmp_path, monkeypatch):
                                                               missing=total - len(kept)))
     # the kept pairs are in the shared store as after any run
     stored = {p.stereotyped for p in services.retrieve_pairs(spec).pairs}
-    column = list(table["headers"]).index("stereotyped")
+    column = list(table["headers"]).index(report.PAIR_HEADERS["stereotyped"])
     assert {row[column] for row in kept} <= stored and len(stored) == len(kept)
 
 
@@ -98,7 +98,7 @@ def test_gpt_hanging_endpoint_ends_at_the_time_limit_with_its_sentences(tmp_path
         client = _client(url)
         _gpt_session(client)
         t0 = time.monotonic()
-        table, message, _ = _generate_sentences(client, stub, per_attribute=1).result(timeout=20)
+        table, _, _, _, message, _ = _generate_sentences(client, stub, per_attribute=1).result(timeout=20)
         assert time.monotonic() - t0 < 1.5 + base.DEADLINE_GRACE_SECONDS + 5.0
     spec = get_spec(SPEC_NAME)
     assert len(table["data"]) == 2

@@ -513,7 +513,6 @@ def _app_error(call) -> str:
 @pytest.fixture(scope="module")
 def gpt_session(public_apps):
     from biastest.report import gpt as report
-
     from biastest.specs import get_spec
 
     c = public_apps["gpt"]()
@@ -524,11 +523,23 @@ def gpt_session(public_apps):
     row = {"keep": True, "attribute_term": "math", "group_term_stereotyped": "he", "stereotyped": "He is good at math.",
            "group_term_anti": "she", "anti_stereotyped": "She is good at math.", "category": "Math",
            "source": "user", "template": "[T] is good at math."}
-    columns = list(report.pairs_to_table([]).columns)
-    table = {"headers": columns, "data": [[row.get(col, "") for col in columns]], "metadata": None}
+    columns = list(report.pairs_to_table([]).columns)  # readable headers, in the order of the fields
+    table = {"headers": columns, "data": [[row.get(field, "") for field in report.PAIR_COLUMNS]], "metadata": None}
     return c, table
 
 
+def _gpt_inline(outputs, index: int) -> str:
+    """The language-model app shows a user's mistake inline (⚠️ + escaped message): the message, unescaped."""
+    import html
+    import re
+
+    text = outputs[index]
+    assert text.startswith("⚠️ "), outputs
+    return html.unescape(re.sub(r"\\(.)", r"\1", text.removeprefix("⚠️ ")))
+
+
+#: Where /generate_sentences returns its message (table, find, coverage, import, generation, run messages).
+GPT_GEN_MESSAGE = 4
 GPT_RUN_CASES = [("gpt2", v, whole("seed", v)) for v in (-1, -(2**33), 2**32)]
 GPT_RUN_CASES += [(m, 42, public.MSG_MODEL_PATH_OFF.format(value=m)) for m in ("/etc", "../../x", "~/.cache", "tests")]
 
@@ -537,7 +548,7 @@ GPT_RUN_CASES += [(m, 42, public.MSG_MODEL_PATH_OFF.format(value=m)) for m in ("
 def test_gpt_app_run_refuses_before_loading(model, seed, message, gpt_session, monkeypatch):
     monkeypatch.chdir(REPO)
     c, table = gpt_session
-    assert _app_error(lambda: c.predict(model, "causal-sum", seed, table, api_name="/run_test")) == message
+    assert _gpt_inline(c.predict(model, "causal-sum", seed, table, api_name="/run_test"), 0) == message
 
 
 PRIVATE_URLS = ["http://127.0.0.1:8000/v1", "http://localhost:11434/v1", "http://169.254.169.254/latest",
@@ -557,8 +568,8 @@ def test_gpt_app_generation_refuses_private_endpoints(url, gpt_session):
 
     c, table = gpt_session
     prompt = services.sentence_prompt_choices()[0][1]
-    message = _app_error(lambda: c.predict("openai-compatible", "", url, "some-model", 2, prompt, 1, table,
-                                           api_name="/generate_sentences"))
+    message = _gpt_inline(c.predict("openai-compatible", "", url, "some-model", 2, prompt, 1, table,
+                                    api_name="/generate_sentences"), GPT_GEN_MESSAGE)
     assert message == public.MSG_PRIVATE_ADDRESS.format(host=_host(url))
 
 
@@ -568,8 +579,8 @@ def test_gpt_app_generation_to_a_loopback_stub_sends_no_request(gpt_session):
     c, table = gpt_session
     prompt = services.sentence_prompt_choices()[0][1]
     with OpenAIStub() as stub:
-        message = _app_error(lambda: c.predict("openai-compatible", "", stub.base_url, "stub-model", 2, prompt, 1,
-                                               table, api_name="/generate_sentences"))
+        message = _gpt_inline(c.predict("openai-compatible", "", stub.base_url, "stub-model", 2, prompt, 1,
+                                        table, api_name="/generate_sentences"), GPT_GEN_MESSAGE)
         assert message == public.MSG_PRIVATE_ADDRESS.format(host="127.0.0.1")
         assert stub.requests == []
 
@@ -581,8 +592,8 @@ def test_gpt_app_generation_refuses_other_schemes(url, gpt_session):
 
     c, table = gpt_session
     prompt = services.sentence_prompt_choices()[0][1]
-    message = _app_error(lambda: c.predict("openai-compatible", "", url, "m", 2, prompt, 1, table,
-                                           api_name="/generate_sentences"))
+    message = _gpt_inline(c.predict("openai-compatible", "", url, "m", 2, prompt, 1, table,
+                                    api_name="/generate_sentences"), GPT_GEN_MESSAGE)
     assert message == MSG_BAD_BASE_URL.format(value=safe_base_url(url))
 
 
@@ -594,11 +605,16 @@ def test_gpt_app_generation_options(per_attribute, seed, expected, gpt_session):
 
     c, table = gpt_session
     prompt = services.sentence_prompt_choices()[0][1]
-    message = _app_error(lambda: c.predict("openai-compatible", "", "https://api.example.org/v1", "m", per_attribute,
-                                           prompt, seed, table, api_name="/generate_sentences"))
+
+    def call():
+        return c.predict("openai-compatible", "", "https://api.example.org/v1", "m", per_attribute, prompt, seed,
+                         table, api_name="/generate_sentences")
+
     if expected == "count" and per_attribute < 1:  # the number box refuses it first (Gradio's own message)
-        assert message == f"Value {per_attribute} is less than minimum value 1."
-    elif expected == "count":
+        assert _app_error(call) == f"Value {per_attribute} is less than minimum value 1."
+        return
+    message = _gpt_inline(call(), GPT_GEN_MESSAGE)
+    if expected == "count":
         assert message == services.MSG_BAD_COUNT.format(limit=services.MAX_PER_ATTRIBUTE, value=per_attribute)
     else:
         assert message == whole("seed", seed)

@@ -4,7 +4,8 @@ Turns a :class:`~biastest.metrics.stereotype_score.StereotypeResult` into
 what the app shows (plotly figures with per-pair hover, a plain-language
 reading) and the files it offers (CSV of every pair with provenance columns,
 JSON of the whole result). Also converts between the editable pairs table
-and :class:`~biastest.records.SentencePair` records.
+(headed in words, :data:`PAIR_HEADERS`) and :class:`~biastest.records.SentencePair`
+records, checking every row as generated pairs are checked (:func:`row_problems`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from biastest.report.text import md_escape
 
 __all__ = [
     "PAIR_COLUMNS",
+    "PAIR_HEADERS",
     "MAX_PAIRS",
+    "as_display_table",
     "MSG_MACRO_SINGLE_PAIR_TERMS",
     "TERM_INTERVAL_LABEL",
     "attribute_figure",
@@ -35,10 +38,12 @@ __all__ = [
     "pair_grid",
     "pairs_from_table",
     "pairs_to_table",
+    "problems_message",
+    "row_problems",
     "summary_markdown",
 ]
 
-#: Columns of the editable pairs table, in order.
+#: Fields of the editable pairs table, in order (the names of the CSV download's columns).
 PAIR_COLUMNS = [
     "keep",
     "attribute_term",
@@ -50,6 +55,19 @@ PAIR_COLUMNS = [
     "source",
     "template",
 ]
+#: The header the table shows for each field (words a reader knows, none longer than the column is wide).
+PAIR_HEADERS = {
+    "keep": "Keep",
+    "attribute_term": "Attribute term",
+    "group_term_stereotyped": "Group term (stereotyped)",
+    "stereotyped": "Stereotyped sentence",
+    "group_term_anti": "Group term (anti-stereotyped)",
+    "anti_stereotyped": "Anti-stereotyped sentence",
+    "category": "Category",
+    "source": "Source",
+    "template": "Template",
+}
+_FIELD_OF_HEADER = {v: k for k, v in PAIR_HEADERS.items()}
 
 #: Most pairs one test may score from the app (the CLI has no such limit).
 MAX_PAIRS = 5000
@@ -59,15 +77,32 @@ MSG_MACRO_SINGLE_PAIR_TERMS = (
     "understates the uncertainty; see the per-term exact intervals."
 )
 
+MSG_PAIR_LABEL = "#{number} of '{term}'"
 MSG_TABLE_EMPTY = "The table of test sentences is empty. Find, import or generate sentence pairs first."
-MSG_NOTHING_KEPT = "Every row is unticked in the 'keep' column, so there is nothing to test."
-MSG_ROW_EMPTY_SENTENCE = "Row {row}: both sentences are needed (one is empty). Fill it in or untick 'keep'."
+MSG_NOTHING_KEPT = "Every row is unticked in the 'Keep' column, so there is nothing to test."
+MSG_ROW_EMPTY_SENTENCE = "Row {row}: both sentences are needed (one is empty). Fill it in or untick 'Keep'."
 MSG_ROW_SAME_SENTENCE = (
     "Row {row}: the two sentences are identical, so they cannot show a preference. Edit or untick it."
 )
 MSG_ROW_GROUP_MISSING = (
     "Row {row}: the sentence '{sentence}' does not contain its group term '{term}'. Fix the sentence or the term."
 )
+MSG_ROW_ATTRIBUTE_MISSING = (
+    "Row {row}: the sentence '{sentence}' does not contain the attribute term '{term}'. Fix the sentence or the "
+    "term, or untick 'Keep'."
+)
+MSG_ROW_KEPT_GROUP_TERM = (
+    "Row {row}: the sentence '{sentence}' still contains '{term}', the group term of the other sentence; the two "
+    "sentences must differ only in the group term. Fix it or untick 'Keep'."
+)
+MSG_ROW_NOT_MINIMAL = (
+    "Row {row}: the two sentences differ in more than the group term. Swapping '{term}' for '{counterpart}' gives "
+    "'{expected}' where the {side} sentence has '{found}'. Make them differ only in the group term, or untick 'Keep'."
+)
+MSG_ROWS_PROBLEMS = "{count} rows cannot be tested as they are; fix them or untick 'Keep':"
+MSG_ROWS_MORE = "… and {count} more."
+#: Most row problems one message lists.
+MAX_LISTED = 10
 MSG_TOO_MANY_PAIRS = (
     "The table has {n} pairs; the app tests at most {limit} at a time. Untick some rows or use the command line."
 )
@@ -75,7 +110,7 @@ MSG_MISSING_COLUMNS = "The table is missing the columns {columns}; start a new b
 
 
 def pairs_to_table(pairs: Sequence[SentencePair]) -> pd.DataFrame:
-    """The editable table for a list of pairs (all kept)."""
+    """The editable table for a list of pairs (all kept), headed by :data:`PAIR_HEADERS`."""
     rows = [
         {
             "keep": True,
@@ -90,7 +125,19 @@ def pairs_to_table(pairs: Sequence[SentencePair]) -> pd.DataFrame:
         }
         for p in pairs
     ]
-    return pd.DataFrame(rows, columns=PAIR_COLUMNS)
+    return pd.DataFrame(rows, columns=PAIR_COLUMNS).rename(columns=PAIR_HEADERS)
+
+
+def as_display_table(table: pd.DataFrame | None) -> pd.DataFrame:
+    """The table headed by :data:`PAIR_HEADERS` (it may come headed by the fields, or be missing)."""
+    if table is None or len(table.columns) == 0:
+        return pairs_to_table([])
+    return table.rename(columns=lambda c: PAIR_HEADERS.get(str(c), c))
+
+
+def _fields(table: pd.DataFrame) -> pd.DataFrame:
+    """The table with field names for columns (it may come headed by :data:`PAIR_HEADERS` or by the fields)."""
+    return table.rename(columns=lambda c: _FIELD_OF_HEADER.get(str(c), c))
 
 
 def _text(value: Any) -> str:
@@ -109,52 +156,116 @@ def _kept(value: Any) -> bool:
     return bool(value)
 
 
+def _row_problem(row_number: int, row: dict[str, Any]) -> str | None:
+    """What keeps one table row from being tested (``MSG_ROW_*``), or None.
+
+    Besides the two sentences being present and different, a row that names two different group terms is checked
+    as a generated pair is (:func:`biastest.generate.counterfactual.check_pair`): each sentence contains its group
+    term (and the attribute term, when given), and the two differ only in the group term and the words that agree
+    with it. Rows without two group terms (CrowS-Pairs, StereoSet) have no term to check the difference against.
+    """
+    from biastest.generate.counterfactual import (
+        REWRITE_REJECT_KEPT_GROUP_TERM,
+        REWRITE_REJECT_MISSING_ATTRIBUTE,
+        REWRITE_REJECT_NOT_MINIMAL,
+        check_pair,
+    )
+    from biastest.spec import contains_term
+
+    s, a = _text(row.get("stereotyped")), _text(row.get("anti_stereotyped"))
+    if not s or not a:
+        return MSG_ROW_EMPTY_SENTENCE.format(row=row_number)
+    if s == a:
+        return MSG_ROW_SAME_SENTENCE.format(row=row_number)
+    gs, ga = _text(row.get("group_term_stereotyped")), _text(row.get("group_term_anti"))
+    for sentence, term in ((s, gs), (a, ga)):
+        if term and not contains_term(sentence, term):
+            return MSG_ROW_GROUP_MISSING.format(row=row_number, sentence=sentence, term=term)
+    if not gs or not ga or gs.casefold() == ga.casefold():
+        return None
+    problem = check_pair(s, a, group_term=gs, counterpart=ga, attribute_term=_text(row.get("attribute_term")))
+    if problem is None:
+        return None
+    sentence = s if problem.sentence == "first" else a
+    if problem.reason == REWRITE_REJECT_NOT_MINIMAL:
+        return MSG_ROW_NOT_MINIMAL.format(row=row_number, term=gs, counterpart=ga, expected=problem.expected,
+                                          side="anti-stereotyped", found=problem.found)
+    if problem.reason == REWRITE_REJECT_MISSING_ATTRIBUTE:
+        return MSG_ROW_ATTRIBUTE_MISSING.format(row=row_number, sentence=sentence, term=problem.term)
+    if problem.reason == REWRITE_REJECT_KEPT_GROUP_TERM:
+        return MSG_ROW_KEPT_GROUP_TERM.format(row=row_number, sentence=sentence, term=problem.term)
+    # PAIR_REJECT_MISSING_GROUP_TERM or REWRITE_REJECT_MISSING_COUNTERPART: a sentence lacks its group term
+    return MSG_ROW_GROUP_MISSING.format(row=row_number, sentence=sentence, term=problem.term)
+
+
+def row_problems(table: pd.DataFrame | None, rows: Sequence[int] | None = None) -> dict[int, str]:
+    """Problems of table rows (0-based positions → ``MSG_ROW_*`` message naming the 1-based row), kept or not.
+
+    ``rows`` limits the check to those positions (default: every row).
+    """
+    if table is None or len(table) == 0:
+        return {}
+    records = _fields(table).to_dict("records")
+    positions = range(len(records)) if rows is None else rows
+    out = {}
+    for i in positions:
+        problem = _row_problem(i + 1, records[i])
+        if problem is not None:
+            out[i] = problem
+    return out
+
+
+def problems_message(problems: Sequence[str]) -> str:
+    """One message for several row problems: :data:`MSG_ROWS_PROBLEMS`, then one ``- `` line per row (at most
+    :data:`MAX_LISTED`, then :data:`MSG_ROWS_MORE`); a single problem is its own message."""
+    if len(problems) == 1:
+        return problems[0]
+    lines = [MSG_ROWS_PROBLEMS.format(count=len(problems))]
+    lines += [f"- {p}" for p in problems[:MAX_LISTED]]
+    if len(problems) > MAX_LISTED:
+        lines.append(MSG_ROWS_MORE.format(count=len(problems) - MAX_LISTED))
+    return "\n".join(lines)
+
+
 def pairs_from_table(table: pd.DataFrame | None, *, spec_name: str = "") -> list[SentencePair]:
     """Validate the edited table and turn the kept rows into pairs.
+
+    Every kept row is checked (:func:`row_problems`); nothing is returned while one fails.
 
     Raises
     ------
     DataError
-        With the row number (1-based, as shown) and what to fix.
+        With the row numbers (1-based, as shown) and what to fix (``details["problems"]``: one message per row).
     """
-    from biastest.spec import contains_term
-
     if table is None or len(table) == 0:
         raise DataError(MSG_TABLE_EMPTY)
+    table = _fields(table)
     missing = [c for c in ("stereotyped", "anti_stereotyped") if c not in table.columns]
     if missing:
-        raise DataError(MSG_MISSING_COLUMNS.format(columns=", ".join(missing)))
-    pairs: list[SentencePair] = []
-    for i, row in enumerate(table.to_dict("records"), start=1):
-        if not _kept(row.get("keep", True)):
-            continue
-        s, a = _text(row.get("stereotyped")), _text(row.get("anti_stereotyped"))
-        if not s or not a:
-            raise DataError(MSG_ROW_EMPTY_SENTENCE.format(row=i))
-        if s == a:
-            raise DataError(MSG_ROW_SAME_SENTENCE.format(row=i))
-        gs, ga = _text(row.get("group_term_stereotyped")), _text(row.get("group_term_anti"))
-        for sentence, term in ((s, gs), (a, ga)):
-            if term and not contains_term(sentence, term):
-                raise DataError(MSG_ROW_GROUP_MISSING.format(row=i, sentence=sentence, term=term))
-        pairs.append(
-            SentencePair(
-                stereotyped=s,
-                anti_stereotyped=a,
-                attribute_term=_text(row.get("attribute_term")),
-                group_term_stereotyped=gs,
-                group_term_anti=ga,
-                template=_text(row.get("template")),
-                category=_text(row.get("category")),
-                source=_text(row.get("source")) or "user",
-                spec_name=spec_name,
-            )
-        )
-    if not pairs:
+        raise DataError(MSG_MISSING_COLUMNS.format(columns=", ".join(PAIR_HEADERS[c] for c in missing)))
+    records = table.to_dict("records")
+    kept = [i for i, row in enumerate(records) if _kept(row.get("keep", True))]
+    if not kept:
         raise DataError(MSG_NOTHING_KEPT)
-    if len(pairs) > MAX_PAIRS:
-        raise DataError(MSG_TOO_MANY_PAIRS.format(n=len(pairs), limit=MAX_PAIRS))
-    return pairs
+    if len(kept) > MAX_PAIRS:
+        raise DataError(MSG_TOO_MANY_PAIRS.format(n=len(kept), limit=MAX_PAIRS))
+    problems = list(row_problems(table, kept).values())
+    if problems:
+        raise DataError(problems_message(problems), problems=tuple(problems))
+    return [
+        SentencePair(
+            stereotyped=_text(row.get("stereotyped")),
+            anti_stereotyped=_text(row.get("anti_stereotyped")),
+            attribute_term=_text(row.get("attribute_term")),
+            group_term_stereotyped=_text(row.get("group_term_stereotyped")),
+            group_term_anti=_text(row.get("group_term_anti")),
+            template=_text(row.get("template")),
+            category=_text(row.get("category")),
+            source=_text(row.get("source")) or "user",
+            spec_name=spec_name,
+        )
+        for row in (records[i] for i in kept)
+    ]
 
 
 def _fmt(x: float | None, digits: int = 1) -> str:
@@ -239,20 +350,29 @@ def _term_rows(terms) -> list[dict[str, Any]]:
     ]
 
 
+def _hover_by_row(fig: go.Figure) -> go.Figure:
+    """Hover a bar from anywhere on its row: a bar at 0 % (or one with no score) has no area to point at."""
+    return fig.update_layout(hovermode="y")
+
+
 def attribute_figure(result: StereotypeResult) -> go.Figure:
     """Per-attribute-term stereotype scores with exact (Clopper–Pearson) intervals."""
-    return score_bars(_term_rows(result.per_attribute), title="Stereotype score per attribute term",
-                      interval_label=TERM_INTERVAL_LABEL)
+    return _hover_by_row(score_bars(_term_rows(result.per_attribute), title="Stereotype score per attribute term",
+                                    interval_label=TERM_INTERVAL_LABEL))
 
 
 def group_figure(result: StereotypeResult) -> go.Figure:
     """Per-group-term stereotype scores with exact (Clopper–Pearson) intervals."""
-    return score_bars(_term_rows(result.per_group), title="Stereotype score per group term (stereotyped sentence)",
-                      interval_label=TERM_INTERVAL_LABEL)
+    return _hover_by_row(score_bars(_term_rows(result.per_group),
+                                    title="Stereotype score per group term (stereotyped sentence)",
+                                    interval_label=TERM_INTERVAL_LABEL))
 
 
 def pair_grid(result: StereotypeResult) -> go.Figure:
-    """One square per pair: column = attribute term, colour = log-probability difference."""
+    """One square per pair: column = attribute term, row = the pair's number within it, colour = Δ log-prob.
+
+    The hover names the pair as the axis does (``#2 of 'math'``: the second pair of the attribute term math).
+    """
     counters: dict[str, int] = {}
     xs, ys, colors, hovers = [], [], [], []
     for p in result.pairs:
@@ -273,7 +393,7 @@ def pair_grid(result: StereotypeResult) -> go.Figure:
         )
         hovers.append(
             {
-                "Pair": p.index + 1,
+                "Pair": MSG_PAIR_LABEL.format(number=counters[key], term=key),
                 "Stereotyped": p.stereotyped,
                 "Anti-stereotyped": p.anti_stereotyped,
                 "Model preferred": preferred,
@@ -288,7 +408,7 @@ def pair_grid(result: StereotypeResult) -> go.Figure:
         hover=hovers,
         title="Every sentence pair (red: stereotyped sentence preferred, blue: anti-stereotyped)",
         x_title="attribute term",
-        y_title="pair",
+        y_title="pair, per term",
         color_title="Δ log-prob",
     )
 

@@ -9,22 +9,37 @@ a per-pair grid with hover, a plain-language reading, CSV and JSON downloads.
 
 All per-user data lives in ``gr.State``; the model cache and the store are
 process-wide services.
+
+Messages: a mistake the user fixes by editing an input (:data:`USER_MISTAKES`) is shown next to the button that
+met it (``⚠️`` + the escaped message) with a yellow toast; what editing cannot fix (a model that cannot be
+loaded, an unexpected error) is a red error, and the button's message box then says so (:data:`MSG_FAILED`). Each
+action of step 2 clears the messages of the others, which described an earlier table. Every pair in the table is
+checked as generated pairs are (:func:`biastest.report.gpt.row_problems`): pairs added that fail are left unticked,
+and a run with a kept row that fails is refused, naming the rows. The run checks all its inputs at once and only
+then waits for the model, which one test uses at a time (a run that waited for a Gradio concurrency slot first
+left a mistake unanswered, and silent, for as long as another user's test took).
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import math
+import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import gradio as gr
 import pandas as pd
 
-from biastest.errors import DataError, SpecError
+from biastest.errors import BiastestError, DataError, GenerationError, SpecError
 from biastest.metrics.stereotype_score import METHODS
+from biastest.records import SentencePair
 from biastest.report import gpt as report
 from biastest.report.text import md_escape
 from biastest.runner import services
 from biastest.spec import BiasSpec
+from biastest.ui.common import USER_MISTAKES as COMMON_USER_MISTAKES
 from biastest.ui.common import (
     end_session_files_on_unload,
     gated_tabs_reset,
@@ -77,10 +92,53 @@ MSG_IMPORTED = "Imported {n} sentence pairs from {name}."
 MSG_NO_FILE = "Choose a file to import first."
 MSG_NO_MODEL = "Type or choose the model to test (a Hub id such as gpt2, or a local folder)."
 MSG_BAD_SEED = "The seed must be a whole number, got {value!r}."
+MSG_LEFT_UNTICKED = (
+    "{count} of the new pairs are left unticked and will not be tested, for the reasons below. Fix them and tick "
+    "'Keep', or leave them out:"
+)
+MSG_FAILED = "⛔ That did not work: the message at the top right of the page says why. Your inputs are kept."
+MSG_WAITING_FOR_MODEL = "Waiting for another test to finish (one test runs at a time on this server)…"
+MSG_RUN_DONE = "✅ Tested {n} sentence pairs with {model}: the results are in step 3."
+MSG_TESTING = "**Testing:** {what}"
+MSG_TESTING_TERMS = "{g1} vs {g2}, with {a1} vs {a2}"
+
+#: Mistakes the user fixes by changing an input: shown inline next to the control, with a yellow toast (never red).
+#: The apps' list, and a generation's own setup mistakes (no key, no address, a count out of bounds).
+USER_MISTAKES = (*COMMON_USER_MISTAKES, GenerationError)
+#: Terms of each list that the "Testing:" line of step 2 names before "…".
+TESTING_TERMS_SHOWN = 3
 
 
 def _fresh_state() -> dict[str, Any]:
     return {"spec": None, "result": None}
+
+
+def inline(exc: BiastestError) -> str:
+    """A user's mistake as the inline Markdown of the control that caused it (⚠️, escaped), and a warning toast.
+
+    As :func:`biastest.ui.common.warn_inline`, for this app's Markdown message boxes: a message of several lines (a
+    headline, then ``- `` lines, as :func:`biastest.report.gpt.problems_message` writes them) becomes a list, and
+    the toast gives the headline.
+    """
+    head, *rest = exc.message.split("\n")
+    gr.Warning(head)
+    lines = [f"⚠️ {md_escape(head)}"]
+    lines += [f"- {md_escape(line[2:])}" if line.startswith("- ") else md_escape(line) for line in rest]
+    return "\n".join(lines)
+
+
+def _few(terms: Sequence[str]) -> str:
+    shown = ", ".join(terms[:TESTING_TERMS_SHOWN])
+    return shown + ("…" if len(terms) > TESTING_TERMS_SHOWN else "")
+
+
+def testing_line(spec: BiasSpec) -> str:
+    """Step 2's "Testing:" line: the spec's name and its terms (a custom spec is named by its terms only)."""
+    terms = MSG_TESTING_TERMS.format(g1=_few(spec.group1), g2=_few(spec.group2), a1=_few(spec.attributes1),
+                                     a2=_few(spec.attributes2))
+    custom = inspect.signature(BiasSpec.from_terms).parameters["name"].default
+    what = md_escape(terms) if spec.name == custom else f"{md_escape(spec.name)} — {md_escape(terms)}"
+    return MSG_TESTING.format(what=what)
 
 
 def _seed(value: Any) -> int:
@@ -101,41 +159,80 @@ def _spec(state: dict[str, Any]) -> BiasSpec:
     return BiasSpec.from_dict(state["spec"])
 
 
-def _merge(table: pd.DataFrame | None, new: pd.DataFrame) -> pd.DataFrame:
-    if table is None or len(table) == 0:
-        return new.reset_index(drop=True)
-    merged = pd.concat([table, new], ignore_index=True)
-    return merged.drop_duplicates(subset=["stereotyped", "anti_stereotyped"], keep="first").reset_index(drop=True)
+def _merge(table: pd.DataFrame | None, pairs: Sequence[SentencePair]) -> tuple[pd.DataFrame, str]:
+    """The table with ``pairs`` added (duplicates dropped) and a note on the new rows that fail the pair check.
+
+    New rows that are not minimal pairs about their group terms (:func:`biastest.report.gpt.row_problems`) are added
+    unticked, so they are not tested, and the note (Markdown, with a warning toast) says which and why.
+    """
+    st, anti = report.PAIR_HEADERS["stereotyped"], report.PAIR_HEADERS["anti_stereotyped"]
+    new = report.pairs_to_table(pairs)
+    old = report.as_display_table(table)
+    merged = pd.concat([old, new], ignore_index=True) if len(old) else new
+    merged = merged.drop_duplicates(subset=[st, anti], keep="first")
+    added = [i for i, index in enumerate(merged.index) if index >= len(old)]
+    merged = merged.reset_index(drop=True)
+    problems = report.row_problems(merged, added)
+    if not problems:
+        return merged, ""
+    merged.loc[list(problems), report.PAIR_HEADERS["keep"]] = False
+    head = MSG_LEFT_UNTICKED.format(count=len(problems))
+    gr.Warning(head)
+    listed = [f"- {md_escape(m)}" for m in list(problems.values())[: report.MAX_LISTED]]
+    if len(problems) > report.MAX_LISTED:
+        listed.append(md_escape(report.MSG_ROWS_MORE.format(count=len(problems) - report.MAX_LISTED)))
+    return merged, "\n\n" + "\n".join([f"⚠️ {md_escape(head)}", *listed])
 
 
 # ------------------------------------------------------------------ handlers
+# Step 2's messages: every action sets its own and clears the others, which described an earlier table.
 @user_errors
 def confirm_spec(library, g1, g2, s1, a1, state):
-    spec = spec_from_inputs(library, g1, g2, s1, a1)
-    state = {**_fresh_state(), "spec": spec.to_dict()}
+    """Step 1 → step 2. A new spec starts a clean step 2 (empty table, no messages); the same spec keeps it.
+
+    Outputs: state, spec message, tabs, data tab, "Testing:" line, table, find message, coverage, import message,
+    generation message, run message.
+    """
+    try:
+        spec = spec_from_inputs(library, g1, g2, s1, a1)
+    except SpecError as exc:
+        return (state, inline(exc), *(gr.skip(),) * 9)
     tabs, tab = unlock_step("data")
-    return state, spec_summary(spec), tabs, tab, f"**Testing:** {md_escape(spec.name)}"
+    if state and state.get("spec") == spec.to_dict():
+        return (state, spec_summary(spec), tabs, tab, testing_line(spec), *(gr.skip(),) * 6)
+    state = {**_fresh_state(), "spec": spec.to_dict()}
+    return (state, spec_summary(spec), tabs, tab, testing_line(spec), report.pairs_to_table([]), "", "", "", "", "")
 
 
 @user_errors
 def find_sentences(state, table):
-    spec = _spec(state)
+    """Outputs: table, find message, coverage, import message, generation message, run message."""
+    try:
+        spec = _spec(state)
+    except SpecError as exc:
+        return (gr.skip(), inline(exc), *(gr.skip(),) * 4)
     found = services.retrieve_pairs(spec)
     if not found.pairs:
-        return table, MSG_NOTHING_FOUND, found.coverage_markdown
-    merged = _merge(table, report.pairs_to_table(found.pairs))
-    return merged, MSG_FOUND.format(n_pairs=len(found.pairs), n_sentences=found.n_sentences), found.coverage_markdown
+        return table, MSG_NOTHING_FOUND, found.coverage_markdown, "", "", ""
+    merged, note = _merge(table, found.pairs)
+    message = MSG_FOUND.format(n_pairs=len(found.pairs), n_sentences=found.n_sentences) + note
+    return merged, message, found.coverage_markdown, "", "", ""
 
 
 @user_errors
 def import_file(file, fmt, state, table):
-    if file is None:
-        raise DataError(MSG_NO_FILE)
-    spec = _spec(state)
-    path = file if isinstance(file, str) else getattr(file, "name", file)
-    pairs = services.import_pairs(path, fmt=fmt, spec=spec)
-    merged = _merge(table, report.pairs_to_table(pairs))
-    return merged, MSG_IMPORTED.format(n=len(pairs), name=md_escape(str(path).rsplit("/", 1)[-1]))
+    """Outputs: table, find message, import message, generation message, run message."""
+    try:
+        if file is None:
+            raise DataError(MSG_NO_FILE)
+        spec = _spec(state)
+        path = file if isinstance(file, str) else getattr(file, "name", file)
+        pairs = services.import_pairs(path, fmt=fmt, spec=spec)
+    except USER_MISTAKES as exc:
+        return (gr.skip(), gr.skip(), inline(exc), gr.skip(), gr.skip())
+    merged, note = _merge(table, pairs)
+    message = MSG_IMPORTED.format(n=len(pairs), name=md_escape(str(path).rsplit("/", 1)[-1])) + note
+    return merged, "", message, "", ""
 
 
 @user_errors
@@ -144,44 +241,86 @@ def generate(kind, api_key, base_url, model, per_attribute, prompt, seed, state,
     """Generate the missing sentences; a run stopped (``cancel`` set, or ``max_seconds`` passed) keeps its pairs.
 
     The pairs made before a stop are stored and added to the table like those of a finished run; the message says
-    why the run stopped and how many were kept.
+    why the run stopped and how many were kept, and the coverage table is brought up to date.
+
+    Outputs: table, find message, coverage, import message, generation message, run message.
     """
-    spec = _spec(state)
-    run = services.generate_pairs(
-        spec,
-        kind=kind,
-        api_key=api_key,
-        base_url=base_url,
-        model=model,
-        per_attribute=int(per_attribute or 0),
-        prompt=prompt,
-        seed=_seed(seed),
-        progress=progress_callback(progress),
-        cancel=cancel,
-        max_seconds=max_seconds,
-    )
-    merged = _merge(table, report.pairs_to_table(run.pairs)) if run.pairs else table
-    return merged, md_escape(run.report.message), ""
+    try:
+        spec = _spec(state)
+        run = services.generate_pairs(
+            spec,
+            kind=kind,
+            api_key=api_key,
+            base_url=base_url,
+            model=model,
+            per_attribute=int(per_attribute or 0),
+            prompt=prompt,
+            seed=_seed(seed),
+            progress=progress_callback(progress),
+            cancel=cancel,
+            max_seconds=max_seconds,
+        )
+    except USER_MISTAKES as exc:
+        return (gr.skip(), gr.skip(), gr.skip(), gr.skip(), inline(exc), gr.skip())
+    merged, note = _merge(table, run.pairs) if run.pairs else (table, "")
+    coverage = services.retrieve_pairs(spec).coverage_markdown
+    return merged, "", coverage, "", md_escape(run.report.message) + note, ""
+
+
+@contextlib.contextmanager
+def _model_slot(slot: threading.Lock | None, progress) -> Iterator[None]:
+    """Hold ``slot`` (one test at a time) while scoring, saying so while another test holds it."""
+    if slot is None:
+        yield
+        return
+    report_progress = progress_callback(progress)
+    while not slot.acquire(timeout=0.5):
+        report_progress(0, 1, MSG_WAITING_FOR_MODEL)  # a known total: Gradio shows the text only with a bar
+    try:
+        yield
+    finally:
+        slot.release()
+
+
+RUN_OUTPUTS = 11  # run message, state, tabs, results tab, summary, reading, 3 figures, 2 downloads
 
 
 @user_errors
-def run_test(model_id, method, seed, state, table, progress=gr.Progress()):
-    spec = _spec(state)
-    if not model_id or not str(model_id).strip():
-        raise DataError(MSG_NO_MODEL)
-    pairs = report.pairs_from_table(table, spec_name=spec.name)
-    result = services.run_lm_test(
-        pairs=pairs,
-        model_id=str(model_id).strip(),
-        method=method,
-        seed=_seed(seed),
-        spec=spec,
-        progress=progress_callback(progress),
-    )
+def run_test(model_id, method, seed, state, table, progress=gr.Progress(), *, slot: threading.Lock | None = None):
+    """Check everything the user typed, then score (holding ``slot``, if given, while the model runs).
+
+    The inputs are checked before the test waits for the model, so a mistake (an empty table, a row that is not a
+    minimal pair, a bad seed) is answered at once, whatever else the server is running.
+
+    Outputs: run message, state, tabs, results tab, summary, reading, attribute bars, group bars, pair grid, CSV and
+    JSON downloads.
+    """
+    from biastest import public
+    from biastest.metrics.stereotype_score import get_method
+
+    skip = (gr.skip(),) * (RUN_OUTPUTS - 1)
+    try:
+        spec = _spec(state)
+        model = str(model_id or "").strip()
+        if not model:
+            raise DataError(MSG_NO_MODEL)
+        seed = _seed(seed)
+        method = get_method(method).name
+        model = public.check_model_reference(model)
+        pairs = report.pairs_from_table(table, spec_name=spec.name)
+    except USER_MISTAKES as exc:
+        return (inline(exc), *skip)
+    try:
+        with _model_slot(slot, progress):
+            result = services.run_lm_test(pairs=pairs, model_id=model, method=method, seed=seed, spec=spec,
+                                          progress=progress_callback(progress))
+    except USER_MISTAKES as exc:
+        return (inline(exc), *skip)
     state = {**state, "result": result.to_dict()}
     csv_path, json_path = report.export_files(result, directory=session_export_dir("biastest-lm-"))
     tabs, tab = unlock_step("results")
     return (
+        MSG_RUN_DONE.format(n=len(pairs), model=md_escape(model)),
         state,
         tabs,
         tab,
@@ -196,6 +335,7 @@ def run_test(model_id, method, seed, state, table, progress=gr.Progress()):
 
 
 def restart():
+    """Back to step 1, everything cleared (the order of ``reset_outputs`` in :func:`build_demo`)."""
     tabs, t2, t3 = gated_tabs_reset()
     return (
         _fresh_state(),
@@ -203,10 +343,14 @@ def restart():
         t2,
         t3,
         report.pairs_to_table([]),
-        "",
-        "",
-        "",
-        "",
+        "",  # testing line
+        "",  # find message
+        "",  # coverage
+        "",  # import message
+        "",  # generation message
+        "",  # run message
+        "",  # summary
+        "",  # reading
         None,
         None,
         None,
@@ -223,6 +367,24 @@ def method_info(method: str) -> str:
 
 
 # ------------------------------------------------------------------ layout
+def prompt_info(name: str) -> str:
+    """The description shown beside the prompt dropdown."""
+    from biastest.generate.prompts import SENTENCE_PROMPTS
+
+    prompt = SENTENCE_PROMPTS.get(name)
+    return "" if prompt is None else md_escape(prompt.description)
+
+
+def method_choices() -> list[tuple[str, str]]:
+    """(short label, name) of every scoring method: the name and the kind of model it applies to."""
+    return [(f"{m.name} ({'/'.join(m.kinds)} models)", m.name) for m in METHODS.values()]
+
+
+#: Widths of the pairs table's columns (in the order of :data:`biastest.report.gpt.PAIR_HEADERS`): wide enough for
+#: each header's longest word, so headers wrap between words; sentences wrap within their columns.
+TABLE_COLUMN_WIDTHS = ["80px", "130px", "130px", "300px", "150px", "300px", "120px", "130px", "260px"]
+
+
 def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS) -> gr.Blocks:
     """Build the language-model app (no queue, no launch).
 
@@ -232,12 +394,16 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS) -
         Time limit of one sentence-generation run (the Stop button ends a run sooner; both keep what was made).
     """
     stops = StopControl()
+    model_slot = threading.Lock()  # one test scores at a time; its inputs are checked before it waits here
 
     def generate_handler(kind, api_key, base_url, model, per_attribute, prompt, seed, state, table,
                          request: gr.Request, progress=gr.Progress()):
         with stops.running(request) as cancel:
             return generate(kind, api_key, base_url, model, per_attribute, prompt, seed, state, table,
                             progress=progress, cancel=cancel, max_seconds=generation_seconds)
+
+    def run_handler(model_id, method, seed, state, table, progress=gr.Progress()):
+        return run_test(model_id, method, seed, state, table, progress=progress, slot=model_slot)
 
     with gr.Blocks(title="biastest · language models", delete_cache=gradio_cache_policy()) as demo:
         state = gr.State(_fresh_state())
@@ -247,22 +413,22 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS) -
                 inputs = build_spec_inputs()
                 next_btn = gr.Button("Next: test sentences ▶", variant="primary", elem_id="spec-next")
             with gr.Tab("2 · Test sentences", id="data", interactive=False) as tab_data:
-                testing = gr.Markdown("")
+                testing = gr.Markdown("", elem_id="data-testing")
                 with gr.Row():
                     find_btn = gr.Button("Find sentences in the dataset", elem_id="data-find")
                 find_msg = gr.Markdown("", elem_id="data-find-message")
                 coverage = gr.Markdown("", elem_id="data-coverage")
                 with gr.Accordion("Import sentence pairs from a file", open=False):
                     with gr.Row():
-                        upload = gr.File(label="CSV or JSON file", file_types=[".csv", ".json"])
+                        upload = gr.File(label="CSV or JSON file", file_types=[".csv", ".json"], elem_id="import-file")
                         fmt = gr.Dropdown(
                             choices=list(services.IMPORT_FORMATS),
                             value="auto",
                             label="File format",
                             info="BiasTestGPT pairs or sentences CSV, CrowS-Pairs CSV, StereoSet JSON",
                         )
-                    import_btn = gr.Button("Import")
-                    import_msg = gr.Markdown("")
+                    import_btn = gr.Button("Import", elem_id="import-run")
+                    import_msg = gr.Markdown("", elem_id="import-message")
                 with gr.Accordion("Generate new sentences with a language model", open=False):
                     gr.Markdown(
                         "Sentences are written for each (group term, attribute term), kept only if they are one "
@@ -295,24 +461,31 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS) -
                             minimum=1,
                             elem_id="gen-per-attribute",
                         )
-                        prompt = gr.Dropdown(
-                            choices=services.sentence_prompt_choices(), value="with-context", label="Prompt"
-                        )
+                        with gr.Column():
+                            prompt = gr.Dropdown(
+                                choices=[(name, name) for _, name in services.sentence_prompt_choices()],
+                                value="with-context",
+                                label="Prompt",
+                                elem_id="gen-prompt",
+                            )
+                            prompt_md = gr.Markdown(prompt_info("with-context"), elem_id="gen-prompt-info",
+                                                    elem_classes=["bt-hint"])
                         gen_seed = gr.Number(label="Seed", value=42, precision=0)
                     with gr.Row():
                         gen_btn = gr.Button("Generate", elem_id="gen-run")
                         gen_stop = StopControl.button("gen-stop")
                     gen_msg = gr.Markdown("", elem_id="gen-message")
                 gr.Markdown(
-                    "**Test sentence pairs.** Edit any cell to fix a sentence; untick *keep* to leave a pair out.",
+                    "**Test sentence pairs.** Edit any cell to fix a sentence; untick *Keep* to leave a pair out. "
+                    "A pair's two sentences must differ only in the group term (and the words that agree with it).",
                     elem_classes=["bt-hint"],
                 )
                 table = gr.Dataframe(
                     value=report.pairs_to_table([]),
-                    headers=report.PAIR_COLUMNS,
                     datatype=["bool", "str", "str", "str", "str", "str", "str", "str", "str"],
                     interactive=True,
                     wrap=True,
+                    column_widths=TABLE_COLUMN_WIDTHS,
                     max_height=420,
                     elem_id="pairs-table",
                 )
@@ -325,17 +498,20 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS) -
                         info="Any Hugging Face Hub id or a local folder.",
                         elem_id="model-id",
                     )
-                    method = gr.Dropdown(
-                        choices=[(f"{m.name} — {m.title}", m.name) for m in METHODS.values()],
-                        value="causal-sum",
-                        label="Scoring method",
-                        elem_id="method",
-                    )
+                    with gr.Column():
+                        method = gr.Dropdown(
+                            choices=method_choices(),
+                            value="causal-sum",
+                            label="Scoring method",
+                            elem_id="method",
+                        )
+                        method_md = gr.Markdown(method_info("causal-sum"), elem_id="method-info",
+                                                elem_classes=["bt-hint"])
                     seed = gr.Number(label="Seed (intervals)", value=42, precision=0, elem_id="seed")
-                method_md = gr.Markdown(method_info("causal-sum"), elem_classes=["bt-hint"])
                 with gr.Accordion("What the scoring methods do", open=False):
                     gr.Markdown(METHOD_HELP)
                 run_btn = gr.Button("Run the test ▶", variant="primary", elem_id="data-run")
+                run_msg = gr.Markdown("", elem_id="run-message", min_height=40)
                 restart2 = gr.Button("New bias test", elem_id="restart-data")
             with gr.Tab("3 · Results", id="results", interactive=False) as tab_results:
                 summary = gr.Markdown("", elem_id="results-summary", elem_classes=["bt-score"])
@@ -352,35 +528,57 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS) -
         spec_boxes = [inputs.library, *inputs.term_boxes]
         inputs.library.change(user_errors(fill_from_library), inputs.library, [*inputs.term_boxes, inputs.message])
         wire_validation(inputs, concurrency_id="gpt-spec-validate")
-        next_btn.click(confirm_spec, [*spec_boxes, state], [state, inputs.message, tabs, tab_data, testing])
-        find_btn.click(find_sentences, [state, table], [table, find_msg, coverage])
-        import_btn.click(import_file, [upload, fmt, state, table], [table, import_msg])
-        stops.wire(
+        next_btn.click(
+            confirm_spec,
+            [*spec_boxes, state],
+            [state, inputs.message, tabs, tab_data, testing, table, find_msg, coverage, import_msg, gen_msg, run_msg],
+        )
+        failed = []  # (event, its message box): a red error also ends in a message next to the button
+        failed.append((find_btn.click(find_sentences, [state, table],
+                                      [table, find_msg, coverage, import_msg, gen_msg, run_msg]), find_msg))
+        failed.append((import_btn.click(import_file, [upload, fmt, state, table],
+                                        [table, find_msg, import_msg, gen_msg, run_msg]), import_msg))
+        generation = stops.wire(
             demo,
             generate_btn=gen_btn,
             stop_btn=gen_stop,
             fn=generate_handler,
             inputs=[gen_kind, api_key, base_url, gen_model, per_attr, prompt, gen_seed, state, table],
-            outputs=[table, gen_msg, coverage],
+            outputs=[table, find_msg, coverage, import_msg, gen_msg, run_msg],
             api_name="generate_sentences",
             concurrency_id="generation",
         )
-        method.change(method_info, method, method_md)
-        run_btn.click(
-            run_test,
+        failed.append((generation, gen_msg))
+        method.change(method_info, method, method_md, show_progress="hidden")
+        prompt.change(prompt_info, prompt, prompt_md, show_progress="hidden")
+        # an edit of the table makes the last run message (e.g. a row to fix) stale
+        table.input(lambda: "", None, run_msg, queue=False, show_progress="hidden")
+        # The run checks its inputs at once and only then waits for the model (``model_slot``), saying so in step 2:
+        # waiting for a Gradio concurrency slot first left a zero-pair run silent behind other users' tests.
+        running = run_btn.click(
+            run_handler,
             [model, method, seed, state, table],
-            [state, tabs, tab_results, summary, reading, attr_plot, group_plot, grid, dl_csv, dl_json],
-            concurrency_id="inference",
-            concurrency_limit=1,
+            [run_msg, state, tabs, tab_results, summary, reading, attr_plot, group_plot, grid, dl_csv, dl_json],
+            api_name="run_test",
+            concurrency_id="gpt-run",
+            concurrency_limit=4,
+            show_progress_on=[run_msg],
         )
+        failed.append((running, run_msg))
+        for event, box in failed:  # Gradio 6.31 runs ``.failure`` listeners (not ``.then``) after an error
+            event.failure(lambda: MSG_FAILED, None, box, queue=False, show_progress="hidden")
         reset_outputs = [
             state,
             tabs,
             tab_data,
             tab_results,
             table,
+            testing,
             find_msg,
             coverage,
+            import_msg,
+            gen_msg,
+            run_msg,
             summary,
             reading,
             attr_plot,
