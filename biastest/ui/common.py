@@ -167,6 +167,9 @@ def launch_kwargs() -> dict[str, Any]:
     policy = public.configure(host=host, quiet=True)
     print(policy.describe(), flush=True)
     workdir.remove_on_sigterm()
+    from biastest.runner.services import shared_dataset
+
+    print(shared_dataset().summary(), flush=True)  # pulls start in the background; nothing waits for them
     return {
         "server_name": host,
         "server_port": int(port),
