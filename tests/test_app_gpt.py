@@ -21,6 +21,8 @@ from biastest.report.text import md_escape
 from biastest.runner import services
 from biastest.runner.lm import run_stereotype_test
 from biastest.ui import gpt as app
+from biastest.ui.common import escape
+from biastest.ui.dataset_panel import MSG_PANEL_COMMIT
 from tests.lm_helpers import build_tiny_gpt2
 
 SPEC_NAME = "BiasTestGPT: Male vs female terms, math vs arts (WEAT 7's words, groups and attributes swapped)"
@@ -292,7 +294,7 @@ def test_generation_clears_stale_messages_and_updates_the_coverage(tmp_path, mon
     assert find_msg == app.MSG_NOTHING_FOUND and "| math | 0 |" in coverage
     with OpenAIStub() as stub:
         out = app.generate("openai-compatible", "", stub.base_url, "stub-model", 1, "with-context", 1, state, table)
-    table, find_msg, coverage, import_msg, gen_msg, run_msg = out
+    table, find_msg, coverage, import_msg, gen_msg, run_msg, _ = out
     assert len(table) == 2 and "new sentences" in gen_msg
     assert find_msg == "" and import_msg == "" and run_msg == ""
     assert "| math | 1 |" in coverage and "| art | 1 |" in coverage  # kept and brought up to date
@@ -335,3 +337,186 @@ def test_restart_clears_everything():
     assert out[0] == app._fresh_state()
     assert len(out[4]) == 0
     assert out[5:13] == ("",) * 8
+
+
+# --------------------------------------------------------------------------- the shared dataset, live in step 2
+HUB_REPO = "stub-user/lm-sentences"
+HUB_TOKEN = "hf_stub_lm_token_0123456789"
+TERMS = ("he", "she", "math", "art")
+
+
+@pytest.fixture
+def online(monkeypatch, tmp_path):
+    """huggingface_hub may talk to the Hub stand-in (the suite's conftest sets HF_HUB_OFFLINE=1)."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
+    for var in ("HF_TOKEN", "BIASTEST_HF_DATASET", "HF_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def hub(online):
+    from tests.hub_stub import StubHub
+
+    with StubHub() as stub:
+        yield stub
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 3_000_000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _dataset(root, hub=None, **kw):
+    from biastest.store.local import DatasetStore
+    from biastest.store.shared import SharedDataset
+
+    opts = {"backoff_s": 0.01, "batch_delay_s": 0.05, "interval_s": 0.2}
+    kw.setdefault("repo_id", "")
+    kw.setdefault("token", "")
+    return SharedDataset(DatasetStore(root, writer="app"), endpoint=hub.url if hub else None, sync_options=opts,
+                         clock=_Clock(), **kw)
+
+
+def _wait(predicate, timeout: float = 30.0, what: str = "the condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def _custom_state():
+    return app.confirm_spec(app.CUSTOM, *TERMS, app._fresh_state())[0]
+
+
+def _generate(state, table, stub, ds, per_attribute=1):
+    return app.generate("openai-compatible", "", stub.base_url, "stub-model", per_attribute, "with-context", 1,
+                        state, table, dataset=ds)
+
+
+def test_the_app_reads_and_writes_the_store_its_shared_dataset_watches(tmp_path, monkeypatch):
+    from tests.openai_stub import OpenAIStub
+
+    monkeypatch.setenv("BIASTEST_DATA_DIR", str(tmp_path / "store"))
+    ds = services.shared_dataset()
+    assert ds.store is services.shared_store()  # one store: the pusher hears the app's writes
+    heard = []
+    ds.store.add_listener(heard.append)
+    state = _custom_state()
+    with OpenAIStub() as stub:
+        out = app.generate("openai-compatible", "", stub.base_url, "stub-model", 1, "with-context", 1, state,
+                           _table([]))
+    files = out[6]["shared"][0]["files"]
+    assert files and set(files) <= set(heard)  # written to the watched store, and remembered by the session
+    ds.store.remove_listener(heard.append)
+
+
+def test_panel_without_a_dataset_says_sync_is_off_and_how_to_share(tmp_path):
+    from biastest.store import shared as S
+    from biastest.store.importers import PUBLIC_BIASTESTGPT_REPO
+    from tests.openai_stub import OpenAIStub
+
+    ds = _dataset(tmp_path / "store").start()  # no dataset, and no connection (the suite runs offline)
+    assert ds.mode == S.MODE_PUBLIC and ds.wait_pulled(20)
+    state = _custom_state()
+    panel = app.panel_handler(state, dataset=ds)
+    assert panel.startswith(escape(S.MSG_SUMMARY_PUBLIC.format(repo=PUBLIC_BIASTESTGPT_REPO,
+                                                                   pulled="pulled just now")))
+    assert "BIASTEST_HF_DATASET" in panel and "HF_TOKEN" in panel  # how to turn sharing on
+    assert escape(S.MSG_UNREACHABLE.format(problem="offline")) in panel  # said plainly
+    assert panel.endswith(escape(app.MSG_PANEL_NONE_SAVED))
+    with OpenAIStub() as stub:
+        out = _generate(state, _table([]), stub, ds)
+    state = out[6]
+    assert len(out[0]) == 2 and len(state["shared"]) == 1
+    panel = app.panel_handler(state, dataset=ds)
+    assert escape(app.MSG_PANEL_SAVED_HEAD.format(n=1, counts=f"1 {S.ITEM_LOCAL}")) in panel
+    assert escape(app.MSG_PANEL_ITEM.format(sentences=2, pairs=2, model="stub-model", state=S.ITEM_LOCAL)) \
+        in panel
+    found = app.find_sentences(state, _table([]), dataset=ds)[1]  # found here, said so
+    where = S.MSG_FOUND_LINE.format(n=2, what="sentences", parts=S.MSG_FROM_HERE.format(n=2))
+    assert found == md_escape(app.MSG_FOUND.format(where=where, n_pairs=2))
+    ds.stop()
+
+
+def test_generated_sentences_reach_the_hub_and_another_server_finds_exactly_them(tmp_path, hub):
+    from collections import Counter
+
+    from biastest.store import shared as S
+    from tests.openai_stub import OpenAIStub
+
+    a = _dataset(tmp_path / "a", hub, repo_id=HUB_REPO, token=HUB_TOKEN).start()
+    assert a.mode == S.MODE_SYNC and a.wait_pulled(20)
+    alice = _custom_state()
+    with OpenAIStub() as stub:
+        out = _generate(alice, _table([]), stub, a, per_attribute=2)
+    alice, table = out[6], out[0]
+    assert len(table) == 4 and "new sentences" in out[4]
+    _wait(lambda: f": {S.ITEM_PUSHED} in commit " in app.panel_handler(alice, dataset=a), what="the push")
+    panel = app.panel_handler(alice, dataset=a)
+    assert escape(app.MSG_PANEL_SAVED_HEAD.format(n=1, counts=f"1 {S.ITEM_PUSHED}")) in panel
+    states = a.item_state(alice["shared"][0]["files"])
+    assert {s for s, _ in states.values()} == {S.ITEM_PUSHED}
+    commit = list(states.values())[-1][1]
+    assert len(commit) == 40 and escape(S.MSG_SUMMARY_SYNC.split(" {pulled}")[0].format(repo=HUB_REPO)) in panel
+    assert panel.endswith(escape(app.MSG_PANEL_ITEM.format(sentences=4, pairs=4, model="stub-model",
+                                                               state=S.ITEM_PUSHED)
+                                     + MSG_PANEL_COMMIT.format(commit=commit[:10])))
+    mine = {s.text: s for s in a.store.sentences()}
+    assert len(mine) == 4
+    rows = hub.parquet_rows(HUB_REPO, "sentences")
+    assert sorted(r["text"] for r in rows) == sorted(mine)  # every generated sentence, once
+    a.stop()
+
+    b = _dataset(tmp_path / "b", hub, repo_id=HUB_REPO, token=HUB_TOKEN).start()  # server B: empty, started later
+    assert b.wait_pulled(30) and b.pulls.ok
+    b.clock.t += 120
+    bob = _custom_state()
+    table, found, *_ = app.find_sentences(bob, _table([]), dataset=b)
+    where = S.MSG_FOUND_LINE.format(n=4, what="sentences", parts=S.MSG_FROM_DATASET.format(
+        n=4, repo=HUB_REPO, pulled="pulled 2 min ago"))
+    assert found == md_escape(app.MSG_FOUND.format(where=where, n_pairs=4))
+    got = services.retrieve_pairs(app._spec(bob), dataset=b)
+    assert Counter(s.text for s in b.store.sentences()) == Counter(list(mine))  # each exactly once
+    assert sorted(got.sentence_ids) == sorted(s.id for s in mine.values())
+    for s in b.store.sentences():  # provenance intact
+        m = mine[s.text]
+        assert (s.source, s.generator, s.model, s.prompt, s.group_term, s.attribute_term, s.seed) == (
+            m.source, m.generator, m.model, m.prompt, m.group_term, m.attribute_term, m.seed)
+        assert s.source == "generated" and s.prompt
+    st, anti = report.PAIR_HEADERS["stereotyped"], report.PAIR_HEADERS["anti_stereotyped"]
+    assert sorted(zip(table[st], table[anti], strict=True)) == sorted(
+        zip(out[0][st], out[0][anti], strict=True))  # the same pairs as the generating session's
+    b.stop()
+
+
+def test_refresh_from_the_dataset_returns_at_once_and_a_later_find_sees_new_sentences(tmp_path, hub):
+    from biastest.store import shared as S
+    from tests.openai_stub import OpenAIStub
+
+    writer = _dataset(tmp_path / "w", hub, repo_id=HUB_REPO, token=HUB_TOKEN)
+    reader = _dataset(tmp_path / "r", hub, repo_id=HUB_REPO, pull_interval_s=3600).start()
+    assert reader.wait_pulled(20)
+    state = _custom_state()
+    assert app.find_sentences(state, _table([]), dataset=reader)[1] == app.MSG_NOTHING_FOUND
+    with OpenAIStub() as stub:  # another server's user generates (pushed by hand: its pusher is not started)
+        made = _generate(_custom_state(), _table([]), stub, writer)
+    assert len(made[0]) == 2 and writer.sync.push_now().ok
+    n = len(reader.pulls.history)
+    hub.delay_s = 0.5  # a slow hub
+    t0 = time.monotonic()
+    panel = app.refresh_handler(state, dataset=reader)
+    assert time.monotonic() - t0 < 0.25  # the button returns while the pull runs in the background
+    assert panel.startswith(escape(S.MSG_SUMMARY_READ.format(repo=HUB_REPO, pulled="pulled just now")))
+    assert reader.wait_pulled(30) and len(reader.pulls.history) == n + 1
+    hub.delay_s = 0
+    found = app.find_sentences(state, _table([]), dataset=reader)[1]
+    where = S.MSG_FOUND_LINE.format(n=2, what="sentences", parts=S.MSG_FROM_DATASET.format(
+        n=2, repo=HUB_REPO, pulled="pulled just now"))
+    assert found == md_escape(app.MSG_FOUND.format(where=where, n_pairs=2))
+    reader.stop()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from biastest.errors import DataError, GenerationError
+from biastest.generate.sentences import SentenceRun
 from biastest.records import SentencePair
 from biastest.spec import BiasSpec
 
@@ -23,6 +24,7 @@ __all__ = [
     "IMPORT_FORMATS",
     "Found",
     "GENERATION_MAX_SECONDS",
+    "StoredSentenceRun",
     "StopSignals",
     "generate_pairs",
     "generation_limits",
@@ -204,6 +206,21 @@ class Found:
     counts: dict[str, int]
     coverage_markdown: str
     texts: tuple[str, ...] = ()
+    sentence_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StoredSentenceRun(SentenceRun):
+    """A generation run (:class:`~biastest.generate.sentences.SentenceRun`) and where its records were stored.
+
+    Attributes
+    ----------
+    shards : tuple of str
+        The store files (relative to the store root) that the run's new sentences and pairs were written to
+        (:attr:`~biastest.store.local.AddReport.shards`; empty when nothing new was stored).
+    """
+
+    shards: tuple[str, ...] = ()
 
 
 def _coverage_markdown(spec: BiasSpec, counts: dict[str, int]) -> str:
@@ -216,12 +233,25 @@ def _coverage_markdown(spec: BiasSpec, counts: dict[str, int]) -> str:
     return "\n".join(rows)
 
 
-def retrieve_pairs(spec: BiasSpec) -> Found:
-    """Every stored pair and template sentence that matches the spec's terms."""
+def _store_of(dataset) -> Any:
+    """The store the apps read and write: ``dataset``'s, or the process's shared dataset's (started on first use).
+
+    Always the store a :class:`~biastest.store.shared.SharedDataset` watches, so its pusher hears every write (the
+    process's shared dataset is built on :func:`shared_store`, the same instance).
+    """
+    return (dataset if dataset is not None else shared_dataset()).store
+
+
+def retrieve_pairs(spec: BiasSpec, *, dataset=None) -> Found:
+    """Every stored pair and template sentence that matches the spec's terms.
+
+    ``dataset``: the :class:`~biastest.store.shared.SharedDataset` whose store is read (default: the process's,
+    :func:`shared_dataset`). Never waits for the network: it reads what the store holds.
+    """
     from biastest.store.retrieval import retrieve_pairs as store_pairs
     from biastest.store.retrieval import retrieve_sentences
 
-    store = shared_store()
+    store = _store_of(dataset)
     sentences = retrieve_sentences(store, spec)
     found = store_pairs(store, spec, sentences=sentences)
     counts = dict(found.coverage.per_attribute)
@@ -231,6 +261,7 @@ def retrieve_pairs(spec: BiasSpec) -> Found:
         counts=counts,
         coverage_markdown=_coverage_markdown(spec, counts),
         texts=sentences.texts,
+        sentence_ids=tuple(dict.fromkeys(m.sentence.id for m in sentences.matches)),
     )
 
 
@@ -298,13 +329,18 @@ def generate_pairs(
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
     max_seconds: float = GENERATION_MAX_SECONDS,
-):
-    """Generate the sentences the spec is missing, store them, return the run.
+    dataset=None,
+) -> StoredSentenceRun:
+    """Generate the sentences the spec is missing, store them, return the run and the store files written.
 
     The key is handed to the client and forgotten; it is not stored or logged.
     The run ends at ``max_seconds`` or when ``cancel`` is set; the sentences
     generated before that are stored and returned all the same (the
     report's message says why it stopped and how many were kept).
+
+    They are written to ``dataset``'s store (default: the process's shared dataset, :func:`shared_dataset`),
+    whose pusher shares them when sharing is on; :attr:`StoredSentenceRun.shards` names the files written, whose
+    sync state :meth:`~biastest.store.shared.SharedDataset.item_state` tells.
     """
     from biastest import public
     from biastest.generate import generate_sentences, make_text_generator
@@ -330,7 +366,7 @@ def generate_pairs(
     else:
         options = {"model": public.check_model_reference(model)}  # a model loaded on this server
     generator = make_text_generator(kind, options)
-    found = retrieve_pairs(spec)
+    found = retrieve_pairs(spec, dataset=dataset)
     run = generate_sentences(
         spec,
         generator,
@@ -343,9 +379,10 @@ def generate_pairs(
         limits=generation_limits(request_timeout=TEXT_REQUEST_TIMEOUT, max_seconds=max_seconds),
         cancel=cancel,
     )
+    shards: tuple[str, ...] = ()
     if run.sentences or run.pairs:
-        shared_store().add(run.sentences, run.pairs)
-    return run
+        shards = tuple(_store_of(dataset).add(run.sentences, run.pairs).shards)
+    return StoredSentenceRun(run.sentences, run.pairs, run.report, shards=shards)
 
 
 def run_lm_test(

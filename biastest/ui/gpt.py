@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import logging
 import math
 import threading
 from collections.abc import Iterator, Sequence
@@ -49,6 +50,7 @@ from biastest.ui.common import (
     unlock_step,
     user_errors,
 )
+from biastest.ui.dataset_panel import build_dataset_panel, panel_markdown
 from biastest.ui.spec_step import (
     CUSTOM,
     build_spec_inputs,
@@ -59,7 +61,9 @@ from biastest.ui.spec_step import (
 )
 from biastest.ui.stop import StopControl, time_limit_hint
 
-__all__ = ["SUGGESTED_MODELS", "build_demo"]
+__all__ = ["SUGGESTED_MODELS", "build_demo", "dataset_panel"]
+
+log = logging.getLogger("biastest.ui.gpt")
 
 #: Suggested models for the dropdown (any Hub id or local folder may be typed instead).
 SUGGESTED_MODELS = [
@@ -86,7 +90,7 @@ with an uncertainty interval and every pair inspectable."""
 METHOD_HELP = "\n".join(f"- **{m.name}** ({', '.join(m.kinds)} models): {m.summary}" for m in METHODS.values())
 
 MSG_NO_SPEC = "Complete step 1 first: the bias specification is missing."
-MSG_FOUND = "Found {n_pairs} sentence pairs for this specification in the dataset ({n_sentences} sentences)."
+MSG_FOUND = "{where} Found {n_pairs} sentence pairs for this specification."
 MSG_NOTHING_FOUND = "No stored sentences match this specification yet. Generate some below or import a file."
 MSG_IMPORTED = "Imported {n} sentence pairs from {name}."
 MSG_NO_FILE = "Choose a file to import first."
@@ -101,6 +105,12 @@ MSG_WAITING_FOR_MODEL = "Waiting for another test to finish (one test runs at a 
 MSG_RUN_DONE = "✅ Tested {n} sentence pairs with {model}: the results are in step 3."
 MSG_TESTING = "**Testing:** {what}"
 MSG_TESTING_TERMS = "{g1} vs {g2}, with {a1} vs {a2}"
+MSG_PANEL_NONE_SAVED = (
+    "You have not generated sentences in this session yet. Sentences you generate are saved to this server's store "
+    "as soon as they are made, and shared on the dataset when sharing is on (see above)."
+)
+MSG_PANEL_SAVED_HEAD = "Sentences you generated ({n} run(s)): {counts}."
+MSG_PANEL_ITEM = "{sentences} sentence(s) and {pairs} pair(s) from {model}: {state}"
 
 #: Mistakes the user fixes by changing an input: shown inline next to the control, with a yellow toast (never red).
 #: The apps' list, and a generation's own setup mistakes (no key, no address, a count out of bounds).
@@ -110,7 +120,43 @@ TESTING_TERMS_SHOWN = 3
 
 
 def _fresh_state() -> dict[str, Any]:
-    return {"spec": None, "result": None}
+    # "shared": one entry per generation run whose sentences were stored (the store files written), for the panel
+    return {"spec": None, "result": None, "shared": []}
+
+
+def _dataset(dataset=None):
+    """``dataset``, or the process's shared dataset (:func:`biastest.runner.services.shared_dataset`)."""
+    return dataset if dataset is not None else services.shared_dataset()
+
+
+def dataset_panel(state: dict[str, Any] | None, dataset) -> str:
+    """The "Shared dataset" panel: the dataset's summary and the sync state of the sentences this session generated.
+
+    Reads local state only (the last pull, the push journal), so it never waits for the network
+    (:func:`biastest.ui.dataset_panel.panel_markdown`). ``dataset`` None: no panel ("").
+    """
+    items = [(run["files"], {"sentences": run["sentences"], "pairs": run["pairs"], "model": run["model"]})
+             for run in (state or {}).get("shared") or []]
+    return panel_markdown(dataset, items, none_saved=MSG_PANEL_NONE_SAVED, head=MSG_PANEL_SAVED_HEAD,
+                          item=MSG_PANEL_ITEM)
+
+
+def panel_handler(state, *, dataset=None) -> str:
+    """Redraw the panel (a timer calls this every few seconds); never raises, never waits for the network."""
+    try:
+        return dataset_panel(state, _dataset(dataset))
+    except Exception:  # the panel must never break step 2
+        log.exception("the shared-dataset panel could not be drawn")
+        return ""
+
+
+def refresh_handler(state, *, dataset=None) -> str:
+    """"Refresh from the dataset": ask for a pull now and redraw the panel; returns at once (the pull runs aside)."""
+    try:
+        _dataset(dataset).refresh()
+    except Exception:
+        log.exception("the shared dataset could not be refreshed")
+    return panel_handler(state, dataset=dataset)
 
 
 def inline(exc: BiastestError) -> str:
@@ -200,22 +246,29 @@ def confirm_spec(library, g1, g2, s1, a1, state):
     tabs, tab = unlock_step("data")
     if state and state.get("spec") == spec.to_dict():
         return (state, spec_summary(spec), tabs, tab, testing_line(spec), *(gr.skip(),) * 6)
-    state = {**_fresh_state(), "spec": spec.to_dict()}
+    state = {**_fresh_state(), "shared": list((state or {}).get("shared") or []), "spec": spec.to_dict()}
     return (state, spec_summary(spec), tabs, tab, testing_line(spec), report.pairs_to_table([]), "", "", "", "", "")
 
 
 @user_errors
-def find_sentences(state, table):
-    """Outputs: table, find message, coverage, import message, generation message, run message."""
+def find_sentences(state, table, *, dataset=None):
+    """Outputs: table, find message, coverage, import message, generation message, run message.
+
+    Reads the store of ``dataset`` (default: the process's shared dataset) without waiting for the network; the
+    message says where the found sentences come from
+    (:meth:`~biastest.store.shared.SharedDataset.found_line`).
+    """
     try:
         spec = _spec(state)
     except SpecError as exc:
         return (gr.skip(), inline(exc), *(gr.skip(),) * 4)
-    found = services.retrieve_pairs(spec)
+    dataset = _dataset(dataset)
+    found = services.retrieve_pairs(spec, dataset=dataset)
     if not found.pairs:
         return table, MSG_NOTHING_FOUND, found.coverage_markdown, "", "", ""
     merged, note = _merge(table, found.pairs)
-    message = MSG_FOUND.format(n_pairs=len(found.pairs), n_sentences=found.n_sentences) + note
+    where = dataset.found_line("sentences", found.sentence_ids, what="sentences")
+    message = md_escape(MSG_FOUND.format(where=where, n_pairs=len(found.pairs))) + note
     return merged, message, found.coverage_markdown, "", "", ""
 
 
@@ -237,16 +290,19 @@ def import_file(file, fmt, state, table):
 
 @user_errors
 def generate(kind, api_key, base_url, model, per_attribute, prompt, seed, state, table, progress=gr.Progress(), *,
-             cancel=None, max_seconds=services.GENERATION_MAX_SECONDS):
+             cancel=None, max_seconds=services.GENERATION_MAX_SECONDS, dataset=None):
     """Generate the missing sentences; a run stopped (``cancel`` set, or ``max_seconds`` passed) keeps its pairs.
 
     The pairs made before a stop are stored and added to the table like those of a finished run; the message says
-    why the run stopped and how many were kept, and the coverage table is brought up to date.
+    why the run stopped and how many were kept, and the coverage table is brought up to date. They are stored in
+    ``dataset``'s store (default: the process's shared dataset), which shares them when sharing is on; the session
+    remembers the files written, whose sync state the "Shared dataset" panel shows.
 
-    Outputs: table, find message, coverage, import message, generation message, run message.
+    Outputs: table, find message, coverage, import message, generation message, run message, state.
     """
     try:
         spec = _spec(state)
+        dataset = _dataset(dataset)
         run = services.generate_pairs(
             spec,
             kind=kind,
@@ -259,12 +315,17 @@ def generate(kind, api_key, base_url, model, per_attribute, prompt, seed, state,
             progress=progress_callback(progress),
             cancel=cancel,
             max_seconds=max_seconds,
+            dataset=dataset,
         )
     except USER_MISTAKES as exc:
-        return (gr.skip(), gr.skip(), gr.skip(), gr.skip(), inline(exc), gr.skip())
+        return (gr.skip(), gr.skip(), gr.skip(), gr.skip(), inline(exc), gr.skip(), gr.skip())
+    if run.shards:
+        stored = {"files": list(run.shards), "sentences": len(run.sentences), "pairs": len(run.pairs),
+                  "model": str(model or "").strip()}
+        state = {**state, "shared": [*(state.get("shared") or []), stored]}
     merged, note = _merge(table, run.pairs) if run.pairs else (table, "")
-    coverage = services.retrieve_pairs(spec).coverage_markdown
-    return merged, "", coverage, "", md_escape(run.report.message) + note, ""
+    coverage = services.retrieve_pairs(spec, dataset=dataset).coverage_markdown
+    return merged, "", coverage, "", md_escape(run.report.message) + note, "", state
 
 
 @contextlib.contextmanager
@@ -385,13 +446,16 @@ def method_choices() -> list[tuple[str, str]]:
 TABLE_COLUMN_WIDTHS = ["80px", "130px", "130px", "300px", "150px", "300px", "120px", "130px", "260px"]
 
 
-def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS) -> gr.Blocks:
+def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, dataset=None) -> gr.Blocks:
     """Build the language-model app (no queue, no launch).
 
     Parameters
     ----------
     generation_seconds : float
         Time limit of one sentence-generation run (the Stop button ends a run sooner; both keep what was made).
+    dataset : SharedDataset, optional
+        The store and shared dataset that step 2 reads, writes and shows. Default: the process's
+        (:func:`biastest.runner.services.shared_dataset`, started on first use).
     """
     stops = StopControl()
     model_slot = threading.Lock()  # one test scores at a time; its inputs are checked before it waits here
@@ -400,7 +464,16 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS) -
                          request: gr.Request, progress=gr.Progress()):
         with stops.running(request) as cancel:
             return generate(kind, api_key, base_url, model, per_attribute, prompt, seed, state, table,
-                            progress=progress, cancel=cancel, max_seconds=generation_seconds)
+                            progress=progress, cancel=cancel, max_seconds=generation_seconds, dataset=dataset)
+
+    def find_handler(state, table):
+        return find_sentences(state, table, dataset=dataset)
+
+    def show_panel_handler(state):
+        return panel_handler(state, dataset=dataset)
+
+    def refresh_panel_handler(state):
+        return refresh_handler(state, dataset=dataset)
 
     def run_handler(model_id, method, seed, state, table, progress=gr.Progress()):
         return run_test(model_id, method, seed, state, table, progress=progress, slot=model_slot)
@@ -414,6 +487,8 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS) -
                 next_btn = gr.Button("Next: test sentences ▶", variant="primary", elem_id="spec-next")
             with gr.Tab("2 · Test sentences", id="data", interactive=False) as tab_data:
                 testing = gr.Markdown("", elem_id="data-testing")
+                show_panel, _, wire_panel = build_dataset_panel(
+                    visible=True, session=state, panel_fn=show_panel_handler, refresh_fn=refresh_panel_handler)
                 with gr.Row():
                     find_btn = gr.Button("Find sentences in the dataset", elem_id="data-find")
                 find_msg = gr.Markdown("", elem_id="data-find-message")
@@ -534,7 +609,7 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS) -
             [state, inputs.message, tabs, tab_data, testing, table, find_msg, coverage, import_msg, gen_msg, run_msg],
         )
         failed = []  # (event, its message box): a red error also ends in a message next to the button
-        failed.append((find_btn.click(find_sentences, [state, table],
+        failed.append((find_btn.click(find_handler, [state, table],
                                       [table, find_msg, coverage, import_msg, gen_msg, run_msg]), find_msg))
         failed.append((import_btn.click(import_file, [upload, fmt, state, table],
                                         [table, find_msg, import_msg, gen_msg, run_msg]), import_msg))
@@ -544,11 +619,13 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS) -
             stop_btn=gen_stop,
             fn=generate_handler,
             inputs=[gen_kind, api_key, base_url, gen_model, per_attr, prompt, gen_seed, state, table],
-            outputs=[table, find_msg, coverage, import_msg, gen_msg, run_msg],
+            outputs=[table, find_msg, coverage, import_msg, gen_msg, run_msg, state],
             api_name="generate_sentences",
             concurrency_id="generation",
         )
         failed.append((generation, gen_msg))
+        show_panel(generation)
+        wire_panel()
         method.change(method_info, method, method_md, show_progress="hidden")
         prompt.change(prompt_info, prompt, prompt_md, show_progress="hidden")
         # an edit of the table makes the last run message (e.g. a row to fix) stale
@@ -588,7 +665,9 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS) -
             dl_json,
         ]
         for btn in (restart2, restart3):
-            btn.click(restart, None, reset_outputs).then(
+            restarted = btn.click(restart, None, reset_outputs)
+            show_panel(restarted)
+            restarted.then(
                 lambda: ("", "", "", "", "", CUSTOM), None, [*inputs.term_boxes, inputs.message, inputs.library]
             )
         end_session_files_on_unload(demo)

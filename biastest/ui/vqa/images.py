@@ -31,6 +31,13 @@ from biastest.ui.common import (
     user_errors,
     warn_inline,
 )
+from biastest.ui.dataset_panel import (
+    MSG_PANEL_COMMIT,
+    MSG_PANEL_MORE,
+    PANEL_MAX_ITEMS,
+    build_dataset_panel,
+    panel_markdown,
+)
 from biastest.ui.stop import StopControl, time_limit_hint
 from biastest.ui.vqa.session import (
     MSG_GENERATED_NOT_SAVED,
@@ -58,6 +65,9 @@ __all__ = [
     "GEN_COMPATIBLE",
     "GEN_LOCAL",
     "GEN_OPENAI",
+    "MSG_PANEL_COMMIT",  # the panel's own messages (biastest.ui.dataset_panel), as before
+    "MSG_PANEL_MORE",
+    "PANEL_MAX_ITEMS",
     "ImagesSection",
     "VQAApp",
     "add_generated",
@@ -93,17 +103,11 @@ MSG_PANEL_NONE_SAVED = (
 )
 MSG_PANEL_SAVED_HEAD = "Your pictures in the shared store ({n}): {counts}."
 MSG_PANEL_ITEM = "a picture of '{term}' ({source}): {state}"
-MSG_PANEL_COMMIT = " in commit {commit}"
-MSG_PANEL_MORE = "… and {n} more."
 MSG_SAVE_HINT = (
     "Generated pictures are saved to the shared store as soon as they are made. Your uploads stay in your session "
     "unless you press “Save my uploaded pictures to the shared store”; when this server shares test data (see "
     "“Shared dataset” above), saving also shares them on the dataset, for everyone."
 )
-#: Pictures listed one by one in the panel (the rest are counted).
-PANEL_MAX_ITEMS = 12
-#: Seconds between refreshes of the panel (it reads local state only; never the network).
-PANEL_TICK_S = 5.0
 
 
 # --------------------------------------------------------------------------- generation
@@ -204,33 +208,13 @@ def dataset_panel(session: dict[str, Any] | None, dataset) -> str:
     """The "Shared dataset" panel: where pictures come from and the sync state of this session's saved pictures.
 
     ``dataset`` is a :class:`~biastest.store.shared.SharedDataset` (None: no panel, ""). Reads local state only
-    (the last pull, the push journal), so it never waits for the network.
+    (the last pull, the push journal), so it never waits for the network
+    (:func:`biastest.ui.dataset_panel.panel_markdown`).
     """
-    if dataset is None:
-        return ""
-    from biastest.store.shared import ITEM_FAILED, ITEM_LOCAL, ITEM_PUSHED, ITEM_QUEUED
-
-    text = escape(dataset.summary())
-    shared = list((session or {}).get("shared") or [])
-    if not shared:
-        return text + "\n\n" + escape(MSG_PANEL_NONE_SAVED)
-    states = dataset.item_state([f for item in shared for f in item["files"]])
-    lines, counts = [], {}
-    for item in shared:
-        got = [states.get(f, (ITEM_QUEUED, "")) for f in item["files"]]
-        kinds = {k for k, _ in got}
-        state = next(k for k in (ITEM_LOCAL, ITEM_FAILED, ITEM_QUEUED, ITEM_PUSHED) if k in kinds)
-        counts[state] = counts.get(state, 0) + 1
-        line = MSG_PANEL_ITEM.format(term=item["term"], source=item["source"], state=state)
-        commit = got[-1][1] if state == ITEM_PUSHED else ""
-        if commit:
-            line += MSG_PANEL_COMMIT.format(commit=commit[:10])
-        lines.append(f"- {escape(line)}")
-    summary = ", ".join(f"{n} {k}" for k, n in counts.items())
-    out = [text, "", escape(MSG_PANEL_SAVED_HEAD.format(n=len(shared), counts=summary)), *lines[:PANEL_MAX_ITEMS]]
-    if len(lines) > PANEL_MAX_ITEMS:
-        out.append(escape(MSG_PANEL_MORE.format(n=len(lines) - PANEL_MAX_ITEMS)))
-    return "\n".join(out)
+    items = [(item["files"], {"term": item["term"], "source": item["source"]})
+             for item in (session or {}).get("shared") or []]
+    return panel_markdown(dataset, items, none_saved=MSG_PANEL_NONE_SAVED, head=MSG_PANEL_SAVED_HEAD,
+                          item=MSG_PANEL_ITEM)
 
 
 class VQAApp:
@@ -481,22 +465,8 @@ class ImagesSection:
 
 
 def _dataset_section(handlers: VQAApp, session: gr.State):
-    with gr.Accordion("Shared dataset", open=True, visible=handlers.has_dataset, elem_id="dataset-section"):
-        panel = gr.Markdown("", elem_id="dataset-panel")
-        refresh_btn = gr.Button("Refresh from the dataset", size="sm", elem_id="dataset-refresh")
-    timer = gr.Timer(PANEL_TICK_S, active=handlers.has_dataset)
-
-    def show_panel(event) -> None:
-        event.then(handlers.panel_handler, session, panel, queue=False, show_progress="hidden",
-                   api_visibility="private")
-
-    def wire(views: list[Any]) -> None:
-        refresh_btn.click(handlers.refresh_handler, session, panel, queue=False, show_progress="hidden",
-                          api_name="refresh_dataset")
-        timer.tick(handlers.panel_handler, session, panel, queue=False, show_progress="hidden",
-                   api_visibility="private")
-
-    return show_panel, [(panel, "")], wire
+    return build_dataset_panel(visible=handlers.has_dataset, session=session, panel_fn=handlers.panel_handler,
+                               refresh_fn=handlers.refresh_handler)
 
 
 def _store_section(handlers: VQAApp, session: gr.State, show_panel):
