@@ -110,7 +110,8 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
     from biastest.records import SentencePair
     from biastest.report import gpt as report
     from biastest.runner.lm import run_stereotype_test
-    from biastest.ui.gpt import MSG_NOTHING_FOUND, build_demo
+    from biastest.store import shared as S
+    from biastest.ui.gpt import MSG_NOTHING_FOUND, MSG_PANEL_ITEM, MSG_PANEL_NONE_SAVED, build_demo
     from tests.openai_stub import OpenAIStub
 
     monkeypatch.setenv("BIASTEST_DATA_DIR", str(tmp_path / "store"))
@@ -154,6 +155,10 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
         testing = page.locator("#data-testing")
         testing.get_by_text("he, man vs she, woman, with math, science vs poetry, dance").wait_for()
         # nothing stored yet; generate through the OpenAI-compatible stub: the stale message goes, coverage stays
+        # the "Shared dataset" panel: no dataset here (offline), so sharing is off and it says how to turn it on
+        panel = page.locator("#dataset-panel")
+        panel.get_by_text(MSG_PANEL_NONE_SAVED).wait_for(timeout=20_000)
+        assert "BIASTEST_HF_DATASET" in panel.inner_text()
         page.click("#data-find")
         page.locator("#data-find-message").get_by_text(MSG_NOTHING_FOUND).wait_for()
         page.locator("#data-coverage").get_by_text("thin: generate more").first.wait_for()
@@ -175,8 +180,12 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
         page.wait_for_function("() => document.querySelector('#data-find-message').innerText.trim() === ''")
         coverage = page.locator("#data-coverage").inner_text()
         assert "math\t1" in coverage and "dance\t1" in coverage, coverage  # updated, not removed
+        panel.get_by_text(MSG_PANEL_ITEM.format(sentences=4, pairs=4, model="stub-model", state=S.ITEM_LOCAL)
+                          ).wait_for(timeout=20_000)  # this session's sentences and where they are
         page.click("#data-find")
         page.locator("#data-find-message").get_by_text("Found 4 sentence pairs").wait_for()
+        find_text = page.locator("#data-find-message").inner_text()  # and where they come from
+        assert S.MSG_FOUND_LINE.format(n=4, what="sentences", parts=S.MSG_FROM_HERE.format(n=4)) in find_text
         page.wait_for_function("() => document.querySelector('#gen-message').innerText.trim() === ''")
 
         # the table reads: headers in words, no word broken across lines, nothing wider than the page
