@@ -31,3 +31,23 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"reference data folder {SHARED_DATA} is absent (only present beside the project checkout)")
     return SHARED_DATA
+
+
+@pytest.fixture
+def online(monkeypatch, tmp_path):
+    """huggingface_hub may talk to the local Hub stand-in (the test session is offline by default)."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
+    for var in ("HF_TOKEN", "BIASTEST_HF_DATASET", "HF_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def hub(online):
+    """The Hub stand-in (tests/hub_stub.py), a real HTTP server on 127.0.0.1, with huggingface_hub let through."""
+    from tests.hub_stub import StubHub
+
+    with StubHub() as stub:
+        yield stub

@@ -543,25 +543,6 @@ HUB_REPO = "stub-user/vqa-pictures"
 HUB_TOKEN = "hf_stub_vqa_token_0123456789"
 
 
-@pytest.fixture
-def online(monkeypatch, tmp_path):
-    """huggingface_hub may talk to the Hub stand-in (the suite's conftest sets HF_HUB_OFFLINE=1)."""
-    import huggingface_hub.constants
-
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
-    for var in ("HF_TOKEN", "BIASTEST_HF_DATASET", "HF_ENDPOINT"):
-        monkeypatch.delenv(var, raising=False)
-
-
-@pytest.fixture
-def hub(online):
-    from tests.hub_stub import StubHub
-
-    with StubHub() as stub:
-        yield stub
-
-
 class _Clock:
     def __init__(self) -> None:
         self.t = 2_000_000.0

@@ -11,7 +11,6 @@ import logging
 import time
 from collections import Counter
 
-import huggingface_hub.constants
 import pytest
 
 from biastest.records import SentencePair, TestSentence
@@ -22,15 +21,6 @@ from tests.hub_stub import StubHub
 from tests.store_helpers import png_bytes
 
 REPO = "stub-user/bias-data"
-
-
-@pytest.fixture
-def online(monkeypatch, tmp_path):
-    """Let huggingface_hub talk to the local stub (the test session is offline by default)."""
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
-    for var in ("HF_TOKEN", "BIASTEST_HF_DATASET", "HF_ENDPOINT"):
-        monkeypatch.delenv(var, raising=False)
 
 
 @pytest.fixture

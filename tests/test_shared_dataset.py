@@ -12,30 +12,14 @@ from collections import Counter
 from pathlib import Path
 
 import huggingface_hub.constants
-import pytest
 
 from biastest.records import TestSentence
 from biastest.store import shared as S
 from biastest.store.importers import PUBLIC_BIASTESTGPT_REPO
 from biastest.store.local import DatasetStore
-from tests.hub_stub import StubHub
 
 REPO = "stub-user/bias-data"
 TOKEN = "hf_stub_secret_token_0123456789"
-
-
-@pytest.fixture
-def online(monkeypatch, tmp_path):
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
-    for var in ("HF_TOKEN", "BIASTEST_HF_DATASET", "HF_ENDPOINT"):
-        monkeypatch.delenv(var, raising=False)
-
-
-@pytest.fixture
-def hub(online):
-    with StubHub() as stub:
-        yield stub
 
 
 class Clock:
