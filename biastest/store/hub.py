@@ -371,6 +371,11 @@ class HubSync:
         """Both a repository and a token are configured."""
         return bool(self.repo_id and self.__token)
 
+    @property
+    def last_error(self) -> str:
+        """The failure kind of the last push ("" when it succeeded or none was tried)."""
+        return self._last_error
+
     def _api(self):
         return hub_api(endpoint=self.endpoint, token=self.__token)
 

@@ -28,14 +28,13 @@ The token stays inside HubSync (memory only); nothing here stores or shows it.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from biastest.store.hub import DATASET_ENV, ENDPOINT_ENV, TOKEN_ENV, HubSync
+from biastest.store.hub import HubSync
 from biastest.store.local import LOCAL_ONLY_SUFFIX, DatasetStore
 
 __all__ = [
@@ -153,10 +152,9 @@ class SharedDataset:
         from biastest.store.importers import PUBLIC_BIASTESTGPT_REPO
 
         self.store = store
-        repo = (repo_id if repo_id is not None else os.environ.get(DATASET_ENV, "")).strip()
-        tok = token if token is not None else os.environ.get(TOKEN_ENV, "")
-        self.endpoint = endpoint or os.environ.get(ENDPOINT_ENV) or None
-        self.sync = HubSync(store, repo_id=repo, token=tok, endpoint=self.endpoint, **dict(sync_options or {}))
+        # HubSync reads BIASTEST_HF_DATASET, HF_TOKEN and HF_ENDPOINT for what is not given
+        self.sync = HubSync(store, repo_id=repo_id, token=token, endpoint=endpoint, **dict(sync_options or {}))
+        self.endpoint = self.sync.endpoint
         self.public_repo = public_repo or PUBLIC_BIASTESTGPT_REPO
         self.pull_interval_s = float(pull_interval_s)
         self.clock = clock
@@ -255,11 +253,16 @@ class SharedDataset:
         self.sync.stop(flush=flush, timeout_s=timeout_s)
 
     # ------------------------------------------------------------ telling
+    def _pulled_text(self) -> str:
+        with self._lock:
+            at = self.pulls.at
+        return MSG_NOT_PULLED_YET if at is None else MSG_PULLED_AGO.format(ago=_ago(self.clock() - at))
+
     def summary(self) -> str:
         """One Markdown paragraph for step 2: which dataset, last pull, what is queued, how to share."""
         with self._lock:
-            at, ok, problem = self.pulls.at, self.pulls.ok, self.pulls.problem
-        pulled = MSG_NOT_PULLED_YET if at is None else MSG_PULLED_AGO.format(ago=_ago(self.clock() - at))
+            ok, problem = self.pulls.ok, self.pulls.problem
+        pulled = self._pulled_text()
         mode = self.mode
         if mode == MODE_PUBLIC:
             text = MSG_SUMMARY_PUBLIC.format(repo=self.public_repo, pulled=pulled)
@@ -300,9 +303,7 @@ class SharedDataset:
         """'412 sentences found: 380 from the shared dataset org/name (pulled 3 min ago); 32 made on this server.'"""
         ids = list(dict.fromkeys(ids))
         counts = self.origins(table, ids)
-        with self._lock:
-            at = self.pulls.at
-        pulled = MSG_NOT_PULLED_YET if at is None else MSG_PULLED_AGO.format(ago=_ago(self.clock() - at))
+        pulled = self._pulled_text()
         parts = []
         if counts["dataset"]:
             parts.append(MSG_FROM_DATASET.format(n=counts["dataset"], repo=self.sync.repo_id, pulled=pulled))
@@ -323,7 +324,7 @@ class SharedDataset:
         if self.mode != MODE_SYNC:
             return {f: (ITEM_LOCAL, "") for f in files}
         commits = self.sync.commits()
-        failed = bool(self.sync.status().last_error)
+        failed = bool(self.sync.last_error)  # not status(): that lists every file, and the panel asks every 5 s
         out = {}
         for f in files:
             if f in commits:
