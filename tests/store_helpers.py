@@ -42,3 +42,38 @@ def append_worker(root: str, worker: int, batches: int, per_batch: int, start_at
         report = store.add(worker_sentences(worker, b, per_batch), skip_existing=False)
         n += report.written["sentences"]
     return n
+
+
+class Clock:
+    """A settable clock for services that say "pulled 3 min ago" (advance ``t``)."""
+
+    def __init__(self, t: float = 1_000_000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def shared_dataset_at(root, hub=None, **kw):
+    """A :class:`~biastest.store.shared.SharedDataset` on a fresh store at ``root`` with quick sync settings.
+
+    No dataset and no token unless given; ``hub`` is the Hub stand-in (its URL is the endpoint).
+    """
+    from biastest.store.local import DatasetStore
+    from biastest.store.shared import SharedDataset
+
+    opts = {"backoff_s": 0.01, "batch_delay_s": 0.05, "interval_s": 0.2}
+    kw.setdefault("repo_id", "")
+    kw.setdefault("token", "")
+    kw.setdefault("clock", Clock())
+    return SharedDataset(DatasetStore(root, writer="app"), endpoint=hub.url if hub else None, sync_options=opts, **kw)
+
+
+def wait_until(predicate, timeout: float = 30.0, what: str = "the condition") -> None:
+    """Poll ``predicate`` every 50 ms until it holds; fail after ``timeout`` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)

@@ -24,6 +24,8 @@ from biastest.ui import gpt as app
 from biastest.ui.common import escape
 from biastest.ui.dataset_panel import MSG_PANEL_COMMIT
 from tests.lm_helpers import build_tiny_gpt2
+from tests.store_helpers import shared_dataset_at as _dataset
+from tests.store_helpers import wait_until as _wait
 
 SPEC_NAME = "BiasTestGPT: Male vs female terms, math vs arts (WEAT 7's words, groups and attributes swapped)"
 
@@ -345,30 +347,6 @@ HUB_TOKEN = "hf_stub_lm_token_0123456789"
 TERMS = ("he", "she", "math", "art")
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.t = 3_000_000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-def _dataset(root, hub=None, **kw):
-    from biastest.store.local import DatasetStore
-    from biastest.store.shared import SharedDataset
-
-    opts = {"backoff_s": 0.01, "batch_delay_s": 0.05, "interval_s": 0.2}
-    kw.setdefault("repo_id", "")
-    kw.setdefault("token", "")
-    return SharedDataset(DatasetStore(root, writer="app"), endpoint=hub.url if hub else None, sync_options=opts,
-                         clock=_Clock(), **kw)
-
-
-def _wait(predicate, timeout: float = 30.0, what: str = "the condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def _custom_state():

@@ -31,6 +31,8 @@ from biastest.runner.vlm import MSG_NO_IMAGES_FOR_TERM
 from biastest.specs import get_spec, list_specs
 from biastest.ui import vqa as app
 from biastest.ui.spec_step import CUSTOM, fill_from_library
+from tests.store_helpers import shared_dataset_at as _dataset
+from tests.store_helpers import wait_until as _wait
 
 SEED = 20240611
 SPEC_TERMS = (CUSTOM, "man", "woman", "doctor", "nurse")
@@ -543,32 +545,6 @@ HUB_REPO = "stub-user/vqa-pictures"
 HUB_TOKEN = "hf_stub_vqa_token_0123456789"
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.t = 2_000_000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-def _dataset(root: Path, hub=None, **kw):
-    from biastest.store.local import DatasetStore
-    from biastest.store.shared import SharedDataset
-
-    opts = {"backoff_s": 0.01, "batch_delay_s": 0.05, "interval_s": 0.2}
-    kw.setdefault("repo_id", "")
-    kw.setdefault("token", "")
-    return SharedDataset(DatasetStore(root, writer="app"), endpoint=hub.url if hub else None, sync_options=opts,
-                         clock=_Clock(), **kw)
-
-
-def _wait(predicate, timeout: float = 30.0, what: str = "the condition") -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def _generate(handlers, session, stub, per_term=2, seed=7):

@@ -17,17 +17,11 @@ from biastest.records import TestSentence
 from biastest.store import shared as S
 from biastest.store.importers import PUBLIC_BIASTESTGPT_REPO
 from biastest.store.local import DatasetStore
+from tests.store_helpers import Clock
+from tests.store_helpers import wait_until as _wait
 
 REPO = "stub-user/bias-data"
 TOKEN = "hf_stub_secret_token_0123456789"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def _service(store, hub, **kw) -> S.SharedDataset:
@@ -37,13 +31,6 @@ def _service(store, hub, **kw) -> S.SharedDataset:
 
 def _sentences(tag: str, n: int) -> list[TestSentence]:
     return [TestSentence(f"The {tag} man number {i} likes math.", "man", "math", source="generated") for i in range(n)]
-
-
-def _wait(predicate, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def test_two_servers_share_what_one_generates(tmp_path, hub):
