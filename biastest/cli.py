@@ -440,6 +440,10 @@ def _images_from_manifest(path: Path) -> list:
                 raise ValueError("expected a list of objects")
         else:
             rows = list(csv.DictReader(text.splitlines()))
+    except RecursionError:
+        from biastest.store.importers import MSG_TOO_DEEP
+
+        raise DataError(MSG_BAD_MANIFEST.format(path=path, problem=MSG_TOO_DEEP)) from None
     except (OSError, ValueError) as exc:
         raise DataError(MSG_BAD_MANIFEST.format(path=path, problem=str(exc))) from None
     if not rows:

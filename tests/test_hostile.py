@@ -783,3 +783,29 @@ def test_psychophysics_app_sampler_options(endpoint, option, value, message, psy
     else:
         args = ("female", "amy, joan", "male", "john, paul", *sampler)
     assert _psy_inline(psy_session.predict(*args, api_name=endpoint)) == message  # next to the section's button
+
+
+DEEP_JSON = "[" * 100_000 + "]" * 100_000
+
+
+def test_a_deeply_nested_stereoset_file_is_bad_data_not_an_unexpected_error(tmp_path, capsys):
+    from biastest.store import importers as imp
+
+    with pytest.raises(imp.DataError) as e:
+        imp.read_stereoset_intrasentence(DEEP_JSON.encode(), name="dev.json")
+    assert e.value.message == imp.MSG_UNREADABLE.format(name="dev.json", kind="StereoSet", problem=imp.MSG_TOO_DEEP)
+    pairs = tmp_path / "dev.json"
+    pairs.write_text(DEEP_JSON)
+    code, _, stderr = _main(["run", LM_SPEC, "--kind", "lm", "--model", NO_MODEL, "--pairs", str(pairs), "--out",
+                             str(tmp_path / "r.json")], capsys)
+    assert (code, stderr.strip()) == (cli.EXIT_USAGE, e.value.message)
+
+
+def test_a_deeply_nested_image_manifest_is_bad_input(tmp_path, capsys):
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(DEEP_JSON)
+    code, _, stderr = _main(["run", LM_SPEC, "--kind", "vlm", "--model", NO_MODEL, "--images", str(manifest),
+                             "--out", str(tmp_path / "r.json")], capsys)
+    from biastest.store.importers import MSG_TOO_DEEP
+
+    assert (code, stderr.strip()) == (cli.EXIT_USAGE, cli.MSG_BAD_MANIFEST.format(path=manifest, problem=MSG_TOO_DEEP))

@@ -93,6 +93,8 @@ PULL_UP_TO_DATE = "up-to-date"
 PULL_OFFLINE = "offline"
 PULL_CONFIGURED = "skipped-configured"
 PULL_FAILED = "failed"
+#: The problem named when a JSON file nests too deeply to be read.
+MSG_TOO_DEEP = "it nests lists or objects too deeply"
 MSG_PULL_DONE = "Loaded {rows} public BiasTestGPT sentences from {files} new file(s) of {repo} into the local store."
 MSG_PULL_UP_TO_DATE = "The public BiasTestGPT sentences from {repo} are already in the local store."
 MSG_PULL_OFFLINE = (
@@ -356,6 +358,8 @@ def read_stereoset_intrasentence(src: Source, *, name: str | None = None) -> Imp
         items = doc["data"]["intrasentence"]
         if not isinstance(items, list):
             raise TypeError("'intrasentence' is not a list")
+    except RecursionError:  # a JSON nested thousands deep: a hostile or broken file, not StereoSet
+        raise DataError(MSG_UNREADABLE.format(name=name, kind="StereoSet", problem=MSG_TOO_DEEP)) from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise DataError(MSG_UNREADABLE.format(name=name, kind="StereoSet", problem=str(exc)[:160])) from None
     skipped = {SKIP_GOLD: 0}
