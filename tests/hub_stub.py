@@ -29,6 +29,8 @@ Faults (set on the :class:`StubHub` object while it runs):
   only part of the request body;
 * ``fail_commits`` — commit number → HTTP status to answer (e.g. 500);
 * ``delay_s`` — seconds to wait before answering any request;
+* ``down`` — an HTTP status (e.g. 503) answered to **every** request, reads
+  included, while it is set: the hub is down (None: up);
 * ``tokens`` — if set, write requests must carry ``Bearer <one of these>``.
 """
 
@@ -74,6 +76,7 @@ class StubHub:
         self.drop_midway: set[int] = set()
         self.fail_commits: dict[int, int] = {}
         self.delay_s = 0.0
+        self.down: int | None = None
         self.tokens: set[str] | None = None
         self.user = "stub-user"
         handler = type("Handler", (_Handler,), {"hub": self})
@@ -184,6 +187,9 @@ class _Handler(BaseHTTPRequestHandler):
         parts = [unquote(p) for p in parsed.path.split("/") if p]
         query = parse_qs(parsed.query)
         self.hub.requests.append((method, parsed.path))
+        if self.hub.down:
+            self._body()
+            return self._error(self.hub.down, "Service Unavailable", head=method == "HEAD")
         try:
             if parts[:2] == ["api", "whoami-v2"]:
                 if not self._authorised() or not self.headers.get("Authorization"):

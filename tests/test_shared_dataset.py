@@ -79,6 +79,28 @@ def test_a_hub_outage_mid_session_loses_nothing(tmp_path, hub):
     assert Counter(r["id"] for r in hub.parquet_rows(REPO, "sentences")) == Counter(dict.fromkeys(ids, 1))
 
 
+def test_refresh_retries_the_queued_uploads_at_once_after_an_outage(tmp_path, hub):
+    """'Refresh from the dataset' sends what an outage left queued now, not at the pusher's next try (an hour here)."""
+    opts = {"backoff_s": 0.01, "batch_delay_s": 0.05, "interval_s": 3600}
+    svc = S.SharedDataset(DatasetStore(tmp_path / "s"), repo_id=REPO, token=TOKEN, endpoint=hub.url,
+                          pull_interval_s=3600, sync_options=opts).start()
+    assert svc.wait_pulled(20)
+    hub.down = 503  # every request fails, reads included
+    made = _sentences("down", 3)
+    report = svc.store.add(made)
+    _wait(lambda: svc.item_state(report.shards)[report.shards[0]][0] == S.ITEM_FAILED)
+    assert "file(s) are queued here" in svc.summary() and "nothing is lost" in svc.summary()
+    hub.down = None  # back; the pusher's own next try is an hour away
+    time.sleep(0.5)
+    assert svc.item_state(report.shards)[report.shards[0]][0] == S.ITEM_FAILED
+    svc.refresh()
+    _wait(lambda: svc.item_state(report.shards)[report.shards[0]][0] == S.ITEM_PUSHED, timeout=10,
+          what="the queued upload after 'Refresh from the dataset'")
+    assert svc.wait_pulled(10) and svc.pulls.ok and "cannot be reached" not in svc.summary()
+    svc.stop()
+    assert Counter(r["id"] for r in hub.parquet_rows(REPO, "sentences")) == Counter(s.id for s in made)
+
+
 def test_without_a_token_everything_stays_local_and_step_2_says_how_to_share(tmp_path, online, monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # and no connection at all
     svc = S.SharedDataset(DatasetStore(tmp_path / "s"), clock=Clock()).start()

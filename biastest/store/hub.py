@@ -657,6 +657,14 @@ class HubSync:
                     self._wake.set()
         return self.status()
 
+    def retry_now(self) -> None:
+        """Ask the background pusher to try the pending files now, not at its next interval (returns at once).
+
+        A no-op while the pusher is not running (sync off, or not started).
+        """
+        if self._thread is not None and self._thread.is_alive():
+            self._wake.set()
+
     def flush(self) -> PushReport:
         """Push everything pending now and wait for it (bounded by the retry settings)."""
         return self.push_now()

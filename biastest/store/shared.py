@@ -13,8 +13,8 @@ shared store, :func:`biastest.runner.services.shared_dataset`) ties the local
   generate stays on this server.
 * **Never in the way.** Pulls run in a background thread: at start, then every
   ``pull_interval_s`` (10 minutes), and on demand (:meth:`refresh`, the apps'
-  "Refresh from the dataset" control). Retrieval never waits for the network;
-  it reads whatever the store holds. Pushes run in HubSync's own thread, shortly
+  "Refresh from the dataset" control, which also retries queued uploads).
+  Retrieval never waits for the network; it reads whatever the store holds. Pushes run in HubSync's own thread, shortly
   after each write. A server restart resumes the push journal.
 * **Said plainly.** :meth:`summary` is one Markdown paragraph for step 2 (which
   dataset, when it was last pulled, whether it can be reached, what is queued,
@@ -72,8 +72,8 @@ MSG_SUMMARY_SYNC = (
     "({pending} file(s) queued, {pushed} pushed)."
 )
 MSG_SUMMARY_SYNC_ERROR = (
-    "Shared dataset **{repo}**: {pulled}. The last upload failed ({problem}); {pending} file(s) are kept here and "
-    "will be uploaded on the next try — nothing is lost."
+    "Shared dataset **{repo}**: {pulled}. The last upload failed ({problem}); {pending} file(s) are queued here and "
+    "will be uploaded on the next try (on its own, or now with 'Refresh from the dataset') — nothing is lost."
 )
 MSG_SUMMARY_READ = (
     "Shared dataset **{repo}**: {pulled}, read-only (no write token is configured, so what users generate stays on "
@@ -231,13 +231,18 @@ class SharedDataset:
         return self
 
     def refresh(self) -> None:
-        """Ask for a pull now (returns at once; :meth:`wait_pulled` waits for it)."""
+        """Ask for a pull now, and for the queued uploads to be tried again now (returns at once).
+
+        :meth:`wait_pulled` waits for the pull. After an outage, the files that failed to upload go as soon as the
+        pusher has gathered them (:meth:`~biastest.store.hub.HubSync.retry_now`), not at its next interval.
+        """
         if self._thread is None or not self._thread.is_alive():
             self.start()
             return
         with self._lock:
             self._idle.clear()
         self._wake.set()
+        self.sync.retry_now()
 
     def wait_pulled(self, timeout_s: float = 30.0) -> bool:
         """Wait until no pull is under way (bounded); True when idle."""
