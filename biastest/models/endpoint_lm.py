@@ -115,6 +115,7 @@ __all__ = [
     "EndpointCausalLM",
     "PROMPTS_TEXT",
     "PROMPTS_TOKEN_IDS",
+    "ServedEndpoint",
     "check_endpoint_method",
     "check_endpoint_url",
     "default_retry",
@@ -310,7 +311,192 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-class EndpointCausalLM:
+class ServedEndpoint:
+    """What every model behind an OpenAI-compatible endpoint shares: the client, the server's model list and
+    version, and the bounded, concurrent dispatch of requests under one :class:`RunState`.
+
+    Subclasses (:class:`EndpointCausalLM`, :class:`biastest.models.endpoint_vlm.EndpointVLM`) build each
+    request and read its answer; the address, the key and the limits are handled here once.
+
+    Parameters
+    ----------
+    base_url, model, api_key, concurrency, limits, retry, seed, cancel :
+        As :class:`EndpointCausalLM`.
+    service : str
+        The name under which the scoring requests are counted in :attr:`requests` (``completions``, ``chat``).
+
+    Raises
+    ------
+    OptionError, PolicyError
+        No model name, a bad address or one that public mode refuses, a bad concurrency.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None,
+        concurrency: int,
+        limits: RunLimits | None,
+        retry: RetryPolicy | None,
+        seed: int,
+        cancel: threading.Event | None,
+        service: str,
+    ) -> None:
+        from biastest.options import check_option
+
+        if not isinstance(model, str) or not model.strip():
+            raise OptionError(MSG_NO_MODEL_NAME)
+        self.model_id = model.strip()
+        self.revision: str | None = None  # a served model reports no commit; the server's version is recorded
+        self.base_url = check_endpoint_url(base_url)
+        self.where = safe_base_url(self.base_url)
+        self.concurrency = check_option("concurrency", concurrency)
+        self.limits = limits or RunLimits(max_requests=DEFAULT_MAX_REQUESTS, max_seconds=DEFAULT_TIME_LIMIT,
+                                          request_timeout=DEFAULT_REQUEST_TIMEOUT)
+        self.retry = retry or default_retry()
+        self._seed = int(seed)
+        self._cancel = cancel
+        self._has_key = bool(api_key)
+        self._client = _build_client(self.base_url, api_key or None, self.limits.request_timeout)
+        self._service = service
+        self._lock = threading.Lock()
+        self._connected = False
+        self.served_models: list[str] | None = None
+        self.max_model_len: int | None = None
+        self.server_version: str | None = None
+        self.served_model: str | None = None
+        self.fingerprints: set[str] = set()
+        self.requests = {service: 0, "models": 0, "version": 0}
+        self.transient: dict[str, int] = {}
+
+    def connect(self) -> ServedEndpoint:
+        """Read the server's model list and version once (neither is required; failures are ignored).
+
+        Raises
+        ------
+        EndpointError
+            :data:`MSG_NOT_SERVED` when the server lists its models and this
+            one is not among them.
+        PolicyError
+            Public mode refused an address (a redirect to a private host).
+        """
+        with self._lock:
+            if self._connected:
+                return self
+            self._connected = True
+        listing = self._get_json("/models", "models")
+        data = listing.get("data") if isinstance(listing, dict) else None
+        if isinstance(data, list):
+            entries = {str(d.get("id")): d for d in data if isinstance(d, dict) and isinstance(d.get("id"), str)}
+            self.served_models = sorted(entries)
+            if entries and self.model_id not in entries:
+                shown = ", ".join(self.served_models[:10]) + (" …" if len(entries) > 10 else "")
+                raise EndpointError(MSG_NOT_SERVED.format(where=self.where, model=self.model_id, served=shown))
+            limit = entries.get(self.model_id, {}).get("max_model_len")
+            if isinstance(limit, int) and not isinstance(limit, bool) and limit > 1:
+                self.max_model_len = limit
+        url = _version_url(self.base_url)
+        info = self._get_json(url, "version") if url else None
+        if isinstance(info, dict) and isinstance(info.get("version"), str | int | float):
+            self.server_version = str(info["version"])[:100]
+        return self
+
+    def _get_json(self, path: str, what: str) -> Any:
+        import httpx2
+        import openai
+
+        self.requests[what] += 1
+        try:
+            response = self._client.get(path, cast_to=httpx2.Response,
+                                        options={"timeout": min(INFO_TIMEOUT, self.limits.request_timeout)})
+            return response.json()
+        except PolicyError:
+            raise
+        except openai.APIConnectionError as exc:
+            if isinstance(exc.__cause__, PolicyError):
+                raise exc.__cause__ from None
+            return None
+        except Exception:  # the list and the version are optional: an old server may have neither
+            return None
+
+    def _dispatch(
+        self,
+        jobs: Sequence[Any],
+        request: Callable[[RunState, Any], Any],
+        *,
+        progress: ProgressCallback | None,
+        message: str,
+    ) -> tuple[list[Any], str | None, int, RunState]:
+        """Send ``request(run, job)`` for every job, at most :attr:`concurrency` at once, under one run.
+
+        Returns
+        -------
+        answers : list
+            Per job, what ``request`` returned, or None for a job the run stopped before answering.
+        stop : str or None
+            Why the run stopped early (a ``STOP_*`` reason), or None.
+        done : int
+            Jobs answered.
+        run : RunState
+            The run's book-keeping (requests used, retries).
+
+        Raises
+        ------
+        BaseException
+            The first fatal error of a request (the requests in flight are given up), after the requests
+            made are counted.
+        """
+        answers: list[Any] = [None] * len(jobs)
+        halt = threading.Event()
+        run = RunState(self.limits, self.retry, seed=self._seed, cancel=halt)
+        stop: str | None = None
+        fatal: BaseException | None = None
+        done = 0
+        queue = iter(range(len(jobs)))
+        pending: dict[Future, int] = {}
+        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="biastest-endpoint") as pool:
+
+            def fill() -> None:
+                while stop is None and fatal is None and len(pending) < self.concurrency:
+                    j = next(queue, None)
+                    if j is None:
+                        return
+                    pending[pool.submit(request, run, jobs[j])] = j
+
+            fill()
+            while pending:
+                finished, _ = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+                if self._cancel is not None and self._cancel.is_set() and not halt.is_set():
+                    halt.set()
+                    stop = stop or STOP_CANCELLED
+                for future in finished:
+                    j = pending.pop(future)
+                    try:
+                        answers[j] = future.result()
+                    except RunStopped as exc:
+                        stop = stop or exc.reason
+                        continue
+                    except BaseException as exc:  # fatal: give up the requests in flight, report this one
+                        if fatal is None:
+                            fatal = exc
+                        halt.set()
+                        continue
+                    done += 1
+                    if progress is not None:
+                        progress(done, len(jobs), message)
+                fill()
+        with self._lock:
+            self.requests[self._service] += run.requests_used
+            for kind, count in run.transient.items():
+                self.transient[kind] = self.transient.get(kind, 0) + count
+        if fatal is not None:
+            raise fatal
+        return answers, stop, done, run
+
+
+class EndpointCausalLM(ServedEndpoint):
     """A causal language model behind an OpenAI-compatible completions endpoint.
 
     Used by the causal scoring methods in place of
@@ -372,22 +558,8 @@ class EndpointCausalLM:
         seed: int = 0,
         cancel: threading.Event | None = None,
     ) -> None:
-        from biastest.options import check_option
-
-        if not isinstance(model, str) or not model.strip():
-            raise OptionError(MSG_NO_MODEL_NAME)
-        self.model_id = model.strip()
-        self.revision: str | None = None  # a served model reports no commit; the server's version is recorded
-        self.base_url = check_endpoint_url(base_url)
-        self.where = safe_base_url(self.base_url)
-        self.concurrency = check_option("concurrency", concurrency)
-        self.limits = limits or RunLimits(max_requests=DEFAULT_MAX_REQUESTS, max_seconds=DEFAULT_TIME_LIMIT,
-                                          request_timeout=DEFAULT_REQUEST_TIMEOUT)
-        self.retry = retry or default_retry()
-        self._seed = int(seed)
-        self._cancel = cancel
-        self._has_key = bool(api_key)
-        self._client = _build_client(self.base_url, api_key or None, self.limits.request_timeout)
+        super().__init__(base_url, model, api_key=api_key, concurrency=concurrency, limits=limits, retry=retry,
+                         seed=seed, cancel=cancel, service="completions")
         self.tokenizer, self.tokenizer_id, why = self._resolve_tokenizer(tokenizer, revision)
         self.prompts = PROMPTS_TOKEN_IDS if self.tokenizer is not None else PROMPTS_TEXT
         self.prefix_token_id: int | None = None
@@ -399,15 +571,6 @@ class EndpointCausalLM:
             self.notes = [MSG_NOTE_TOKEN_IDS.format(tokenizer=self.tokenizer_id, prefix=self.prefix_token_id)]
         else:
             self.notes = [MSG_NOTE_TEXT.format(model=self.model_id, why=why)]
-        self._lock = threading.Lock()
-        self._connected = False
-        self.served_models: list[str] | None = None
-        self.max_model_len: int | None = None
-        self.server_version: str | None = None
-        self.served_model: str | None = None
-        self.fingerprints: set[str] = set()
-        self.requests = {"completions": 0, "models": 0, "version": 0}
-        self.transient: dict[str, int] = {}
         self.prompts_per_request: int | None = None
         self.n_sentences = 0
         self.n_missing = 0
@@ -441,56 +604,6 @@ class EndpointCausalLM:
         if name == "causal-diff-span" and self.prompts == PROMPTS_TEXT:
             raise MethodError(MSG_SPAN_NEEDS_TOKENIZER.format(model=self.model_id), method=name)
         return name
-
-    def connect(self) -> EndpointCausalLM:
-        """Read the server's model list and version once (neither is required; failures are ignored).
-
-        Raises
-        ------
-        EndpointError
-            :data:`MSG_NOT_SERVED` when the server lists its models and this
-            one is not among them.
-        PolicyError
-            Public mode refused an address (a redirect to a private host).
-        """
-        with self._lock:
-            if self._connected:
-                return self
-            self._connected = True
-        listing = self._get_json("/models", "models")
-        data = listing.get("data") if isinstance(listing, dict) else None
-        if isinstance(data, list):
-            entries = {str(d.get("id")): d for d in data if isinstance(d, dict) and isinstance(d.get("id"), str)}
-            self.served_models = sorted(entries)
-            if entries and self.model_id not in entries:
-                shown = ", ".join(self.served_models[:10]) + (" …" if len(entries) > 10 else "")
-                raise EndpointError(MSG_NOT_SERVED.format(where=self.where, model=self.model_id, served=shown))
-            limit = entries.get(self.model_id, {}).get("max_model_len")
-            if isinstance(limit, int) and not isinstance(limit, bool) and limit > 1:
-                self.max_model_len = limit
-        url = _version_url(self.base_url)
-        info = self._get_json(url, "version") if url else None
-        if isinstance(info, dict) and isinstance(info.get("version"), str | int | float):
-            self.server_version = str(info["version"])[:100]
-        return self
-
-    def _get_json(self, path: str, what: str) -> Any:
-        import httpx2
-        import openai
-
-        self.requests[what] += 1
-        try:
-            response = self._client.get(path, cast_to=httpx2.Response,
-                                        options={"timeout": min(INFO_TIMEOUT, self.limits.request_timeout)})
-            return response.json()
-        except PolicyError:
-            raise
-        except openai.APIConnectionError as exc:
-            if isinstance(exc.__cause__, PolicyError):
-                raise exc.__cause__ from None
-            return None
-        except Exception:  # the list and the version are optional: an old server may have neither
-            return None
 
     # ------------------------------------------------------------------ the adapter's interface
     @property
@@ -626,52 +739,13 @@ class EndpointCausalLM:
         if n == 0:
             return results
         batches = [list(range(i, min(i + batch_size, n))) for i in range(0, n, batch_size)]
-        halt = threading.Event()
-        run = RunState(self.limits, self.retry, seed=self._seed, cancel=halt)
-        stop: str | None = None
-        fatal: BaseException | None = None
-        done = 0
-        queue = iter(batches)
-        pending: dict[Future, list[int]] = {}
-        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="biastest-endpoint") as pool:
-
-            def fill() -> None:
-                while stop is None and fatal is None and len(pending) < self.concurrency:
-                    batch = next(queue, None)
-                    if batch is None:
-                        return
-                    pending[pool.submit(self._request, run, [prompts[i] for i in batch])] = batch
-
-            fill()
-            while pending:
-                finished, _ = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
-                if self._cancel is not None and self._cancel.is_set() and not halt.is_set():
-                    halt.set()
-                    stop = stop or STOP_CANCELLED
-                for future in finished:
-                    batch = pending.pop(future)
-                    try:
-                        answers = future.result()
-                    except RunStopped as exc:
-                        stop = stop or exc.reason
-                        continue
-                    except BaseException as exc:  # fatal: give up the requests in flight, report this one
-                        if fatal is None:
-                            fatal = exc
-                        halt.set()
-                        continue
-                    for i, answer in zip(batch, answers, strict=True):
-                        results[i] = answer
-                    done += 1
-                    if progress is not None:
-                        progress(done, len(batches), message)
-                fill()
-        self.requests["completions"] += run.requests_used
-        for kind, count in run.transient.items():
-            self.transient[kind] = self.transient.get(kind, 0) + count
         self.n_sentences += n
-        if fatal is not None:
-            raise fatal
+        answers, stop, done, run = self._dispatch(
+            [[prompts[i] for i in batch] for batch in batches], self._request, progress=progress, message=message)
+        for batch, answer in zip(batches, answers, strict=True):
+            if answer is not None:
+                for i, value in zip(batch, answer, strict=True):
+                    results[i] = value
         if stop is not None:
             why = MSG_WHY[stop].format(max_requests=self.limits.max_requests, seconds=self.limits.max_seconds,
                                        tries=run.last_tries)
