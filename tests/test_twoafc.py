@@ -11,7 +11,12 @@ from scipy import stats
 
 from biastest.errors import DataError, EmbeddingError, MethodError, OptionError
 from biastest.metrics.twoafc import (
+    MIN_UNITS_FOR_INTERVAL,
+    MSG_CI_NO_BOOTSTRAP,
+    MSG_CI_TOO_FEW_UNITS,
+    MSG_FIT_NO_VARIATION,
     MSG_IDENTICAL_CUES,
+    MSG_LAPSE_REPLICATES_ONLY,
     MSG_MODES,
     MSG_NO_PAIRS,
     MSG_TOO_FEW_OCCUPATIONS,
@@ -26,6 +31,7 @@ from biastest.metrics.twoafc import (
 from biastest.models.embeddings import MSG_MOSTLY_MISSING, InMemoryEmbeddings, load_embeddings
 from biastest.options import BOUNDS, MSG_BAD_POSITIVE
 from biastest.runner.embeddings import run_twoafc
+from biastest.specs import get_twoafc_spec
 from tests.embeddings_helpers import cos, glove_vec, mean, naive_pearson, naive_pse_by_sweep, ranks, sd
 
 SEED = 8080
@@ -287,3 +293,86 @@ def test_runner_trains_replicates_on_a_corpus_with_progress():
         n_bootstrap=20,
     )
     assert [p.pse_replicates for p in again.pairs] == [p.pse_replicates for p in res.pairs]
+
+
+# --------------------------------------------------------------------------- intervals from data (issue 17)
+PAPER = "Occupations vs gender (Liang & Acuna 2020)"
+
+
+def _naive_interval(values, level, n_units):
+    """Hesterberg's expanded percentile interval, from the formula: a' = 2Φ(−sqrt(n/(n−1))·t_{n−1}(1 − a/2))."""
+    z = math.sqrt(n_units / (n_units - 1)) * stats.t.ppf(1 - (1 - level) / 2, n_units - 1)
+    tail = stats.norm.sf(z)
+    return tuple(np.quantile(values, [tail, 1 - tail]))
+
+
+@pytest.mark.parametrize("sigma", [0.05, None])
+def test_paper_spec_on_glove_fills_every_fitted_column_and_a_data_interval(sigma):
+    """Issue 17: fit_status, fit_pse and its interval were empty for all 60 occupations (one model)."""
+    spec = get_twoafc_spec(PAPER)
+    res = run_twoafc(spec=spec, noise_sigma=sigma, seed=SEED, n_bootstrap=200)
+    rows = res.target_records()
+    assert len(rows) == 60 and res.interval_units == "cue pairs" and res.n_bootstrap == 200
+    for r in rows:
+        assert r["fit_status"] == "ok", r
+        assert all(isinstance(r[k], float) and math.isfinite(r[k])
+                   for k in ("fit_pse", "fit_pse_ci_low", "fit_pse_ci_high", "fit_slope", "pse_ci_low", "pse_ci_high"))
+        assert r["fit_pse_ci_low"] < r["fit_pse"] < r["fit_pse_ci_high"] and r["fit_interval_from"] == "cue pairs"
+        assert r["pse_ci_low"] < r["pse"] < r["pse_ci_high"] and r["fit_note"] == "" and r["pse_ci_note"] == ""
+    # the intervals come from the data: they differ from word to word (the σ band is one number for all)
+    widths = {round(r["pse_ci_high"] - r["pse_ci_low"], 6) for r in rows}
+    assert len(widths) > 50
+    if sigma is not None:
+        assert len({round(r["sigma_implied_sd_assumption"], 12) for r in rows}) == 1
+    else:
+        assert all(r["sigma_implied_sd_assumption"] is None for r in rows)
+
+
+def test_pse_interval_is_a_bootstrap_over_cue_pairs_equal_to_a_naive_loop():
+    res = run_twoafc(targets=OCCUPATIONS_SAMPLE, cue_pairs=PAPER_CUE_PAIRS, noise_sigma=0.1, seed=SEED,
+                     n_bootstrap=300, confidence=0.9)
+    assert res.ci_level == 0.9 and res.to_dict()["ci_level"] == 0.9
+    draws = np.random.default_rng(SEED).integers(0, 8, size=(300, 8))  # the documented draws
+    for t in res.targets:
+        pair = [p.pse for p in res.pairs_of(t.target)]
+        boot = [mean(pair[i] for i in row) for row in draws]
+        assert t.pse_ci == pytest.approx(_naive_interval(boot, 0.9, 8), abs=1e-12)
+        assert t.fit.ci_level == 0.9
+    # the fitted function is fitted to the Thurstonian curve pooled over the cue pairs (a naive Φ average)
+    nurse = res.target("nurse")
+    want = [mean(0.5 * (1 + math.erf(2 * (1 - p.sim_c1_c2) * (a - p.pse) / 0.1 / math.sqrt(2)))
+                 for p in res.pairs_of("nurse")) for a in nurse.fit.x]
+    assert [k / 8 for k in nurse.fit.k] == pytest.approx(want, abs=1e-12)
+
+
+def test_replicate_mode_interval_resamples_the_replicate_models():
+    words = OCCUPATIONS_SAMPLE[:3] + [c for p in PAPER_CUE_PAIRS[:2] for c in p]
+    reps = _perturbed_replicates(words, 6, 0.15, SEED)
+    res = run_twoafc(targets=OCCUPATIONS_SAMPLE[:3], cue_pairs=PAPER_CUE_PAIRS[:2], replicates=reps, seed=SEED,
+                     n_bootstrap=100)
+    assert res.interval_units == "replicate models"
+    draws = np.random.default_rng(SEED).integers(0, 6, size=(100, 6))
+    for t in res.targets:
+        per_rep = [mean(p.pse_replicates[r] for p in res.pairs_of(t.target)) for r in range(6)]
+        boot = [mean(per_rep[i] for i in row) for row in draws]
+        assert t.pse_ci == pytest.approx(_naive_interval(boot, 0.95, 6), abs=1e-12)
+        assert t.fit.bootstrap == "parametric" and t.fit.pse_ci is not None  # binomial answers of the replicates
+
+
+def test_no_interval_without_enough_units_says_why_per_row():
+    one_pair = run_twoafc(targets=["nurse", "engineer"], cue_pairs=PAPER_CUE_PAIRS[:1], noise_sigma=0.1, seed=SEED)
+    reason = MSG_CI_TOO_FEW_UNITS.format(n=1, units="cue pairs", minimum=MIN_UNITS_FOR_INTERVAL)
+    for r in one_pair.target_records():
+        assert r["pse_ci_low"] is None and r["pse_ci_note"] == reason
+        assert r["fit_status"] == "ok" and r["fit_pse_ci_low"] is None and r["fit_note"] == reason
+    none = run_twoafc(targets=["nurse"], cue_pairs=PAPER_CUE_PAIRS, seed=SEED, n_bootstrap=0, lapse=True)
+    t = none.target_records()[0]
+    assert t["pse_ci_note"] == MSG_CI_NO_BOOTSTRAP
+    assert t["fit_note"] == f"{MSG_CI_NO_BOOTSTRAP} {MSG_LAPSE_REPLICATES_ONLY}"
+    # every cue pair answers the same side over the whole range: the fit's reason is given, not a number
+    emb = InMemoryEmbeddings("toy", ["c1", "c2", "d1", "d2", "w"],
+                             np.array([[1, 0, 0], [0, 1, 0], [1, 0, .1], [0, 1, .1], [1, -.9, 0]], dtype=float))
+    sat = twoafc([emb], targets=["w"], cue_pairs=[("c1", "c2"), ("d1", "d2")], seed=SEED)
+    row = sat.target_records()[0]
+    assert row["saturated"] == "above" and row["fit_status"] == "no_variation" and row["fit_pse"] is None
+    assert row["fit_note"] == MSG_FIT_NO_VARIATION

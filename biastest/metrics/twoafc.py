@@ -51,7 +51,12 @@ from scipy import special, stats
 
 from biastest.errors import DataError, EmbeddingError, MethodError
 from biastest.models.embeddings import WordEmbeddings, train_bootstrap_replicates
-from biastest.stats.psychometric import PsychometricFit, fit_psychometric_many
+from biastest.stats.psychometric import (
+    PsychometricFit,
+    fit_psychometric_many,
+    fit_psychometric_proportions,
+    percentile_interval,
+)
 
 __all__ = [
     "PAPER_CUE_PAIRS",
@@ -79,6 +84,14 @@ __all__ = [
     "MSG_NO_PAIRS",
     "MSG_TOO_FEW_OCCUPATIONS",
     "MSG_BAD_SATURATED_POLICY",
+    "MSG_CI_NO_BOOTSTRAP",
+    "MSG_CI_TOO_FEW_UNITS",
+    "MSG_FIT_SEPARATED",
+    "MSG_FIT_NO_VARIATION",
+    "MSG_FIT_FAILED",
+    "MSG_FIT_NO_INTERVAL",
+    "MSG_LAPSE_REPLICATES_ONLY",
+    "MIN_UNITS_FOR_INTERVAL",
 ]
 
 PAPER_CUE_PAIRS: tuple[tuple[str, str], ...] = (
@@ -113,6 +126,34 @@ MSG_TOO_FEW_OCCUPATIONS = (
     "Add occupations from the labour-statistics table."
 )
 MSG_BAD_SATURATED_POLICY = "The saturated-PSE handling '{value}' is not known; choose 'keep', 'drop' or 'clip'."
+MSG_CI_NO_BOOTSTRAP = "No interval: the number of bootstrap samples is 0."
+MSG_CI_TOO_FEW_UNITS = (
+    "No interval: only {n} {units}, and an interval from resampling needs at least {minimum} (with fewer, the "
+    "resamples cannot show how much the PSE would move)."
+)
+MSG_FIT_SEPARATED = (
+    "No finite fit: the answers switch sides in one step between α = {low:.2f} and α = {high:.2f}, so the "
+    "function's slope is unbounded; the crossing lies in that step."
+)
+MSG_FIT_NO_VARIATION = (
+    "No fit: the answer is the same at every α from 0 to 1, so the curve never crosses inside the range "
+    "(the PSE is saturated)."
+)
+MSG_FIT_FAILED = "No fit: the optimiser did not converge."
+MSG_FIT_NO_INTERVAL = "No interval for the fit: fewer than two resampled curves could be fitted."
+MSG_LAPSE_REPLICATES_ONLY = (
+    "The lapse rate was not fitted: one model's curve has no lapses by construction; a lapse rate is fitted to "
+    "the answers of replicate models only."
+)
+
+MIN_UNITS_FOR_INTERVAL = 5
+"""Fewest resampled units (cue pairs or replicate models) for a bootstrap interval of the PSE.
+
+With n units there are ``binom(2n − 1, n)`` distinct resamples (10 for n = 3,
+126 for n = 5); on means of n normal values the expanded percentile interval
+(:func:`biastest.stats.psychometric.percentile_interval`) of a nominal 95 %
+covers about 75 % at n = 3, 92 % at n = 5 and 94 % at n = 8 (1,000 draws;
+``tests/test_twoafc.py`` checks n = 8)."""
 
 _SAT_TOL = 1e-12
 _IDENTICAL_TOL = 1e-7
@@ -321,7 +362,21 @@ class TargetPSE:
     pair_pse : mapping cue pair → PSE
     n_saturated_pairs : int
     fit : PsychometricFit or None
-        Fitted to the responses pooled over replicates and cue pairs.
+        Fitted to the responses pooled over replicates and cue pairs (mode
+        "replicates", binomial likelihood), or to the curve pooled over cue
+        pairs (modes "single" and "thurstonian", fractional likelihood, interval
+        from resampling the cue pairs).
+    pse_ci : (float, float) or None
+        Interval of ``pse`` from the data: the percentile bootstrap over the
+        replicate models (mode "replicates") or over the cue pairs (other
+        modes), expanded for few units; None with the reason in ``pse_ci_note``.
+    pse_ci_note : str
+        Why there is no ``pse_ci`` ("" when there is one).
+    curve_sd : float or None
+        Mode "thurstonian": mean over cue pairs of σ / (2(1 − sim(c1,c2))), the
+        spread your σ implies — an assumption, not data.
+    fit_note : str
+        Why the fit or its interval is missing, or what was not fitted ("" when complete).
     """
 
     target: str
@@ -334,11 +389,19 @@ class TargetPSE:
     n_saturated_pairs: int
     pair_pse: Mapping[str, float]
     fit: PsychometricFit | None
+    pse_ci: tuple[float, float] | None = None
+    pse_ci_note: str = ""
+    curve_sd: float | None = None
+    fit_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "target": self.target,
             "pse": self.pse,
+            "pse_ci": list(self.pse_ci) if self.pse_ci else None,
+            "pse_ci_note": self.pse_ci_note,
+            "curve_sd": self.curve_sd,
+            "fit_note": self.fit_note,
             "saturated": self.saturated,
             "jnd_sd": self.jnd_sd,
             "pse_variance": self.pse_variance,
@@ -354,10 +417,14 @@ class TargetPSE:
         row = {
             "target": self.target,
             "pse": self.pse,
+            "pse_ci_low": self.pse_ci[0] if self.pse_ci else None,
+            "pse_ci_high": self.pse_ci[1] if self.pse_ci else None,
+            "pse_ci_note": self.pse_ci_note,
             "saturated": self.saturated or "",
             "jnd_sd": self.jnd_sd,
             "pse_variance_psycho_ai": self.pse_variance,
             "pse_sd_over_pairs": self.pse_sd_over_pairs,
+            "sigma_implied_sd_assumption": self.curve_sd,
             "n_pairs": self.n_pairs,
             "n_saturated_pairs": self.n_saturated_pairs,
             "fit_status": f.status if f else "",
@@ -367,6 +434,10 @@ class TargetPSE:
             "fit_slope": f.slope if f else None,
             "fit_slope_ci_low": f.slope_ci[0] if f and f.slope_ci else None,
             "fit_slope_ci_high": f.slope_ci[1] if f and f.slope_ci else None,
+            "fit_pse_bracket_low": f.pse_bracket[0] if f and f.pse_bracket else None,
+            "fit_pse_bracket_high": f.pse_bracket[1] if f and f.pse_bracket else None,
+            "fit_interval_from": (f.bootstrap or "") if f else "",
+            "fit_note": self.fit_note,
         }
         for k, v in self.pair_pse.items():
             row[f"pse[{k}]"] = v
@@ -448,6 +519,12 @@ class TwoAFCResult:
         Per-term lookup reports (JSON form).
     seed : int
     provenance : dict
+    ci_level : float
+        Level of every interval of the result.
+    n_bootstrap : int
+        Resamples behind the intervals (0: none).
+    interval_units : str
+        What the PSE intervals resample: ``"replicate models"`` or ``"cue pairs"``.
     """
 
     mode: str
@@ -464,6 +541,17 @@ class TwoAFCResult:
     lookup: Mapping[str, Any]
     seed: int
     provenance: Mapping[str, Any]
+    ci_level: float = 0.95
+    n_bootstrap: int = 0
+    interval_units: str = "cue pairs"
+
+    @property
+    def interval_method(self) -> str:
+        """How the PSE intervals were made, in words (recorded in the JSON and the CSV)."""
+        return (
+            f"percentile bootstrap over the {self.interval_units} ({self.n_bootstrap} resamples, seed {self.seed}), "
+            "expanded for few units (Hesterberg 2015)"
+        )
 
     # -- accessors -----------------------------------------------------------
     def target(self, name: str) -> TargetPSE:
@@ -494,6 +582,10 @@ class TwoAFCResult:
             "noise_sigma": self.noise_sigma,
             "n_replicates": self.n_replicates,
             "jnd_definition": "standard deviation of the PSE across replicate models (ddof=1)",
+            "ci_level": self.ci_level,
+            "n_bootstrap": self.n_bootstrap,
+            "interval_units": self.interval_units,
+            "interval_method": self.interval_method,
             "pse_variance_definition": "variance of the PSE across replicates (ddof=1), the psycho_ai definition",
             "pairs": [p.to_dict() for p in self.pairs],
             "targets": [t.to_dict() for t in self.targets],
@@ -549,6 +641,7 @@ class TwoAFCResult:
                     "saturated": t.saturated,
                     "position": float(min(1.0, max(0.0, t.pse))),
                     "jnd_sd": t.jnd_sd,
+                    "pse_ci": t.pse_ci,
                     "pair_pse": dict(t.pair_pse),
                 }
                 for t in self.targets
@@ -576,6 +669,7 @@ def twoafc(
     sigmoid: str = "norm",
     lapse: bool = False,
     n_bootstrap: int = 200,
+    ci_level: float = 0.95,
     fit_pairs: bool = True,
     cue1_label: str = "cue 1",
     cue2_label: str = "cue 2",
@@ -600,14 +694,33 @@ def twoafc(
     targets, cue_pairs :
         Target words; (c1, c2) pairs.
     seed : int
-        Seed of the bootstrap intervals of the fits (recorded).
+        Seed of every bootstrap (recorded).
     noise_sigma : float, optional
         Thurstonian perceptual noise σ for a single model.
     alpha_grid : sequence of float
         Stimulus levels for the pooled responses (default 0, 0.01, …, 1).
     sigmoid, lapse, n_bootstrap :
-        Psychometric fits (mode "replicates"): per target × pair (point fit,
-        when ``fit_pairs``) and per target pooled over pairs (with bootstrap).
+        Psychometric fits. Mode "replicates": per target × pair (point fit,
+        when ``fit_pairs``) and per target to the binomial responses pooled over
+        replicates and pairs (parametric bootstrap, as psignifit). Modes
+        "single" and "thurstonian": per target to the curve pooled over cue
+        pairs (fractional likelihood; interval from resampling the cue pairs);
+        the lapse rate is fitted to replicate answers only.
+    ci_level : float
+        Level of every interval.
+
+    Notes
+    -----
+    **Intervals of the PSE from the data.** Each target's PSE gets a
+    percentile bootstrap interval over the units that make its variability:
+    the replicate models (mode "replicates": the resampled statistic is the
+    mean PSE over the drawn replicates) or the cue pairs (other modes: the
+    mean PSE over the drawn pairs), ``n_bootstrap`` resamples from
+    ``numpy.random.default_rng(seed)``, expanded for few units
+    (:func:`~biastest.stats.psychometric.percentile_interval`). With fewer
+    than :data:`MIN_UNITS_FOR_INTERVAL` units there is none and the result
+    says why. The Thurstonian σ is not data: its implied spread
+    (``curve_sd``) is reported apart, as the assumption it is.
 
     Returns
     -------
@@ -662,9 +775,47 @@ def twoafc(
     sd_t = _sd(pse_rt, 0)
     sd_over_pairs = _sd(pse_tp, 1)
 
+    # intervals of the PSE from the data: resample replicate models (mode "replicates") or cue pairs
+    units, n_units = ("replicate models", R) if mode == "replicates" else ("cue pairs", P)
+    weights = None  # [B, units]: multiplicity of each unit in each resample, over the number of units
+    ci_note = ""
+    if not n_bootstrap:
+        ci_note = MSG_CI_NO_BOOTSTRAP
+    elif n_units < MIN_UNITS_FOR_INTERVAL:
+        ci_note = MSG_CI_TOO_FEW_UNITS.format(n=n_units, units=units, minimum=MIN_UNITS_FOR_INTERVAL)
+    else:
+        draws = np.random.default_rng(seed).integers(0, n_units, size=(int(n_bootstrap), n_units))
+        weights = np.zeros((int(n_bootstrap), n_units))
+        np.add.at(weights, (np.arange(int(n_bootstrap))[:, None], draws), 1.0)
+        weights /= n_units
+    pse_ci: list[tuple[float, float] | None] = [None] * T
+    if weights is not None:
+        boot = weights @ (pse_rt if mode == "replicates" else pse_tp.T)  # [B, T]
+        pse_ci = [percentile_interval(boot[:, t], ci_level=ci_level, n_units=n_units) for t in range(T)]
+
     # pooled responses on the α grid: the decision rule of eq. 8, vectorised [R, T, P, A]
     pair_fits: list[PsychometricFit | None] = [None] * (T * P)
     target_fits: list[PsychometricFit | None] = [None] * T
+    if mode != "replicates":
+        # one model: each cue pair's curve is a step (single) or Φ under the user's σ (thurstonian)
+        if mode == "thurstonian":
+            curves = thurstonian_curve(grid[None, None, :], pse=pse_tp[..., None],
+                                       sim_c1_c2=s12_a[0][None, :, None], noise_sigma=float(noise_sigma))
+        else:
+            curves = (grid[None, None, :] > pse_tp[..., None]).astype(np.float64)
+        target_fits = list(
+            fit_psychometric_proportions(
+                grid,
+                curves.mean(axis=1),
+                weight=float(P),
+                sigmoid=sigmoid,
+                resampled=None if weights is None else np.einsum("bp,tpa->bta", weights, curves),
+                resampled_units=units,
+                n_units=n_units,
+                ci_level=ci_level,
+                seed=seed,
+            )
+        )
     if mode == "replicates":
         choose_c2 = twoafc_decide(
             s1w_a[..., None], s2w_a[..., None], s12_a[:, None, :, None], grid[None, None, None, :]
@@ -691,6 +842,7 @@ def twoafc(
                 sigmoid=sigmoid,
                 lapse=lapse,
                 n_bootstrap=n_bootstrap,
+                ci_level=ci_level,
                 seed=seed,
             )
         )
@@ -720,6 +872,9 @@ def twoafc(
             )
     target_rows = []
     pse_tp_list = pse_tp.tolist()
+    curve_sd_t = (
+        (float(noise_sigma) / (2.0 * (1.0 - s12_a[0]))).mean() if mode == "thurstonian" else None
+    )
     for t, w in enumerate(targets):
         pv = float(pse_t[t])
         target_rows.append(
@@ -734,6 +889,10 @@ def twoafc(
                 n_saturated_pairs=int(sum(saturation(v) is not None for v in pse_tp_list[t])),
                 pair_pse={f"{c1}/{c2}": pse_tp_list[t][p] for p, (c1, c2) in enumerate(cue_pairs)},
                 fit=target_fits[t],
+                pse_ci=pse_ci[t],
+                pse_ci_note="" if pse_ci[t] is not None else (ci_note or MSG_FIT_NO_INTERVAL),
+                curve_sd=None if curve_sd_t is None else float(curve_sd_t),
+                fit_note=_fit_note(target_fits[t], ci_note=ci_note, lapse_ignored=lapse and mode != "replicates"),
             )
         )
     return TwoAFCResult(
@@ -751,7 +910,27 @@ def twoafc(
         lookup=dict(lookup or {}),
         seed=int(seed),
         provenance=dict(provenance or {}),
+        ci_level=float(ci_level),
+        n_bootstrap=int(n_bootstrap),
+        interval_units=units,
     )
+
+
+def _fit_note(fit: PsychometricFit | None, *, ci_note: str, lapse_ignored: bool) -> str:
+    """Why a target's fit or its interval is missing (or what was not fitted); "" when complete."""
+    notes = []
+    if fit is not None:
+        if fit.status == "separated" and fit.pse_bracket:
+            notes.append(MSG_FIT_SEPARATED.format(low=fit.pse_bracket[0], high=fit.pse_bracket[1]))
+        elif fit.status == "no_variation":
+            notes.append(MSG_FIT_NO_VARIATION)
+        elif fit.status != "ok":
+            notes.append(MSG_FIT_FAILED)
+        elif fit.pse_ci is None:  # no resamples were fitted (ci_note says why), or too few of them fitted
+            notes.append(ci_note if not fit.n_bootstrap and ci_note else MSG_FIT_NO_INTERVAL)
+    if lapse_ignored:
+        notes.append(MSG_LAPSE_REPLICATES_ONLY)
+    return " ".join(notes)
 
 
 # --------------------------------------------------------------------------- labour statistics

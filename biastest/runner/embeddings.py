@@ -99,6 +99,7 @@ def run_twoafc(
     sigmoid: Literal["norm", "logistic"] = "norm",
     lapse: bool = False,
     n_bootstrap: int = 200,
+    confidence: float = 0.95,
     max_missing_fraction: float = 0.5,
     cue1_label: str | None = None,
     cue2_label: str | None = None,
@@ -127,7 +128,10 @@ def run_twoafc(
         resamples of it (``train_options`` go to
         :func:`biastest.models.embeddings.train_bootstrap_replicates`).
     alpha_grid, sigmoid, lapse, n_bootstrap :
-        Psychometric fits in replicate mode.
+        Psychometric fits; ``n_bootstrap`` also sets the resamples behind the
+        PSE intervals (over replicate models, or over cue pairs for one model).
+    confidence : float
+        Level of every interval (recorded in the result).
     max_missing_fraction : float
         Refuse when more than this share of the target words or cue words is missing.
     spec : biastest.spec.TwoAFCSpec, optional
@@ -138,7 +142,7 @@ def run_twoafc(
     TwoAFCResult
     """
     validate_options({"seed": seed, "n_bootstrap": n_bootstrap, "noise_sigma": noise_sigma,
-                      "n_replicates": n_replicates if corpus is not None else None},
+                      "n_replicates": n_replicates if corpus is not None else None, "confidence": confidence},
                      optional=("noise_sigma", "n_replicates"))
     if replicates is not None and len(replicates) > BOUNDS["n_replicates"].high:
         check_option("n_replicates", len(replicates))
@@ -205,6 +209,10 @@ def run_twoafc(
         sigmoid=sigmoid,
         lapse=lapse,
         n_bootstrap=n_bootstrap,
+        confidence=confidence,
+        pse_interval="percentile bootstrap over "
+        + ("replicate models" if len(models) > 1 else "cue pairs")
+        + ", expanded for few units (Hesterberg 2015)",
         seed=seed,
         spec=spec.to_dict() if spec is not None and hasattr(spec, "to_dict") else None,
         max_missing_fraction=max_missing_fraction,
@@ -218,7 +226,8 @@ def run_twoafc(
         alpha_grid=alpha_grid,
         sigmoid=sigmoid,
         lapse=lapse,
-        n_bootstrap=n_bootstrap if len(models) > 1 else 0,
+        n_bootstrap=n_bootstrap,
+        ci_level=confidence,
         cue1_label=cue1_label or "cue 1",
         cue2_label=cue2_label or "cue 2",
         dropped_targets=dropped_targets,

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from scipy import optimize, special
+from scipy import optimize, special, stats
 
 from biastest.errors import DataError, MethodError
 from biastest.provenance import provenance
@@ -54,6 +54,8 @@ __all__ = [
     "fit_psychometric",
     "fit_psychometric_batch",
     "fit_psychometric_many",
+    "fit_psychometric_proportions",
+    "percentile_interval",
     "separation_status",
     "SIGMOIDS",
     "MSG_BAD_SIGMOID",
@@ -82,6 +84,7 @@ MSG_BAD_RATES = (
 )
 
 _EPS = 1e-12
+_CHUNK_ELEMENTS = 2_000_000  # bootstrap refits are fitted in chunks of at most this many numbers
 _F0 = {"norm": 1.0 / np.sqrt(2.0 * np.pi), "logistic": 0.25}
 
 
@@ -160,8 +163,12 @@ class PsychometricFit:
         Percentile bootstrap intervals at ``ci_level``.
     n_bootstrap_valid : int
         Bootstrap data sets that had a finite fit (the others were separated).
+    bootstrap : str or None
+        ``"parametric"`` or ``"nonparametric"`` (binomial resampling), or what
+        the caller resampled (:func:`fit_psychometric_proportions`, e.g. ``"cue pairs"``).
     x, k, n : tuple
-        The data fitted.
+        The data fitted (for a fit to proportions, ``k`` holds the expected
+        counts ``n·p``, not whole numbers).
     """
 
     sigmoid: str
@@ -229,7 +236,7 @@ class PsychometricFit:
         }
 
 
-def _as_data(x: Any, k: Any, n: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _as_data(x: Any, k: Any, n: Any, *, fractional: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     x = np.asarray(x, dtype=np.float64)
     k = np.asarray(k, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
@@ -237,7 +244,10 @@ def _as_data(x: Any, k: Any, n: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray
         n = np.full(k.shape, float(n))
     if x.shape[-1:] != k.shape[-1:] or k.shape != n.shape:
         raise DataError(MSG_BAD_DATA_SHAPE.format(nx=x.shape[-1:], nk=k.shape, nn=n.shape))
-    bad = (n < 1) | (k < 0) | (k > n) | (k != np.round(k)) | (n != np.round(n)) | ~np.isfinite(k)
+    if fractional:  # expected counts of a proportion: any real 0 ≤ k ≤ n, n > 0
+        bad = ~(n > 0) | ~(k >= 0) | ~(k <= n) | ~np.isfinite(k) | ~np.isfinite(n)
+    else:
+        bad = (n < 1) | (k < 0) | (k > n) | (k != np.round(k)) | (n != np.round(n)) | ~np.isfinite(k)
     if np.any(bad):
         where = np.argwhere(bad)[0]
         level = float(np.broadcast_to(x, k.shape)[tuple(where)])
@@ -303,6 +313,7 @@ def fit_psychometric_batch(
     start: tuple[np.ndarray, np.ndarray] | None = None,
     max_iter: int = 100,
     tol: float = 1e-9,
+    fractional: bool = False,
 ) -> BatchFit:
     """Maximum-likelihood fits (γ = λ = 0) of many data sets at once.
 
@@ -320,13 +331,19 @@ def fit_psychometric_batch(
     sigmoid : {"norm", "logistic"}
     start : (pse, scale) arrays [M], optional
         Starting values (e.g. the original fit for bootstrap refits).
+    fractional : bool
+        Accept non-integer ``k`` (expected counts ``n·p`` of observed
+        proportions ``p``): the same objective is then the fractional-response
+        quasi-likelihood of Papke & Wooldridge (1996), still concave, whose
+        maximum is the fit of F to the proportions. The log-likelihood it
+        reports is then not a likelihood of any data.
 
     Returns
     -------
     BatchFit
     """
     _check_sigmoid(sigmoid)
-    x, k, n = _as_data(x, k, n)
+    x, k, n = _as_data(x, k, n, fractional=fractional)
     k2 = np.atleast_2d(k)
     n2 = np.atleast_2d(n)
     x2 = np.broadcast_to(x, k2.shape).astype(np.float64)
@@ -727,6 +744,172 @@ def fit_psychometric_many(
                 x=x_t,
                 k=tuple(k_list[i]),
                 n=tuple(n_list[i]),
+            )
+        )
+    return fits
+
+
+def percentile_interval(
+    draws: Any, *, ci_level: float = 0.95, n_units: int | None = None
+) -> tuple[float, float] | None:
+    """Percentile interval of bootstrap draws, widened for few resampled units.
+
+    Plain percentile interval ``[q(a/2), q(1 − a/2)]`` with ``a = 1 − ci_level``
+    when ``n_units`` is None. With ``n_units`` (the number of independent
+    units that were resampled, e.g. cue pairs or replicate models) it is
+    Hesterberg's *expanded percentile interval*: the percentile bootstrap of a
+    mean is too narrow by the factor ``sqrt((n − 1)/n)`` and uses normal
+    instead of t quantiles, so the tail level is moved to
+    ``a' = 2·Φ(−sqrt(n/(n − 1))·t_{n−1}(1 − a/2))`` (for n = 8 and 95 %:
+    the 0.57th and 99.43rd percentiles). On the mean of 8 normal values this
+    lifts the coverage of a nominal 95 % interval from about 88 % to about
+    94 % (1,000 draws).
+
+    Returns None when fewer than two draws are finite.
+
+    References
+    ----------
+    Hesterberg (2015), What teachers should know about the bootstrap: resampling
+    in the undergraduate statistics curriculum. The American Statistician 69(4), §4.3.
+
+    Examples
+    --------
+    >>> percentile_interval([0.0, 1.0, 2.0, 3.0, 4.0], ci_level=0.5)
+    (1.0, 3.0)
+    """
+    d = np.asarray(draws, dtype=np.float64).ravel()
+    d = d[np.isfinite(d)]
+    if d.size < 2:
+        return None
+    a = 1.0 - float(ci_level)
+    if n_units is not None and n_units >= 2:
+        z = np.sqrt(n_units / (n_units - 1.0)) * stats.t.ppf(1.0 - a / 2.0, n_units - 1)
+        a = 2.0 * float(stats.norm.sf(z))
+    lo, hi = np.quantile(d, [a / 2.0, 1.0 - a / 2.0])
+    return float(lo), float(hi)
+
+
+def fit_psychometric_proportions(
+    x: Any,
+    proportion: Any,
+    *,
+    weight: float = 1.0,
+    sigmoid: Literal["norm", "logistic"] = "norm",
+    resampled: Any = None,
+    resampled_units: str | None = None,
+    n_units: int | None = None,
+    ci_level: float = 0.95,
+    seed: int | None = None,
+) -> list[PsychometricFit]:
+    """Fit Ψ(x) = F((x − μ)/s) to observed proportions, with intervals from the caller's resamples.
+
+    For curves that are proportions rather than counts of independent trials
+    (a share of cue pairs, an analytic curve averaged over cue pairs), the fit
+    maximises the fractional-response quasi-likelihood
+    ``Σ_i w·[p_i log Ψ(x_i) + (1 − p_i) log(1 − Ψ(x_i))]`` (Papke & Wooldridge
+    1996); the point estimate does not depend on the weight ``w``. No binomial
+    bootstrap is possible (there are no trials): the interval comes from
+    ``resampled``, the same curves recomputed on resamples of the data's real
+    units (the caller draws them, e.g. cue pairs with replacement), each refitted;
+    :func:`percentile_interval` with ``n_units`` gives the interval.
+
+    Parameters
+    ----------
+    x : array [L]
+        Stimulus levels.
+    proportion : array [M, L]
+        One curve per data set, values in [0, 1].
+    weight : float
+        Pseudo-trials per level (only scales the objective).
+    resampled : array [B, M, L], optional
+        Curves of B resamples of each data set.
+    resampled_units : str, optional
+        What was resampled (recorded as the fits' ``bootstrap``).
+    n_units : int, optional
+        Number of units resampled (widens the interval for few units).
+    seed : int, optional
+        The seed the caller drew the resamples with (recorded).
+
+    Returns
+    -------
+    list of PsychometricFit
+        ``log_likelihood`` is None (a quasi-likelihood is no likelihood);
+        ``k`` holds the expected counts ``weight·p``.
+
+    Examples
+    --------
+    >>> x = np.linspace(0, 1, 11)
+    >>> f = fit_psychometric_proportions(x, psychometric_function(x, pse=0.4, scale=0.2)[None])[0]
+    >>> round(f.pse, 6), round(f.scale, 6)
+    (0.4, 0.2)
+    """
+    _check_sigmoid(sigmoid)
+    x = np.asarray(x, dtype=np.float64)
+    p = np.atleast_2d(np.asarray(proportion, dtype=np.float64))
+    if x.ndim != 1 or p.shape[-1] != x.size:
+        raise DataError(MSG_BAD_DATA_SHAPE.format(nx=x.shape, nk=p.shape, nn=p.shape))
+    w = float(weight)
+    m = p.shape[0]
+    bf = fit_psychometric_batch(x, p * w, np.full(p.shape, w), sigmoid=sigmoid, fractional=True)
+    pse_ci: list[tuple[float, float] | None] = [None] * m
+    slope_ci: list[tuple[float, float] | None] = [None] * m
+    n_valid = np.zeros(m, dtype=int)
+    n_boot = 0
+    if resampled is not None:
+        r = np.asarray(resampled, dtype=np.float64)
+        if r.ndim != 3 or r.shape[1:] != p.shape:
+            raise DataError(MSG_BAD_DATA_SHAPE.format(nx=x.shape, nk=r.shape, nn=p.shape))
+        n_boot = r.shape[0]
+        rows = np.flatnonzero(bf.status == "ok")
+        if rows.size and n_boot:
+            b_pse = np.full((n_boot, rows.size), np.nan)
+            b_slope = np.full((n_boot, rows.size), np.nan)
+            step = max(1, _CHUNK_ELEMENTS // max(1, rows.size * x.size))
+            for lo in range(0, n_boot, step):
+                chunk = r[lo : lo + step][:, rows]  # [b, rows, L]
+                nb = chunk.shape[0]
+                bb = fit_psychometric_batch(
+                    x,
+                    chunk.reshape(-1, x.size) * w,
+                    np.full((nb * rows.size, x.size), w),
+                    sigmoid=sigmoid,
+                    start=(np.tile(bf.pse[rows], nb), np.tile(bf.scale[rows], nb)),
+                    fractional=True,
+                )
+                ok = (bb.status == "ok").reshape(nb, rows.size)
+                b_pse[lo : lo + nb] = np.where(ok, bb.pse.reshape(nb, rows.size), np.nan)
+                b_slope[lo : lo + nb] = np.where(ok, bb.slope.reshape(nb, rows.size), np.nan)
+            for j, i in enumerate(rows):
+                n_valid[i] = int(np.isfinite(b_pse[:, j]).sum())
+                pse_ci[i] = percentile_interval(b_pse[:, j], ci_level=ci_level, n_units=n_units)
+                slope_ci[i] = percentile_interval(b_slope[:, j], ci_level=ci_level, n_units=n_units)
+    x_t = tuple(x.tolist())
+    fits = []
+    for i in range(m):
+        st = str(bf.status[i])
+        good = st == "ok"
+        fits.append(
+            PsychometricFit(
+                sigmoid=sigmoid,
+                status=st,
+                pse=float(bf.pse[i]) if good else None,
+                scale=float(bf.scale[i]) if good else None,
+                slope=float(bf.slope[i]) if good else None,
+                guess_rate=0.0,
+                lapse_rate=0.0,
+                lapse_fitted=False,
+                log_likelihood=None,
+                pse_bracket=(float(bf.bracket_low[i]), float(bf.bracket_high[i])) if st == "separated" else None,
+                pse_ci=pse_ci[i],
+                slope_ci=slope_ci[i],
+                ci_level=float(ci_level),
+                n_bootstrap=int(n_boot),
+                n_bootstrap_valid=int(n_valid[i]),
+                bootstrap=resampled_units if n_boot else None,
+                seed=seed if n_boot else None,
+                x=x_t,
+                k=tuple(float(v) for v in p[i] * w),
+                n=tuple(w for _ in x_t),
             )
         )
     return fits
