@@ -363,7 +363,8 @@ def test_run_time_failures_exit_1_with_the_load_message(files, tmp_path, capsys)
     from biastest.models.base import MSG_FOLDER_NOT_FOUND
     from biastest.models.embeddings import MSG_FILE_NOT_FOUND
 
-    assert (rc, err.strip()) == (1, MSG_FOLDER_NOT_FOUND.format(path=str(missing)))
+    examples = "'gpt2' or 'bert-base-uncased'"  # the language-model app's own kind of model
+    assert (rc, err.strip()) == (1, MSG_FOLDER_NOT_FOUND.format(path=str(missing), examples=examples))
     vec = tmp_path / "missing.txt"
     rc, _, err = _run(capsys, "run", WEAT7, "--kind", "embeddings", "--model", str(vec), "--out",
                       str(tmp_path / "x.json"))

@@ -26,8 +26,8 @@ key (adapter kind, id, revision, device, dtype).
 Examples
 --------
 >>> from biastest.models.base import resolve_model_source, select_device
->>> resolve_model_source("gpt2").is_local
-False
+>>> resolve_model_source("/tmp").is_local
+True
 >>> select_device("cpu").type
 'cpu'
 """
@@ -63,13 +63,12 @@ DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
 DTYPE_CHOICES = ("auto", "float32", "float16", "bfloat16")
 
 MSG_BAD_MODEL_ID = (
-    "The model name {model_id!r} is not valid. Type a Hugging Face model id such as 'gpt2' or "
-    "'bert-base-uncased', or the path of a folder that holds a saved model."
+    "The model name {model_id!r} is not valid. Type a Hugging Face model id such as {examples}, or the path of a "
+    "folder that holds a saved model."
 )
 MSG_MODEL_NOT_FOUND = (
     "The model '{model_id}' could not be found or downloaded. Check the spelling of the Hugging Face model id "
-    "(for example 'gpt2' or 'bert-base-uncased') and the internet connection, or give the path of a folder that "
-    "holds the saved model."
+    "(for example {examples}) and the internet connection, or give the path of a folder that holds the saved model."
 )
 MSG_MODEL_GATED = (
     "The model '{model_id}' is gated: its owners must grant access first. Request access on its Hugging Face page "
@@ -80,11 +79,11 @@ MSG_REVISION_NOT_FOUND = (
     "an existing branch, tag or commit."
 )
 MSG_FOLDER_NOT_FOUND = (
-    "The folder '{path}' does not exist. Check the path, or type a Hugging Face model id such as 'gpt2'."
+    "The folder '{path}' does not exist. Check the path, or type a Hugging Face model id such as {examples}."
 )
 MSG_NOT_A_FOLDER = (
     "'{path}' is a file, not a folder. Give the folder that holds the saved model (config.json and weights), "
-    "or a Hugging Face model id such as 'gpt2'."
+    "or a Hugging Face model id such as {examples}."
 )
 MSG_REMOTE_CODE = (
     "The model '{model_id}' needs its own program code to run (trust_remote_code), which biastest does not execute "
@@ -144,12 +143,16 @@ class ModelSource:
     revision : str or None
         The Hub revision asked for (branch, tag or commit); None for local
         folders and for "latest".
+    family : str
+        The app whose kind of model this is (``lm``, ``vlm``): its messages
+        name examples of that kind (:data:`biastest.models.catalog.CATALOGS`).
     """
 
     model_id: str
     location: str
     is_local: bool
     revision: str | None = None
+    family: str = "lm"
 
     def pretrained_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``from_pretrained`` (revision only for the Hub)."""
@@ -162,13 +165,26 @@ def _looks_like_path(text: str) -> bool:
     )
 
 
-def resolve_model_source(model_id: str, *, revision: str | None = None) -> ModelSource:
+def _examples(family: str) -> str:
+    from biastest.models.catalog import CATALOGS
+
+    return CATALOGS.get(family, CATALOGS["lm"]).examples_text()
+
+
+def resolve_model_source(model_id: str, *, revision: str | None = None, family: str = "lm") -> ModelSource:
     """Decide whether ``model_id`` is a local folder or a Hugging Face Hub id.
 
     An existing folder wins; text that looks like a path (starts with ``/``,
     ``./``, ``~`` ... or has more than one ``/``) but does not exist is
     refused with :data:`MSG_FOLDER_NOT_FOUND`; anything else must be a valid
     Hub id (``name`` or ``owner/name``).
+
+    While the Hub cannot be reached (``HF_HUB_OFFLINE``, or no answer within
+    2 s: :func:`biastest.models.catalog.hub_status`), a Hub id in the cache is
+    loaded from its snapshot folder without asking the network (``model_id``
+    and the commit are kept), and one that is not cached is refused at once
+    with :data:`biastest.models.catalog.MSG_HUB_OFFLINE` instead of after a
+    download attempt.
 
     Parameters
     ----------
@@ -177,6 +193,8 @@ def resolve_model_source(model_id: str, *, revision: str | None = None) -> Model
     revision : str, optional
         Hub branch, tag or commit (ignored for local folders). Empty text means
         the latest version.
+    family : {"lm", "vlm"}
+        The app's kind of model, for the examples its messages name.
 
     Returns
     -------
@@ -185,24 +203,32 @@ def resolve_model_source(model_id: str, *, revision: str | None = None) -> Model
     Raises
     ------
     ModelLoadError
-        :data:`MSG_BAD_MODEL_ID` or :data:`MSG_FOLDER_NOT_FOUND`.
+        :data:`MSG_BAD_MODEL_ID`, :data:`MSG_FOLDER_NOT_FOUND`, or
+        :data:`biastest.models.catalog.MSG_HUB_OFFLINE`.
     """
+    from biastest.models.catalog import offline_source
+
+    examples = _examples(family)
     if not isinstance(model_id, str) or not model_id.strip():
-        raise ModelLoadError(MSG_BAD_MODEL_ID.format(model_id=model_id), model_id=model_id)
+        raise ModelLoadError(MSG_BAD_MODEL_ID.format(model_id=model_id, examples=examples), model_id=model_id)
     text = model_id.strip()
     if revision is not None and (not isinstance(revision, str) or not revision.strip()):
         revision = None
     expanded = os.path.expanduser(text)
     if os.path.isdir(expanded):
         path = str(Path(expanded).resolve())
-        return ModelSource(model_id=text, location=path, is_local=True, revision=None)
+        return ModelSource(model_id=text, location=path, is_local=True, revision=None, family=family)
     if os.path.exists(expanded):
-        raise ModelLoadError(MSG_NOT_A_FOLDER.format(path=text), model_id=text)
+        raise ModelLoadError(MSG_NOT_A_FOLDER.format(path=text, examples=examples), model_id=text)
     if _looks_like_path(text):
-        raise ModelLoadError(MSG_FOLDER_NOT_FOUND.format(path=text), model_id=text)
+        raise ModelLoadError(MSG_FOLDER_NOT_FOUND.format(path=text, examples=examples), model_id=text)
     if not _HUB_ID.match(text) or ".." in text or "--" in text:
-        raise ModelLoadError(MSG_BAD_MODEL_ID.format(model_id=text), model_id=text)
-    return ModelSource(model_id=text, location=text, is_local=False, revision=revision.strip() if revision else None)
+        raise ModelLoadError(MSG_BAD_MODEL_ID.format(model_id=text, examples=examples), model_id=text)
+    revision = revision.strip() if revision else None
+    snapshot = offline_source(text, revision=revision, family=family)
+    if snapshot is not None:  # the Hub cannot be reached: the cached copy, by its folder (commit read from the path)
+        return ModelSource(model_id=text, location=str(snapshot), is_local=True, revision=None, family=family)
+    return ModelSource(model_id=text, location=text, is_local=False, revision=revision, family=family)
 
 
 # ------------------------------------------------------------------ device / dtype
@@ -370,7 +396,7 @@ def translate_load_error(exc: BaseException, *, source: ModelSource, what: str =
     if isinstance(exc, hub_errors.RevisionNotFoundError) or "is not a valid git identifier" in low:
         return ModelLoadError(MSG_REVISION_NOT_FOUND.format(model_id=model_id, revision=source.revision), **details)
     if isinstance(exc, hub_errors.HFValidationError):
-        return ModelLoadError(MSG_BAD_MODEL_ID.format(model_id=model_id), **details)
+        return ModelLoadError(MSG_BAD_MODEL_ID.format(model_id=model_id, examples=_examples(source.family)), **details)
     if "trust_remote_code" in low:
         return ModelLoadError(MSG_REMOTE_CODE.format(model_id=model_id), **details)
     if what == "tokenizer":
@@ -389,7 +415,8 @@ def translate_load_error(exc: BaseException, *, source: ModelSource, what: str =
             **details,
         )
     if _is_not_found(exc, low):
-        return ModelLoadError(MSG_MODEL_NOT_FOUND.format(model_id=model_id), **details)
+        return ModelLoadError(MSG_MODEL_NOT_FOUND.format(model_id=model_id, examples=_examples(source.family)),
+                              **details)
     problem = text.strip().splitlines()[0][:200] if text.strip() else type(exc).__name__
     return ModelLoadError(MSG_LOAD_FAILED.format(model_id=model_id, problem=problem), **details)
 

@@ -688,7 +688,7 @@ def load_vlm(
         :data:`MSG_NOT_A_VLM`, or weights missing from the checkpoint.
     """
     quiet_transformers()
-    source = resolve_model_source(model_id, revision=revision)
+    source = resolve_model_source(model_id, revision=revision, family="vlm")
     dev = select_device(device)
     dtype_key: Any = dtype
     if dev.type == "cpu" or (isinstance(dtype, str) and dtype.strip().lower() != "auto"):
