@@ -102,6 +102,8 @@ BOUNDS: dict[str, Bound] = {
     # Thurstonian noise of one model (None = no noise; the command line's 0 means None)
     "noise_sigma": Bound("The perceptual noise σ", 0.0, 1.0, whole=False, low_open=True),
     "confidence": Bound("The confidence level", 0.0, 1.0, whole=False),  # open interval, checked apart
+    # mass of the Bayesian highest-posterior-density intervals (the seed's 0.89)
+    "hdi_prob": Bound("The probability mass of the intervals", 0.5, 0.999, whole=False),
     # a model behind an endpoint: requests sent at once, the request budget (retries included), time limits
     "concurrency": Bound("The number of requests sent at once", 1, 64),
     "max_requests": Bound("The request budget", 1, 1_000_000),

@@ -37,14 +37,21 @@ statistics (count, mean, sum of squared deviations of the rows of each
 (word, connection) cell), which equals the row-wise Normal log-likelihood
 (tests check this) and makes the cost independent of the number of rows.
 
-The read-outs are posterior means with 89% **highest posterior density**
-intervals (ArviZ ``hdi``; the original plots drew percentile intervals and
-called them HPDI), the contrasts ``associated − none`` and
-``associated − human`` (and ``associated − different``) per protected word
-and overall, R-hat, bulk and tail effective sample sizes (ArviZ) and the number
-of divergent transitions. A smaller distance means "closer", so a bias in the
-stereotyped direction shows as a **negative** contrast; it is called credible
-only where the whole 89% interval lies below 0.
+The read-outs are posterior means with **highest posterior density**
+intervals (ArviZ ``hdi``; 89% by default, the seed's level, option
+``hdi_prob``; the original plots drew percentile intervals and called them
+HPDI), the contrasts ``associated − none`` and ``associated − human`` (and
+``associated − different``) per protected word and overall, R-hat, bulk and
+tail effective sample sizes (ArviZ), the number of divergent transitions and
+the mean acceptance probability. A smaller distance means "closer", so a bias
+in the stereotyped direction shows as a **negative** contrast; it is called
+credible only where the whole interval lies below 0.
+
+Convergence is checked, not assumed: :func:`fit_bayes` samples again with
+more tuning and draws (and a higher target acceptance after divergences)
+while R-hat > 1.01, an ESS < 100 per chain or any divergence says the run is
+not trustworthy, within a time limit and a number of attempts; every attempt
+is recorded, and a result that never converged says so.
 
 Sampler: NumPyro's NUTS on JAX. STACK.md measured the three candidates on the
 same hierarchical model (2 chains, 2 cores): NumPyro 3.6 s incl. JIT, PyMC 17.8 s
@@ -67,6 +74,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -78,20 +86,36 @@ __all__ = [
     "BAYES_MODELS",
     "CONNECTIONS",
     "CONTRASTS",
+    "DEFAULT_CHAINS",
+    "DEFAULT_DRAWS",
+    "DEFAULT_TARGET_ACCEPT",
+    "DEFAULT_TIME_LIMIT",
+    "DEFAULT_TUNE",
     "HDI_PROB",
+    "MAX_ATTEMPTS",
+    "MIN_ESS_PER_CHAIN",
+    "RHAT_MAX",
+    "STOP_REASONS",
+    "TARGET_ACCEPT_MAX",
     "BayesModelInfo",
     "BayesResult",
     "ControlLists",
     "DistanceData",
+    "SamplerRun",
     "build_distance_data",
     "cell_statistics",
     "centering_weights",
     "configure_parallel_chains",
+    "convergence_problems",
     "cosine_distance",
     "fit_bayes",
+    "level_percent",
     "load_controls",
+    "next_attempt_settings",
     "row_log_likelihood",
+    "run_cell_sampler",
     "sample_cell_posterior",
+    "sampler_lines",
     "sufficient_log_likelihood",
 ]
 
@@ -106,7 +130,28 @@ CONTRASTS: tuple[tuple[str, str], ...] = (
 """Contrasts reported (first minus second); the first two are the seed's."""
 
 HDI_PROB = 0.89
-"""Probability mass of the highest posterior density intervals (the seed's 89%)."""
+"""Default probability mass of the highest posterior density intervals (the seed's 89%; option ``hdi_prob``)."""
+
+DEFAULT_DRAWS = 2000
+"""Draws kept per chain in the first attempt (the app, the command line and the runner use this)."""
+DEFAULT_TUNE = 1000
+"""Tuning (warm-up) steps per chain in the first attempt."""
+DEFAULT_CHAINS = 2
+"""Chains (at least 2, so that R-hat compares chains)."""
+DEFAULT_TARGET_ACCEPT = 0.95
+"""NUTS target acceptance probability of the first attempt."""
+TARGET_ACCEPT_MAX = 0.99
+"""Largest target acceptance probability an attempt uses."""
+DEFAULT_TIME_LIMIT = 120.0
+"""Seconds within which further attempts must be expected to end (option ``time_limit``)."""
+MAX_ATTEMPTS = 4
+"""Most sampler runs of one fit (the first and up to three with more tuning and draws)."""
+RHAT_MAX = 1.01
+"""Largest rank-normalised split R-hat of a converged run (Vehtari et al. 2021)."""
+MIN_ESS_PER_CHAIN = 100
+"""Smallest bulk and tail effective sample size per chain of a converged run (Vehtari et al. 2021)."""
+STOP_REASONS = ("converged", "time_limit", "max_attempts", "settings_limit")
+"""Why a fit stopped sampling (``diagnostics["stop_reason"]``)."""
 
 MSG_UNKNOWN_MODEL = "There is no Bayesian model called '{name}'. Choose one of: {choices}."
 MSG_NO_VECTOR_LIST = (
@@ -129,6 +174,37 @@ MSG_BAD_SAMPLER_SETTINGS = (
 MSG_NOT_FINITE = (
     "The sampler produced non-finite values for {name}. The data may be degenerate "
     "(for example all distances identical); check the word lists."
+)
+MSG_BAD_TARGET_ACCEPT = "The target acceptance probability must be a number from 0.5 to {high}, got {value!r}."
+MSG_BAD_ATTEMPTS = "The number of sampler attempts must be a whole number from 1 to {high}, got {value!r}."
+MSG_PROBLEM_RHAT = "largest R-hat {value} > {limit}"
+MSG_PROBLEM_RHAT_UNDEFINED = "R-hat undefined for {count} quantities (their draws do not vary)"
+MSG_PROBLEM_DIVERGENCES = "{count} divergent transitions"
+MSG_PROBLEM_ESS_BULK = "smallest bulk ESS {value:.0f} < {limit}"
+MSG_PROBLEM_ESS_TAIL = "smallest tail ESS {value:.0f} < {limit}"
+MSG_CONVERGED = (
+    "The sampler converged (attempt {attempt}): largest R-hat {max_rhat} (≤ {rhat_max} wanted), smallest bulk ESS "
+    "{ess_bulk:.0f} and tail ESS {ess_tail:.0f} (≥ {min_ess} wanted), {divergences} divergent transitions."
+)
+MSG_RETRIED = (
+    "Attempt {attempt} was not converged ({problems}), so the sampler ran again with more tuning: {draws} draws, "
+    "{tune} tuning steps per chain, target acceptance {target_accept}."
+)
+MSG_NOT_CONVERGED = (
+    "NOT CONVERGED after {attempts} attempt(s) — do not rely on these intervals: {problems}. {stop}"
+)
+MSG_STOP_TIME_LIMIT = (
+    "Sampling stopped at the time limit of {limit:g} s: {attempts} attempt(s) took {elapsed:.1f} s, and the next "
+    "({draws} draws, {tune} tuning steps per chain) was expected to take about {predicted:.0f} s more. Allow more "
+    "time, or start with more draws and tuning steps."
+)
+MSG_STOP_MAX_ATTEMPTS = (
+    "Sampling stopped after {attempts} attempt(s), the most allowed (the last had {draws} draws and {tune} tuning "
+    "steps per chain). Start with more draws and tuning steps."
+)
+MSG_STOP_SETTINGS_LIMIT = (
+    "Sampling stopped: the draws ({draws}), tuning steps ({tune}) and target acceptance ({target_accept}) are at the "
+    "largest values allowed."
 )
 
 _CONTROL_FILES = {"human": "human_neutral.json", "none": "neutral_words.json"}
@@ -684,19 +760,38 @@ class BayesResult:
     parameters : tuple of dict
         ArviZ summary of every sampled parameter (mean, sd, HDI, R-hat, ESS).
     diagnostics : dict
+        Of the attempt whose samples are summarised (the last one):
         ``max_rhat``, ``min_ess_bulk``, ``min_ess_tail``, ``divergences``,
-        ``converged`` (R-hat ≤ 1.01, no divergences, bulk ESS ≥ 100 per chain).
+        ``mean_accept_prob``, ``converged`` (:func:`convergence_problems`
+        finds nothing: R-hat ≤ 1.01, no divergent transition, bulk and tail
+        ESS ≥ 100 per chain); and over the whole fit: ``attempts``,
+        ``divergences_all_attempts``, ``stop_reason`` (:data:`STOP_REASONS`),
+        ``time_limit``, ``seconds``, ``problems`` (why it is not converged,
+        in words; empty when converged).
     reading : tuple of str
         Plain-language reading of the result.
     data : dict
         :meth:`DistanceData.summary`.
-    seed, draws, tune, chains : int
+    seed : int
+        The seed asked for; attempt ``k`` (0-based) samples with seed
+        ``(seed + k) mod 2³²`` (each attempt's seed is in ``attempts``).
+    draws, tune, chains : int
+        Settings of the attempt whose samples are summarised.
     chain_method : str
     seconds : float
-        Wall time of sampling and summarising.
+        Wall time of all attempts, sampling and summarising.
     provenance : dict
+        Includes ``attempts`` (as below) and the settings asked for.
     rows : tuple of dict
         The data rows (:meth:`DistanceData.records`), for CSV download.
+    target_accept : float
+        NUTS target acceptance probability of the summarised attempt.
+    attempts : tuple of dict
+        Every sampler run, in order: ``attempt``, ``seed``, ``draws``,
+        ``tune``, ``chains``, ``target_accept``, ``max_rhat``,
+        ``min_ess_bulk``, ``min_ess_tail``, ``divergences``,
+        ``divergences_per_chain``, ``mean_accept_prob``, ``step_size``
+        (per chain), ``seconds``, ``converged``, ``problems``.
     """
 
     model: dict[str, Any]
@@ -716,12 +811,20 @@ class BayesResult:
     seconds: float
     provenance: dict[str, Any] = field(default_factory=dict)
     rows: tuple[dict[str, Any], ...] = ()
+    target_accept: float = 0.95
+    attempts: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def level_label(self) -> str:
+        """The interval's name with its mass, e.g. ``"89% HPDI"`` (from :attr:`hdi_prob`, never a fixed level)."""
+        return f"{level_percent(self.hdi_prob)} HPDI"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form (with the data rows, for download)."""
         return {
             "model": self.model,
             "hdi_prob": self.hdi_prob,
+            "interval": self.level_label,
             "connection_levels": [dict(r) for r in self.connection_levels],
             "cells": [dict(r) for r in self.cells],
             "contrasts": [dict(r) for r in self.contrasts],
@@ -736,6 +839,8 @@ class BayesResult:
             "chain_method": self.chain_method,
             "seconds": self.seconds,
             "provenance": self.provenance,
+            "target_accept": self.target_accept,
+            "attempts": [dict(r) for r in self.attempts],
             "rows": [dict(r) for r in self.rows],
         }
 
@@ -771,6 +876,11 @@ def _check_settings(draws: int, tune: int, chains: int) -> None:
                           draws=draws, tune=tune, chains=chains)
 
 
+def level_percent(prob: float) -> str:
+    """The mass of an interval as its labels print it: ``0.89 → "89%"``, ``0.975 → "97.5%"``."""
+    return f"{round(float(prob) * 100, 1):g}%"
+
+
 def _summaries(arrays: dict[str, np.ndarray], hdi_prob: float) -> dict[str, dict[str, np.ndarray]]:
     """ArviZ mean/HDI/R-hat/ESS for arrays of shape (chain, draw, ...)."""
     import arviz as az
@@ -799,6 +909,100 @@ def _row(stats: dict[str, np.ndarray], idx: tuple[int, ...] | int = ()) -> dict[
     return {k: round(float(np.asarray(v)[idx]), 6) for k, v in stats.items()}
 
 
+@dataclass(frozen=True, eq=False)
+class SamplerRun:
+    """One NUTS run on cell statistics, with the sampler's own statistics.
+
+    Attributes
+    ----------
+    samples : dict of ndarray
+        Each (chain, draw, ...).
+    diverging : ndarray of bool, (chain, draw)
+        Divergent transitions among the kept draws.
+    accept_prob : ndarray, (chain, draw)
+        Acceptance probability of each kept draw's trajectory.
+    num_steps : ndarray, (chain, draw)
+        Leapfrog steps of each kept draw's trajectory (the tree size).
+    step_size : ndarray, (chain,)
+        Step size each chain adapted to during warm-up.
+    chain_method : str
+    seconds : float
+        Wall time of compiling and sampling.
+    """
+
+    samples: dict[str, np.ndarray]
+    diverging: np.ndarray
+    accept_prob: np.ndarray
+    num_steps: np.ndarray
+    step_size: np.ndarray
+    chain_method: str
+    seconds: float
+
+    def statistics(self) -> dict[str, Any]:
+        """Per-chain and total divergences, mean acceptance probability, step size and tree size (JSON-able)."""
+        per_chain = [int(v) for v in self.diverging.sum(axis=1)]
+        return {
+            "divergences": int(sum(per_chain)),
+            "divergences_per_chain": per_chain,
+            "mean_accept_prob": round(float(self.accept_prob.mean()), 4),
+            "mean_accept_prob_per_chain": [round(float(v), 4) for v in self.accept_prob.mean(axis=1)],
+            "step_size": [round(float(v), 6) for v in self.step_size],
+            "mean_tree_size": [round(float(v), 1) for v in self.num_steps.mean(axis=1)],
+        }
+
+
+def run_cell_sampler(
+    n: np.ndarray,
+    mean: np.ndarray,
+    ss: np.ndarray,
+    *,
+    model: str,
+    seed: int,
+    draws: int,
+    tune: int,
+    chains: int,
+    target_accept: float = 0.95,
+    progress: Callable[[float, str], None] | None = None,
+) -> SamplerRun:
+    """Run NUTS on cell statistics (see :func:`cell_statistics`) once.
+
+    Arrays have shape (words, 4), or (datasets, words, 4) to sample several
+    independent datasets in one run (their joint posterior factorises, so each
+    block's marginal is exactly its own posterior; used for calibration runs).
+    """
+    if model not in _MODEL_FNS:
+        raise MethodError(MSG_UNKNOWN_MODEL.format(name=model, choices=", ".join(BAYES_MODELS)), name=model)
+    _check_settings(draws, tune, chains)
+    chain_method = configure_parallel_chains(chains)
+    import jax
+    from numpyro.infer import MCMC, NUTS
+
+    t0 = time.perf_counter()
+    kappa = centering_weights(n, mean, ss)
+    # dense mass matrix for the additive model: m and co are only jointly identified (m + co), a ridge
+    # that a diagonal mass matrix explores very slowly (measured: R-hat 1.11 vs 1.00 at 1000 draws)
+    kernel = NUTS(_MODEL_FNS[model], target_accept_prob=target_accept, dense_mass=model == "additive")
+    # One compiled run: warm-up and sampling in one call. Splitting it (to report progress between
+    # chunks) recompiles the sampler each time (measured ~4 s per chunk on 2 cores), so progress is
+    # reported per stage only.
+    mcmc = MCMC(kernel, num_warmup=tune, num_samples=draws, num_chains=chains, chain_method=chain_method,
+                progress_bar=False)
+    if progress:
+        progress(0.0, f"Compiling the model and sampling {chains} chains × ({tune} tuning + {draws}) steps")
+    mcmc.run(jax.random.PRNGKey(seed), n, mean, ss, kappa,
+             extra_fields=("diverging", "accept_prob", "num_steps", "adapt_state.step_size"))
+    joined = {k: np.asarray(v, dtype=np.float64) for k, v in mcmc.get_samples(group_by_chain=True).items()}
+    extra = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
+    for k, v in joined.items():
+        if not np.all(np.isfinite(v)):
+            raise MethodError(MSG_NOT_FINITE.format(name=k), name=k)
+    return SamplerRun(
+        samples=joined, diverging=extra["diverging"].astype(bool), accept_prob=extra["accept_prob"].astype(np.float64),
+        num_steps=extra["num_steps"].astype(np.float64), step_size=extra["adapt_state.step_size"][:, -1],
+        chain_method=chain_method, seconds=round(time.perf_counter() - t0, 3),
+    )
+
+
 def sample_cell_posterior(
     n: np.ndarray,
     mean: np.ndarray,
@@ -812,11 +1016,7 @@ def sample_cell_posterior(
     target_accept: float = 0.95,
     progress: Callable[[float, str], None] | None = None,
 ) -> tuple[dict[str, np.ndarray], np.ndarray, str]:
-    """Run NUTS on cell statistics (see :func:`cell_statistics`).
-
-    Arrays have shape (words, 4), or (datasets, words, 4) to sample several
-    independent datasets in one run (their joint posterior factorises, so each
-    block's marginal is exactly its own posterior; used for calibration runs).
+    """Run NUTS on cell statistics once (:func:`run_cell_sampler`, without its statistics).
 
     Returns
     -------
@@ -824,31 +1024,85 @@ def sample_cell_posterior(
     diverging : ndarray of bool, (chain, draw)
     chain_method : str
     """
-    if model not in _MODEL_FNS:
-        raise MethodError(MSG_UNKNOWN_MODEL.format(name=model, choices=", ".join(BAYES_MODELS)), name=model)
-    _check_settings(draws, tune, chains)
-    chain_method = configure_parallel_chains(chains)
-    import jax
-    from numpyro.infer import MCMC, NUTS
+    run = run_cell_sampler(n, mean, ss, model=model, seed=seed, draws=draws, tune=tune, chains=chains,
+                           target_accept=target_accept, progress=progress)
+    return run.samples, run.diverging, run.chain_method
 
-    kappa = centering_weights(n, mean, ss)
-    # dense mass matrix for the additive model: m and co are only jointly identified (m + co), a ridge
-    # that a diagonal mass matrix explores very slowly (measured: R-hat 1.11 vs 1.00 at 1000 draws)
-    kernel = NUTS(_MODEL_FNS[model], target_accept_prob=target_accept, dense_mass=model == "additive")
-    # One compiled run: warm-up and sampling in one call. Splitting it (to report progress between
-    # chunks) recompiles the sampler each time (measured ~4 s per chunk on 2 cores), so progress is
-    # reported per stage only.
-    mcmc = MCMC(kernel, num_warmup=tune, num_samples=draws, num_chains=chains, chain_method=chain_method,
-                progress_bar=False)
-    if progress:
-        progress(0.05, f"Compiling the model and sampling {chains} chains × ({tune} tuning + {draws}) steps")
-    mcmc.run(jax.random.PRNGKey(seed), n, mean, ss, kappa, extra_fields=("diverging",))
-    joined = {k: np.asarray(v, dtype=np.float64) for k, v in mcmc.get_samples(group_by_chain=True).items()}
-    diverging = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"])
-    for k, v in joined.items():
-        if not np.all(np.isfinite(v)):
-            raise MethodError(MSG_NOT_FINITE.format(name=k), name=k)
-    return joined, diverging, chain_method
+
+def convergence_problems(diag: Mapping[str, Any], *, chains: int) -> list[str]:
+    """What keeps a run from counting as converged, in words (empty list: converged).
+
+    The criteria (Vehtari, Gelman, Simpson, Carpenter & Bürkner 2021, *Rank-normalization, folding,
+    and localization: an improved R-hat*): rank-normalised split R-hat ≤ :data:`RHAT_MAX` for every
+    quantity summarised, bulk and tail effective sample sizes ≥ :data:`MIN_ESS_PER_CHAIN` per chain,
+    and no divergent transition (Betancourt 2017: a divergence means the sampler could not follow
+    the posterior's geometry there, so the draws may be biased).
+
+    Parameters
+    ----------
+    diag : mapping
+        ``max_rhat``, ``rhat_undefined`` (count of quantities whose R-hat is NaN),
+        ``min_ess_bulk``, ``min_ess_tail``, ``divergences``.
+    chains : int
+    """
+    min_ess = MIN_ESS_PER_CHAIN * chains
+    out = []
+    if not diag["max_rhat"] <= RHAT_MAX:
+        out.append(MSG_PROBLEM_RHAT.format(value=diag["max_rhat"], limit=RHAT_MAX))
+    if diag.get("rhat_undefined", 0):
+        out.append(MSG_PROBLEM_RHAT_UNDEFINED.format(count=diag["rhat_undefined"]))
+    if diag["divergences"] > 0:
+        out.append(MSG_PROBLEM_DIVERGENCES.format(count=diag["divergences"]))
+    if not diag["min_ess_bulk"] >= min_ess:
+        out.append(MSG_PROBLEM_ESS_BULK.format(value=diag["min_ess_bulk"], limit=min_ess))
+    if not diag["min_ess_tail"] >= min_ess:
+        out.append(MSG_PROBLEM_ESS_TAIL.format(value=diag["min_ess_tail"], limit=min_ess))
+    return out
+
+
+def next_attempt_settings(draws: int, tune: int, target_accept: float, *, diverged: bool) -> tuple[int, int, float]:
+    """Settings of the next attempt after one that was not converged.
+
+    Draws and tuning steps double (at most the largest allowed, ``BOUNDS["draws"]``, ``BOUNDS["tune"]``):
+    longer warm-up adapts the step size and mass matrix better, more draws lower the Monte Carlo
+    error of R-hat and raise ESS. After divergent transitions the target acceptance probability
+    moves half-way to 1 (0.95 → 0.975 → 0.9875), at most :data:`TARGET_ACCEPT_MAX`: smaller steps
+    follow sharp curvature without diverging.
+    """
+    from biastest.options import BOUNDS
+
+    new_draws = int(min(2 * draws, BOUNDS["draws"].high))
+    new_tune = int(min(2 * tune, BOUNDS["tune"].high))
+    new_ta = round(min(TARGET_ACCEPT_MAX, 1.0 - (1.0 - target_accept) / 2), 6) if diverged else target_accept
+    return new_draws, new_tune, new_ta
+
+
+def _attempt_diagnostics(stats: dict[str, dict[str, np.ndarray]], run: SamplerRun) -> dict[str, Any]:
+    all_rhat = np.concatenate([np.ravel(stats[k]["rhat"]) for k in stats])
+    all_bulk = np.concatenate([np.ravel(stats[k]["ess_bulk"]) for k in stats])
+    all_tail = np.concatenate([np.ravel(stats[k]["ess_tail"]) for k in stats])
+    return {
+        "max_rhat": round(float(np.nanmax(all_rhat)), 4) if np.any(np.isfinite(all_rhat)) else math.nan,
+        "rhat_undefined": int(np.sum(~np.isfinite(all_rhat))),
+        "min_ess_bulk": round(float(np.nanmin(all_bulk)), 1) if np.any(np.isfinite(all_bulk)) else math.nan,
+        "min_ess_tail": round(float(np.nanmin(all_tail)), 1) if np.any(np.isfinite(all_tail)) else math.nan,
+        **run.statistics(),
+    }
+
+
+def _check_fit_options(*, chains: int, target_accept: float, hdi_prob: float, time_limit: float,
+                       max_attempts: int) -> tuple[float, float]:
+    from biastest.options import check_option
+
+    hdi_prob = check_option("hdi_prob", hdi_prob)
+    time_limit = check_option("time_limit", time_limit)
+    ok_ta = isinstance(target_accept, (int, float)) and not isinstance(target_accept, bool)
+    if not (ok_ta and 0.5 <= target_accept <= TARGET_ACCEPT_MAX):
+        raise MethodError(MSG_BAD_TARGET_ACCEPT.format(value=target_accept, high=TARGET_ACCEPT_MAX),
+                          target_accept=target_accept)
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or not 1 <= max_attempts <= MAX_ATTEMPTS:
+        raise MethodError(MSG_BAD_ATTEMPTS.format(value=max_attempts, high=MAX_ATTEMPTS), max_attempts=max_attempts)
+    return hdi_prob, time_limit
 
 
 def fit_bayes(
@@ -856,15 +1110,33 @@ def fit_bayes(
     *,
     model: str = "hierarchical",
     seed: int,
-    draws: int = 2000,
-    tune: int = 1000,
-    chains: int = 2,
-    target_accept: float = 0.95,
+    draws: int = DEFAULT_DRAWS,
+    tune: int = DEFAULT_TUNE,
+    chains: int = DEFAULT_CHAINS,
+    target_accept: float = DEFAULT_TARGET_ACCEPT,
     hdi_prob: float = HDI_PROB,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    max_attempts: int = MAX_ATTEMPTS,
     progress: Callable[[float, str], None] | None = None,
     provenance_fields: Mapping[str, Any] | None = None,
 ) -> BayesResult:
-    """Fit a Bayesian cosine-distance model and summarise it.
+    """Fit a Bayesian cosine model, adaptively until it converges or a bound is reached, and summarise it.
+
+    **Adaptive sampling.** The first attempt uses the settings given. After
+    each attempt, :func:`convergence_problems` checks R-hat ≤ 1.01, bulk and
+    tail ESS ≥ 100 per chain and no divergent transition over every
+    quantity summarised. If one fails, the sampler runs again from scratch with
+    :func:`next_attempt_settings` (draws and tuning doubled; target acceptance
+    raised after divergences) and the next seed, until an attempt converges,
+    ``max_attempts`` attempts have run, or the next attempt is not expected to
+    end within ``time_limit``. The limit is checked before each further
+    attempt (the first always runs, and a started attempt runs to its end):
+    the next attempt's time is predicted as the last one's, scaled by the
+    ratio of iterations (× 1.5 when the target acceptance rises). The result
+    summarises the last attempt; every attempt is recorded (``attempts``,
+    ``provenance["attempts"]``), and a result that did not converge says so,
+    with the numbers and why sampling stopped, in ``diagnostics`` and the
+    first line of ``reading``.
 
     Parameters
     ----------
@@ -873,13 +1145,23 @@ def fit_bayes(
     model : {"hierarchical", "additive"}
         See :data:`BAYES_MODELS`.
     seed : int
-        Seed of the sampler (JAX PRNG key).
+        Seed of the sampler (JAX PRNG key); attempt ``k`` (0-based) uses
+        ``(seed + k) mod 2³²``.
     draws, tune, chains : int
-        Draws kept per chain, tuning (warm-up) steps per chain, chains.
+        Draws kept per chain, tuning (warm-up) steps per chain, chains, of the
+        first attempt (defaults :data:`DEFAULT_DRAWS`, :data:`DEFAULT_TUNE`,
+        :data:`DEFAULT_CHAINS`).
     target_accept : float
-        NUTS target acceptance probability.
+        NUTS target acceptance probability of the first attempt (0.5 to
+        :data:`TARGET_ACCEPT_MAX`).
     hdi_prob : float
-        Mass of the highest posterior density intervals (0.89).
+        Mass of the highest posterior density intervals (default 0.89; option
+        ``hdi_prob``, 0.5–0.999).
+    time_limit : float
+        Seconds within which further attempts must be expected to end
+        (option ``time_limit``; default :data:`DEFAULT_TIME_LIMIT`).
+    max_attempts : int
+        Most attempts (1 = no retry; at most :data:`MAX_ATTEMPTS`).
     progress : callable(fraction, message), optional
         Called as sampling proceeds.
     provenance_fields : mapping, optional
@@ -888,19 +1170,73 @@ def fit_bayes(
     Returns
     -------
     BayesResult
+
+    Raises
+    ------
+    MethodError
+        Unknown model, sampler settings out of range.
+    OptionError
+        ``hdi_prob`` or ``time_limit`` out of range.
     """
+    if model not in _MODEL_FNS:
+        raise MethodError(MSG_UNKNOWN_MODEL.format(name=model, choices=", ".join(BAYES_MODELS)), name=model)
+    _check_settings(draws, tune, chains)
+    hdi_prob, time_limit = _check_fit_options(chains=chains, target_accept=target_accept, hdi_prob=hdi_prob,
+                                              time_limit=time_limit, max_attempts=max_attempts)
     t0 = time.perf_counter()
     n, mean, ss = cell_statistics(
         data.word_index, data.connection_index, data.distance, n_words=len(data.protected_words)
     )
-    samples, diverging, chain_method = sample_cell_posterior(
-        n, mean, ss, model=model, seed=seed, draws=draws, tune=tune, chains=chains, target_accept=target_accept,
-        progress=progress,
-    )
+    attempts: list[dict[str, Any]] = []
+    settings = (int(draws), int(tune), float(target_accept))
+    stop_reason, stop_message = "", ""
+    for k in range(max_attempts):
+        a_draws, a_tune, a_ta = settings
+        a_seed = (seed + k) % 2**32
+        a0 = time.perf_counter()
+        lo = 0.9 * (1 - 0.5**k)  # attempt k's share of the bar: 0–0.45, 0.45–0.68, … (the total is not known)
+        tick = None
+        if progress:
+            def tick(fraction: float, message: str, lo=lo, k=k) -> None:
+                head = f"Attempt {k + 1} (the last was not converged): " if k else ""
+                progress(lo + 0.45 * 0.5**k * fraction, head + message)
+        run = run_cell_sampler(n, mean, ss, model=model, seed=a_seed, draws=a_draws, tune=a_tune, chains=chains,
+                               target_accept=a_ta, progress=tick)
+        if tick:
+            tick(0.9, "Summarising (highest posterior density intervals, R-hat, ESS)")
+        derived = _derived(model, run.samples)
+        stats = _summaries({**run.samples, **derived}, hdi_prob)
+        diag = _attempt_diagnostics(stats, run)
+        problems = convergence_problems(diag, chains=chains)
+        attempts.append({
+            "attempt": k + 1, "seed": a_seed, "draws": a_draws, "tune": a_tune, "chains": chains,
+            "target_accept": a_ta, **diag, "seconds": round(time.perf_counter() - a0, 3),
+            "converged": not problems, "problems": problems,
+        })
+        if not problems:
+            stop_reason, stop_message = "converged", ""
+            break
+        if k + 1 == max_attempts:
+            stop_reason = "max_attempts"
+            stop_message = MSG_STOP_MAX_ATTEMPTS.format(attempts=k + 1, draws=a_draws, tune=a_tune)
+            break
+        nxt = next_attempt_settings(a_draws, a_tune, a_ta, diverged=diag["divergences"] > 0)
+        if nxt == settings:
+            stop_reason = "settings_limit"
+            stop_message = MSG_STOP_SETTINGS_LIMIT.format(draws=a_draws, tune=a_tune, target_accept=a_ta)
+            break
+        elapsed = time.perf_counter() - t0
+        predicted = attempts[-1]["seconds"] * (nxt[0] + nxt[1]) / (a_draws + a_tune) * (1.5 if nxt[2] > a_ta else 1.0)
+        if elapsed + predicted > time_limit:
+            stop_reason = "time_limit"
+            stop_message = MSG_STOP_TIME_LIMIT.format(limit=time_limit, attempts=k + 1, elapsed=elapsed,
+                                                      draws=nxt[0], tune=nxt[1], predicted=predicted)
+            break
+        settings = nxt
+    last = attempts[-1]
+    a_draws, a_tune, a_ta = last["draws"], last["tune"], last["target_accept"]
     if progress:
-        progress(0.92, "Summarising (highest posterior density intervals, R-hat, ESS)")
-    derived = _derived(model, samples)
-    stats = _summaries({**samples, **derived}, hdi_prob)
+        progress(0.95, "Summarising")
 
     pw = data.protected_words
     gname = [data.group_names[g - 1] for g in data.word_groups]
@@ -928,56 +1264,71 @@ def fit_bayes(
                               "verdict": _interval_verdict(r["hdi_low"], r["hdi_high"])})
 
     parameters = []
-    for k in (k for k in samples if k != "mu_raw"):
+    for k in (k for k in run.samples if k != "mu_raw"):
         st = stats[k]
         shape = np.shape(st["mean"])
         for idx in np.ndindex(*shape) if shape else [()]:
             label = k + ("[" + ",".join(map(str, idx)) + "]" if idx else "")
             parameters.append({"parameter": label, **_row(st, idx)})
 
-    all_rhat = np.concatenate([np.ravel(stats[k]["rhat"]) for k in stats])
-    all_bulk = np.concatenate([np.ravel(stats[k]["ess_bulk"]) for k in stats])
-    all_tail = np.concatenate([np.ravel(stats[k]["ess_tail"]) for k in stats])
-    n_div = int(diverging.sum())
-    diagnostics = {
-        "max_rhat": round(float(np.nanmax(all_rhat)), 4),
-        "min_ess_bulk": round(float(np.nanmin(all_bulk)), 1),
-        "min_ess_tail": round(float(np.nanmin(all_tail)), 1),
-        "divergences": n_div,
-        "draws_total": int(draws * chains),
-    }
-    diagnostics["converged"] = bool(
-        diagnostics["max_rhat"] <= 1.01 and n_div == 0 and diagnostics["min_ess_bulk"] >= 100 * chains
-    )
-    info = BAYES_MODELS[model]
-    reading = _reading(contrasts, diagnostics, hdi_prob, model, groups=data.group_names)
     seconds = round(time.perf_counter() - t0, 3)
+    diagnostics = {
+        **{key: last[key] for key in ("max_rhat", "rhat_undefined", "min_ess_bulk", "min_ess_tail", "divergences",
+                                      "divergences_per_chain", "mean_accept_prob", "mean_accept_prob_per_chain",
+                                      "step_size", "mean_tree_size")},
+        "draws_total": int(a_draws * chains),
+        "converged": last["converged"],
+        "problems": list(last["problems"]),
+        "rhat_max_allowed": RHAT_MAX,
+        "min_ess_wanted": MIN_ESS_PER_CHAIN * chains,
+        "attempts": len(attempts),
+        "divergences_all_attempts": int(sum(a["divergences"] for a in attempts)),
+        "stop_reason": stop_reason,
+        "stop_message": stop_message,
+        "time_limit": time_limit,
+        "max_attempts": max_attempts,
+        "seconds": seconds,
+    }
+    info = BAYES_MODELS[model]
+    reading = _reading(contrasts, diagnostics, attempts, hdi_prob, model, groups=data.group_names)
     prov = provenance(
-        method=f"bayes-{model}", seed=seed, draws=draws, tune=tune, chains=chains, target_accept=target_accept,
-        hdi_prob=hdi_prob, sampler="numpyro NUTS", **dict(provenance_fields or {}),
+        method=f"bayes-{model}", seed=seed, draws=a_draws, tune=a_tune, chains=chains, target_accept=a_ta,
+        hdi_prob=hdi_prob, sampler="numpyro NUTS", time_limit=time_limit, max_attempts=max_attempts,
+        requested={"draws": int(draws), "tune": int(tune), "target_accept": float(target_accept)},
+        attempts=[dict(a) for a in attempts], **dict(provenance_fields or {}),
     )
     if progress:
         progress(1.0, "Done")
     return BayesResult(
         model=info.to_dict(), hdi_prob=hdi_prob, connection_levels=levels, cells=cells, contrasts=tuple(contrasts),
         parameters=tuple(parameters), diagnostics=diagnostics, reading=tuple(reading), data=data.summary(),
-        seed=seed, draws=draws, tune=tune, chains=chains, chain_method=chain_method, seconds=seconds,
-        provenance=prov, rows=tuple(data.records()),
+        seed=seed, draws=a_draws, tune=a_tune, chains=chains, chain_method=run.chain_method, seconds=seconds,
+        provenance=prov, rows=tuple(data.records()), target_accept=a_ta, attempts=tuple(attempts),
     )
 
 
-def _reading(contrasts: list[dict[str, Any]], diag: dict[str, Any], hdi_prob: float, model: str, *,
-             groups: tuple[str, str]) -> list[str]:
-    """Plain-language lines; the target words are named by their lists (``groups``, e.g. Math and Arts)."""
-    pct = f"{round(hdi_prob * 100)}%"
-    words_of = f"the words of {groups[0]} and {groups[1]}"
+def sampler_lines(diag: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The reading's lines on the sampler: each retry and why, then converged or not (with the numbers)."""
     lines = []
-    if not diag["converged"]:
-        lines.append(
-            f"Caution: the sampler may not have converged (largest R-hat {diag['max_rhat']}, smallest bulk ESS "
-            f"{diag['min_ess_bulk']}, {diag['divergences']} divergent transitions). Run more draws and tuning "
-            "steps before relying on the result."
-        )
+    for prev, nxt in pairwise(attempts):
+        lines.append(MSG_RETRIED.format(attempt=prev["attempt"], problems="; ".join(prev["problems"]),
+                                        draws=nxt["draws"], tune=nxt["tune"], target_accept=nxt["target_accept"]))
+    if diag["converged"]:
+        lines.append(MSG_CONVERGED.format(attempt=len(attempts), max_rhat=diag["max_rhat"], rhat_max=RHAT_MAX,
+                                          ess_bulk=diag["min_ess_bulk"], ess_tail=diag["min_ess_tail"],
+                                          min_ess=diag["min_ess_wanted"], divergences=diag["divergences"]))
+    else:
+        lines.insert(0, MSG_NOT_CONVERGED.format(problems="; ".join(diag["problems"]),
+                                                 attempts=len(attempts), stop=diag["stop_message"]))
+    return lines
+
+
+def _reading(contrasts: list[dict[str, Any]], diag: dict[str, Any], attempts: Sequence[Mapping[str, Any]],
+             hdi_prob: float, model: str, *, groups: tuple[str, str]) -> list[str]:
+    """Plain-language lines; the target words are named by their lists (``groups``, e.g. Math and Arts)."""
+    pct = level_percent(hdi_prob)
+    words_of = f"the words of {groups[0]} and {groups[1]}"
+    lines = sampler_lines(diag, attempts)
     lines.append(
         "Distances are cosine distances (0 = same direction). A negative contrast means the stereotype "
         f"attributes sit closer to {words_of} than the control words do. A bias is called credible "
