@@ -8,8 +8,15 @@ import numpy as np
 import pytest
 
 from biastest.errors import DataError, EmbeddingError, MethodError
-from biastest.metrics.weat import MSG_WEAT_NO_SPREAD, mac, weat
-from biastest.models.embeddings import MSG_MOSTLY_MISSING, InMemoryEmbeddings
+from biastest.metrics.weat import (
+    MSG_WEAT_BOOTSTRAP_SEED,
+    MSG_WEAT_NO_SPREAD,
+    mac,
+    weat,
+    weat_effect_size,
+    weat_effect_size_bootstrap,
+)
+from biastest.models.embeddings import MSG_MOSTLY_MISSING, InMemoryEmbeddings, cosine_matrix
 from biastest.runner.embeddings import run_mac, run_weat
 from biastest.stats.permutation import count_partitions, partition_permutation_test
 from tests.embeddings_helpers import (
@@ -193,3 +200,91 @@ def test_run_weat_from_a_bias_spec():
     assert r.names["X"] == "male" and r.x == ("he", "man", "boy") and r.permutation.n_partitions == 20
     assert r.records()[0]["set"] == "X"
     assert r.to_dict()["provenance"]["spec"]["name"] == "toy"
+
+
+# --------------------------------------------------------------------------- the interval of d (issue 17)
+def _pools(rng, *, shift_targets, shift_attributes, size=400, dim=20):
+    """Word populations with a planted association along the first axis: X, A on +, Y, B on −."""
+    def make(shift):
+        v = rng.normal(size=(size, dim))
+        v[:, 0] += shift
+        return v
+
+    return (make(shift_targets), make(-shift_targets), make(shift_attributes), make(-shift_attributes))
+
+
+def _d(x, y, a, b):
+    s_x = cosine_matrix(x, a).mean(1) - cosine_matrix(x, b).mean(1)
+    s_y = cosine_matrix(y, a).mean(1) - cosine_matrix(y, b).mean(1)
+    return weat_effect_size(s_x, s_y)
+
+
+def _boot(x, y, a, b, *, seed, n_bootstrap=1000, ci_level=0.95):
+    return weat_effect_size_bootstrap(cosine_matrix(x, a), cosine_matrix(x, b), cosine_matrix(y, a),
+                                      cosine_matrix(y, b), n_bootstrap=n_bootstrap, seed=seed, ci_level=ci_level)
+
+
+def test_bootstrap_of_d_resamples_every_list_and_equals_naive_loops():
+    rng = np.random.default_rng(SEED)
+    X, Y, A, B = (p[:n] for p, n in zip(_pools(rng, shift_targets=1.0, shift_attributes=1.5), (7, 6, 5, 8),
+                                          strict=True))
+    bs = _boot(X, Y, A, B, seed=SEED, n_bootstrap=150, ci_level=0.9)
+    # the documented draws: X, Y, A, B in that order, each from itself with replacement
+    draws = np.random.default_rng(SEED)
+    idx = [draws.integers(0, len(v), size=(150, len(v))) for v in (X, Y, A, B)]
+    naive = []
+    for b in range(150):
+        lists = [[v[i].tolist() for i in ix[b]] for v, ix in zip((X, Y, A, B), idx, strict=True)]
+        naive.append(naive_weat(*lists)[0])
+    assert bs.n_valid == 150 and bs.draws == pytest.approx(naive, abs=1e-12)
+    assert bs.ci == pytest.approx(tuple(np.quantile(naive, [0.05, 0.95])), abs=1e-12)
+    assert bs.ci[0] < _d(X, Y, A, B) < bs.ci[1]
+    again = _boot(X, Y, A, B, seed=SEED, n_bootstrap=150, ci_level=0.9)
+    other = _boot(X, Y, A, B, seed=SEED + 1, n_bootstrap=150, ci_level=0.9)
+    assert again.ci == bs.ci and other.ci != bs.ci
+    with pytest.raises(MethodError) as e:
+        _boot(X, Y, A, B, seed=None)
+    assert e.value.message == MSG_WEAT_BOOTSTRAP_SEED
+
+
+def test_interval_of_d_covers_the_planted_effect_and_is_not_degenerate():
+    """250 data sets of 12 words per list drawn from populations of 400: coverage of the population's d."""
+    rng = np.random.default_rng(SEED)
+    out = {}
+    for label, shift in (("planted", 1.0), ("none", 0.0)):
+        pools = _pools(rng, shift_targets=shift, shift_attributes=1.5)
+        truth = _d(*pools)
+        hits, widths, above_zero, sims = 0, [], 0, 250
+        for s in range(sims):
+            sample = [p[rng.choice(len(p), 12, replace=False)] for p in pools]
+            lo, hi = _boot(*sample, seed=s).ci
+            hits += lo <= truth <= hi
+            widths.append(hi - lo)
+            above_zero += lo > 0
+        out[label] = (truth, hits / sims, float(np.median(widths)), above_zero / sims)
+    print(f"seed={SEED} (population d, coverage of 95 %, median width, share excluding 0): {out}")
+    truth, cover, width, power = out["planted"]
+    assert truth > 1.2 and 0.90 <= cover <= 0.99  # percentile interval of a bounded statistic: ~94 % measured
+    assert 0.3 < width < 1.6 and power >= 0.85  # informative, not everything or nothing
+    truth, cover, width, false_alarms = out["none"]
+    assert abs(truth) < 0.2 and cover >= 0.93 and false_alarms <= 0.05  # over words and attributes: conservative
+
+
+def test_run_weat_reports_the_interval_of_d_with_its_level_and_seed():
+    from biastest.spec import BiasSpec
+
+    spec = BiasSpec.from_dict(
+        {
+            "name": "toy",
+            "social_groups": {"male": ["he", "man", "boy", "father"], "female": ["she", "woman", "girl", "mother"]},
+            "attributes": {"career": ["office", "salary", "business"], "family": ["home", "children", "family"]},
+        }
+    )
+    r = run_weat(spec=spec, seed=SEED, n_bootstrap=500, confidence=0.8)
+    assert r.n_bootstrap == 500 and r.ci_level == 0.8 and r.effect_size_ci[0] < r.effect_size_ci[1]
+    d = r.to_dict()
+    assert d["effect_size_ci"] == list(r.effect_size_ci) and d["interval_method"].startswith("percentile bootstrap")
+    assert d["provenance"]["n_bootstrap"] == 500 and d["provenance"]["confidence"] == 0.8
+    X, Y, A, B = (np.array([glove_vec(w) for w in ws]) for ws in (r.x, r.y, r.a, r.b))
+    assert r.effect_size_ci == pytest.approx(_boot(X, Y, A, B, seed=SEED, n_bootstrap=500, ci_level=0.8).ci,
+                                             abs=1e-6)

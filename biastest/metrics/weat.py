@@ -13,6 +13,17 @@ one-sided ``P(s(X_i, Y_i, A, B) ≥ s(X, Y, A, B))`` and two-sided. The test
 statistic and the effect size are reported separately (WEFE's default
 returns the statistic, which is often mistaken for d).
 
+The permutation test holds the words fixed and asks only whether the split
+into X and Y matters; it says nothing about how much d depends on *which*
+words were chosen — and WEAT results move with the word lists (Antoniak &
+Mimno 2021). The interval of d (:func:`weat_effect_size_bootstrap`) therefore
+resamples the words: in each of B resamples X, Y, A and B are each drawn with
+replacement from themselves, independently (the item bootstrap of
+``cbn::weat_boot``, Lowe's replication of Caliskan et al.), d is recomputed,
+and the percentile interval of the d* is reported. Resampling targets and
+attributes independently is the "pigeonhole" bootstrap of a crossed design
+(Owen 2007), mildly conservative.
+
 MAC, for protected words T and attribute classes A_1 … A_K:
 
     MAC = 1/(|T|·K) Σ_{t∈T} Σ_j mean_{a∈A_j} (1 − cos(t, a))
@@ -26,6 +37,11 @@ Caliskan, Bryson & Narayanan (2017), Semantics derived automatically from
 language corpora contain human-like biases. Science 356(6334).
 Manzini, Lim, Tsvetkov & Black (2019), Black is to criminal as Caucasian is
 to police: detecting and removing multiclass bias in word embeddings. NAACL.
+Antoniak & Mimno (2021), Bad seeds: evaluating lexical methods for bias
+measurement. ACL.
+Lowe, W., cbn: data and code for Caliskan, Bryson & Narayanan (2017),
+``weat_boot`` (https://conjugateprior.github.io/cbn/reference/weat_boot.html).
+Owen (2007), The pigeonhole bootstrap. Annals of Applied Statistics 1(2).
 """
 
 from __future__ import annotations
@@ -36,7 +52,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from biastest.errors import DataError
+from biastest.errors import DataError, MethodError
 from biastest.models.embeddings import cosine_matrix
 from biastest.stats.permutation import PermutationResult, partition_permutation_test
 
@@ -47,10 +63,13 @@ __all__ = [
     "weat_association",
     "weat_statistic",
     "weat_effect_size",
+    "weat_effect_size_bootstrap",
+    "WEATBootstrap",
     "mac",
     "MSG_WEAT_TOO_FEW",
     "MSG_WEAT_NO_SPREAD",
     "MSG_MAC_EMPTY",
+    "MSG_WEAT_BOOTSTRAP_SEED",
 ]
 
 MSG_WEAT_TOO_FEW = (
@@ -59,6 +78,9 @@ MSG_WEAT_TOO_FEW = (
 MSG_WEAT_NO_SPREAD = (
     "All target words have exactly the same association score, so the WEAT effect size is undefined "
     "(division by a zero standard deviation). Use more varied target words."
+)
+MSG_WEAT_BOOTSTRAP_SEED = (
+    "The interval of the WEAT effect size resamples the words at random; give a seed so that it can be repeated."
 )
 MSG_MAC_EMPTY = (
     "MAC needs at least one protected word and one attribute class with words; got {n_words} and {n_classes}."
@@ -85,6 +107,115 @@ def weat_effect_size(s_x: np.ndarray, s_y: np.ndarray) -> float:
 
 
 @dataclass(frozen=True)
+class WEATBootstrap:
+    """Bootstrap of the WEAT effect size over the words (see :func:`weat_effect_size_bootstrap`).
+
+    Attributes
+    ----------
+    ci : (float, float) or None
+        Percentile interval of d at ``ci_level``; None when fewer than two
+        resamples had a defined d.
+    draws : numpy array
+        d of every resample with a defined d (resamples whose associations
+        are all equal have none and are left out).
+    n_bootstrap, n_valid : int
+        Resamples drawn, and those with a defined d.
+    """
+
+    ci: tuple[float, float] | None
+    ci_level: float
+    n_bootstrap: int
+    n_valid: int
+    seed: int
+    draws: np.ndarray
+
+
+_BOOT_CHUNK = 4096
+
+
+def weat_effect_size_bootstrap(
+    cos_xa: np.ndarray,
+    cos_xb: np.ndarray,
+    cos_ya: np.ndarray,
+    cos_yb: np.ndarray,
+    *,
+    n_bootstrap: int,
+    seed: int,
+    ci_level: float = 0.95,
+) -> WEATBootstrap:
+    """Percentile bootstrap interval of the WEAT effect size d, resampling every word list.
+
+    Resample b draws, from ``numpy.random.default_rng(seed)`` in this order,
+    ``ix = integers(0, |X|, (B, |X|))``, then ``iy`` (|Y|), ``ia`` (|A|) and
+    ``ib`` (|B|): each list is drawn with replacement from itself, the four
+    independently. With those words
+    ``s*(w) = mean_{a∈A*} cos(w, a) − mean_{b∈B*} cos(w, b)`` and
+    ``d* = (mean_{x∈X*} s* − mean_{y∈Y*} s*) / std_{X*∪Y*}(s*)`` (ddof=1),
+    exactly d of the resampled lists (a word drawn twice counts twice). The
+    interval is ``[q(a/2), q(1 − a/2)]`` of the d*, ``a = 1 − ci_level``
+    (Efron's percentile method, ``numpy.quantile``). A resample whose
+    associations are all equal has no d and is left out (``n_valid``).
+
+    References: Lowe's ``cbn::weat_boot`` (each of the four word sets
+    resampled separately with replacement); Owen (2007), the pigeonhole
+    bootstrap for crossed designs; Caliskan et al. (2017) for d.
+
+    Parameters
+    ----------
+    cos_xa, cos_xb, cos_ya, cos_yb : arrays
+        Cosine similarities, rows targets, columns attributes.
+    n_bootstrap : int
+    seed : int
+    ci_level : float
+
+    Returns
+    -------
+    WEATBootstrap
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> xa, xb, ya, yb = (rng.normal(m, 0.1, (6, 5)) for m in (0.4, 0.1, 0.1, 0.4))
+    >>> bs = weat_effect_size_bootstrap(xa, xb, ya, yb, n_bootstrap=500, seed=0)
+    >>> bs.ci[0] > 1.0, bs.n_valid
+    (True, 500)
+    """
+    if seed is None:
+        raise MethodError(MSG_WEAT_BOOTSTRAP_SEED)
+    rng = np.random.default_rng(seed)
+    nx, na = cos_xa.shape
+    ny, nb = cos_yb.shape
+    n = int(n_bootstrap)
+    ix = rng.integers(0, nx, size=(n, nx))
+    iy = rng.integers(0, ny, size=(n, ny))
+    ia = rng.integers(0, na, size=(n, na))
+    ib = rng.integers(0, nb, size=(n, nb))
+    out = np.empty(n)
+    for lo in range(0, n, _BOOT_CHUNK):
+        sl = slice(lo, min(n, lo + _BOOT_CHUNK))
+        rows = np.arange(sl.stop - sl.start)[:, None]
+        wa = np.zeros((len(rows), na))
+        wb = np.zeros((len(rows), nb))
+        np.add.at(wa, (rows, ia[sl]), 1.0 / na)
+        np.add.at(wb, (rows, ib[sl]), 1.0 / nb)
+        s_x = np.take_along_axis(wa @ cos_xa.T - wb @ cos_xb.T, ix[sl], axis=1)  # [b, |X|]
+        s_y = np.take_along_axis(wa @ cos_ya.T - wb @ cos_yb.T, iy[sl], axis=1)  # [b, |Y|]
+        sd = np.concatenate([s_x, s_y], axis=1).std(axis=1, ddof=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = (s_x.mean(axis=1) - s_y.mean(axis=1)) / sd
+        out[sl] = np.where(sd > 1e-12 * (1 + np.abs(s_x).max(axis=1)), d, np.nan)
+    draws = out[np.isfinite(out)]
+    ci = None
+    if draws.size >= 2:
+        a = 1.0 - float(ci_level)
+        lo_q, hi_q = np.quantile(draws, [a / 2, 1 - a / 2])
+        ci = (float(lo_q), float(hi_q))
+    return WEATBootstrap(ci=ci, ci_level=float(ci_level), n_bootstrap=n, n_valid=int(draws.size), seed=int(seed),
+                         draws=draws)
+
+
+@dataclass(frozen=True)
 class WEATResult:
     """A WEAT outcome.
 
@@ -105,6 +236,12 @@ class WEATResult:
         The words used (with vectors).
     missing : dict
         Words without vectors, per role.
+    effect_size_ci : (float, float) or None
+        Percentile bootstrap interval of d over the words at ``ci_level``
+        (:func:`weat_effect_size_bootstrap`); None when no bootstrap was asked.
+    ci_level : float
+    n_bootstrap, n_bootstrap_valid : int
+        Resamples drawn, and those with a defined d.
     """
 
     effect_size: float
@@ -123,10 +260,24 @@ class WEATResult:
     names: Mapping[str, str]
     seed: int | None
     provenance: Mapping[str, Any]
+    effect_size_ci: tuple[float, float] | None = None
+    ci_level: float = 0.95
+    n_bootstrap: int = 0
+    n_bootstrap_valid: int = 0
+
+    #: How the interval of d is made, in words (the JSON, the CSV and the app say it).
+    interval_method = (
+        "percentile bootstrap over the words: X, Y, A and B each resampled with replacement, independently"
+    )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "effect_size": self.effect_size,
+            "effect_size_ci": list(self.effect_size_ci) if self.effect_size_ci else None,
+            "ci_level": self.ci_level,
+            "n_bootstrap": self.n_bootstrap,
+            "n_bootstrap_valid": self.n_bootstrap_valid,
+            "interval_method": self.interval_method if self.n_bootstrap else None,
             "test_statistic": self.test_statistic,
             "p_value": self.p_value,
             "p_one_sided": self.p_one_sided,
@@ -163,6 +314,8 @@ def weat(
     alternative: Literal["greater", "less", "two-sided"] = "greater",
     n_permutations: int = 10_000,
     exact_limit: int = 100_000,
+    n_bootstrap: int = 0,
+    ci_level: float = 0.95,
     names: Mapping[str, str] | None = None,
     missing: Mapping[str, Sequence[str]] | None = None,
     provenance: Mapping[str, Any] | None = None,
@@ -187,6 +340,11 @@ def weat(
         than ``exact_limit``.
     exact_limit : int
         Enumerate all partitions when there are at most this many.
+    n_bootstrap : int
+        Resamples of the words for the interval of d (0: no interval);
+        needs ``seed``.
+    ci_level : float
+        Level of that interval.
 
     Returns
     -------
@@ -222,6 +380,10 @@ def weat(
         n_samples=n_permutations,
         seed=seed,
     )
+    boot = None
+    if n_bootstrap:
+        boot = weat_effect_size_bootstrap(cos_xa, cos_xb, cos_ya, cos_yb, n_bootstrap=n_bootstrap, seed=seed,
+                                          ci_level=ci_level)
     rows = []
     for label, words, s, ca, cb in (("X", x_words, s_x, cos_xa, cos_xb), ("Y", y_words, s_y, cos_ya, cos_yb)):
         for i, w in enumerate(words):
@@ -251,6 +413,10 @@ def weat(
         names=dict(names or {"X": "X", "Y": "Y", "A": "A", "B": "B"}),
         seed=seed,
         provenance=dict(provenance or {}),
+        effect_size_ci=None if boot is None else boot.ci,
+        ci_level=float(ci_level),
+        n_bootstrap=0 if boot is None else boot.n_bootstrap,
+        n_bootstrap_valid=0 if boot is None else boot.n_valid,
     )
 
 

@@ -268,6 +268,8 @@ def run_weat(
     seed: int,
     n_permutations: int = 10_000,
     exact_limit: int = 100_000,
+    n_bootstrap: int = 2_000,
+    confidence: float = 0.95,
     alternative: Literal["greater", "less", "two-sided"] = "greater",
     max_missing_fraction: float = 0.5,
     names: Mapping[str, str] | None = None,
@@ -279,14 +281,17 @@ def run_weat(
     Missing words are dropped and reported per list; a list with more than
     ``max_missing_fraction`` missing is refused. ``spec`` (a
     :class:`biastest.spec.BiasSpec`) fills X, Y (social groups 1, 2) and A, B
-    (attributes 1, 2) and their names.
+    (attributes 1, 2) and their names. ``n_bootstrap`` resamples of the words
+    (X, Y, A and B each with replacement) give the interval of d at level
+    ``confidence`` (:func:`biastest.metrics.weat.weat_effect_size_bootstrap`).
 
     Returns
     -------
     WEATResult
-        Effect size d, test statistic, permutation p-values, per-word table.
+        Effect size d with its interval, test statistic, permutation p-values, per-word table.
     """
-    validate_options({"seed": seed, "n_permutations": n_permutations})
+    validate_options({"seed": seed, "n_permutations": n_permutations, "n_resamples": n_bootstrap,
+                      "confidence": confidence})
     X, Y, A, B, spec_names = _weat_inputs(X, Y, A, B, spec)
     names = {**spec_names, **dict(names or {})}
     _tick(progress, 0, 3, "Loading the embedding")
@@ -307,6 +312,9 @@ def run_weat(
         seed=seed,
         n_permutations=n_permutations,
         exact_limit=exact_limit,
+        n_bootstrap=n_bootstrap,
+        confidence=confidence,
+        effect_size_interval="percentile bootstrap over the words (X, Y, A, B each resampled with replacement)",
         alternative=alternative,
         spec=spec.to_dict() if spec is not None and hasattr(spec, "to_dict") else None,
         max_missing_fraction=max_missing_fraction,
@@ -324,6 +332,8 @@ def run_weat(
         alternative=alternative,
         n_permutations=n_permutations,
         exact_limit=exact_limit,
+        n_bootstrap=n_bootstrap,
+        ci_level=confidence,
         names=names,
         missing=missing,
         provenance=prov,
