@@ -1,10 +1,11 @@
 """Command line for headless and batch bias tests, on the same runners as the apps.
 
-Three commands::
+Four commands::
 
     python -m biastest run SPEC --kind lm|vlm|embeddings --model MODEL --out result.json [--csv rows.csv]
     python -m biastest list-specs [--kind lm|vlm|embeddings]
     python -m biastest list-methods [--kind lm|vlm|embeddings]
+    python -m biastest audit GRID.yaml --out DIR [--ray ADDRESS|local]   (see biastest.audit)
 
 ``SPEC`` is the name of a predefined specification (``list-specs``; a typo
 gets "did you mean …") or the path of a JSON specification file (BiasTestGPT
@@ -177,6 +178,7 @@ OPTION_SCOPES: dict[str, tuple[str, ...]] = {
     "format": ("lm",),
     "pairing": ("lm",),
     "tie_tolerance": ("lm",),
+    "clusters": ("lm",),
     "store": ("lm", "vlm"),
     "batch_size": ("lm", "vlm"),
     "confidence": ("lm", "vlm"),
@@ -514,6 +516,19 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--kind", help="only those that run with this kind: lm, vlm or embeddings")
     lm_ = sub.add_parser("list-methods", help="scoring methods and tests, per kind")
     lm_.add_argument("--kind", help="only this kind: lm, vlm or embeddings")
+    au = sub.add_parser(
+        "audit",
+        help="run a grid of models × specifications × methods × seeds (resumable)",
+        description="Run every cell of an audit grid (YAML) with the apps' runners; write one result file per cell "
+        "and the results table (Parquet and CSV). A rerun skips the finished cells.",
+    )
+    au.add_argument("grid", metavar="GRID", help="the grid file (YAML; see the README's 'Audits' section)")
+    au.add_argument("--out", required=True, metavar="DIR", help="the audit folder (created if missing; reused)")
+    au.add_argument("--ray", metavar="ADDRESS",
+                    help="run the cells on Ray: 'local' starts Ray on this machine, host:port joins a running "
+                    "cluster (needs the optional extra: pip install -r requirements-ray.txt)")
+    au.add_argument("--ray-cpus", type=int, metavar="N", help="CPUs of a --ray local instance (default: all)")
+    au.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     run = sub.add_parser(
         "run",
@@ -535,6 +550,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--format", help="format of the --pairs files (default auto)")
     g.add_argument("--pairing", help="counterparts when building pairs from stored sentences: positional or all")
     g.add_argument("--tie-tolerance", type=float, help="score differences within this (nats) are ties")
+    g.add_argument("--clusters", help="pairs that lean together, for the cluster-aware interval and test: auto "
+                   "(default: template, else attribute-term, else pair), template, attribute-term or pair")
 
     g = run.add_argument_group("language models behind an endpoint (--kind lm --endpoint URL)")
     g.add_argument("--endpoint", metavar="URL",
@@ -757,12 +774,19 @@ def _endpoint_args(args) -> dict[str, Any] | None:
 
 
 def _run_lm(args, spec, progress) -> _Run:
-    from biastest.metrics.stereotype_score import DEFAULT_BATCH_SIZE, DEFAULT_TIE_TOLERANCE, methods_for_kind
+    from biastest.metrics.stereotype_score import (
+        DEFAULT_BATCH_SIZE,
+        DEFAULT_CLUSTERS,
+        DEFAULT_TIE_TOLERANCE,
+        check_clusters,
+        methods_for_kind,
+    )
     from biastest.models.lm import detect_model_kind
     from biastest.report.gpt import export_files
     from biastest.runner.lm import run_stereotype_test
 
     endpoint = _endpoint_args(args)
+    clusters = check_clusters(_or(args.clusters, DEFAULT_CLUSTERS))
     if not args.model or not args.model.strip():
         raise UsageError(MSG_NO_MODEL.format(example="gpt2"))
     model_id = args.model.strip()
@@ -788,6 +812,7 @@ def _run_lm(args, spec, progress) -> _Run:
         "n_resamples": _or(args.bootstrap, DEFAULT_BOOTSTRAP["lm"]),
         "confidence": _or(args.confidence, 0.95),
         "tie_tolerance": _or(args.tie_tolerance, DEFAULT_TIE_TOLERANCE),
+        "clusters": clusters,
     }
     runner_options = dict(options)
     where, notices = "", []
@@ -805,9 +830,14 @@ def _run_lm(args, spec, progress) -> _Run:
     if endpoint is not None:
         served = result.provenance.get("model") or {}
         notices = [*served.get("notes", []), *([served["stop_message"]] if served.get("stop_message") else [])]
-    o = result.overall
+    o, c = result.overall, result.overall_clustered
+    if result.cluster_aware and c is not None:
+        interval = (f"{c.low:.1f}–{c.high:.1f}" if c.interval_shown else "no interval") + (
+            f", {c.n_clusters} clusters by {c.cluster_by}")
+    else:
+        interval = f"{o.ci_low:.1f}–{o.ci_high:.1f}"
     headline = (
-        f"Stereotype score {o.score:.1f}% ({o.ci_low:.1f}–{o.ci_high:.1f}), {result.n_scored} of {result.n_pairs} "
+        f"Stereotype score {o.score:.1f}% ({interval}), {result.n_scored} of {result.n_pairs} "
         f"pairs scored with {result.method} on {result.model_id}{f' at {where}' if where else ''} "
         f"(seed {result.seed})."
     )
@@ -1031,6 +1061,48 @@ def _cmd_run(args: argparse.Namespace, out: Callable[[str], None], err: Callable
     return EXIT_OK
 
 
+# --------------------------------------------------------------------------- audit
+MSG_RAY_MISSING = (
+    "--ray needs Ray, an optional extra that is not installed here: pip install -r requirements-ray.txt (or "
+    "pip install 'biastest[ray]'), then run again. Without --ray the audit runs in this process."
+)
+MSG_RAY_CPUS_WITHOUT_LOCAL = "--ray-cpus applies to --ray local only (a running cluster has its own CPUs)."
+MSG_BAD_RAY_CPUS = "--ray-cpus must be a whole number from 1 to 4096, got {value}."
+
+
+def _cmd_audit(args: argparse.Namespace, out: Callable[[str], None], err: Callable[[str], None]) -> int:
+    """``audit GRID --out DIR [--ray ADDRESS|local]``: exit 0 when every cell finished, 1 when some failed."""
+    import importlib.util
+
+    from biastest.audit import GridError, load_grid, run_audit
+
+    ray = args.ray.strip() if args.ray else None
+    if args.ray_cpus is not None:
+        if ray != "local":
+            raise UsageError(MSG_RAY_CPUS_WITHOUT_LOCAL)
+        if not 1 <= args.ray_cpus <= 4096:
+            raise UsageError(MSG_BAD_RAY_CPUS.format(value=args.ray_cpus))
+    if ray is not None and importlib.util.find_spec("ray") is None:
+        raise UsageError(MSG_RAY_MISSING)
+    try:  # a mistake in the grid is bad input (exit 2), whatever its type; nothing has run yet
+        grid = load_grid(args.grid)
+    except BiastestError as exc:
+        raise UsageError(exc.message) from None
+    try:
+        summary = run_audit(grid, args.out, ray=ray, ray_cpus=args.ray_cpus, progress=not args.no_progress,
+                            report=err)
+    except GridError as exc:
+        raise UsageError(exc.message) from None
+    out(summary.message())
+    out(MSG_WROTE.format(path=summary.table))
+    if summary.failed:
+        from biastest.audit.run import MSG_RERUN
+
+        err(MSG_RERUN)
+        return EXIT_RUN_FAILED
+    return EXIT_OK
+
+
 # --------------------------------------------------------------------------- entry point
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (never raises, never prints a traceback).
@@ -1072,6 +1144,8 @@ def _main(argv: Sequence[str] | None, out: Callable[[str], None]) -> int:
             return _cmd_list_specs(args, out)
         if args.command == "list-methods":
             return _cmd_list_methods(args, out)
+        if args.command == "audit":
+            return _cmd_audit(args, out, err)
         return _cmd_run(args, out, err)
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else EXIT_OK

@@ -1,0 +1,433 @@
+"""From a checked grid to the cells of an audit: test data frozen once, cells keyed by content.
+
+:func:`make_plan` expands a :class:`~biastest.audit.grid.Grid` into cells (one
+per model × specification × method × seed that applies) and freezes the test
+data of every specification before any cell runs:
+
+- language models: the sentence pairs, from files (the CLI's ``--pairs``
+  import), the dataset store (the CLI's default), or generated once with a
+  sentence generator;
+- vision-language models: the image records (folder, manifest or store), with
+  each image's SHA-256;
+- embeddings: the words of the specification (nothing to freeze).
+
+Frozen = written into ``DIR/items/`` once (``<spec>-<kind>-<config hash>.json``,
+canonical JSON without timestamps) and read back on every later run of the
+same grid into the same folder: every model, and every rerun, sees the same
+items, however the store or the generator has changed since. Delete the file
+to draw the items again.
+
+A cell's **key** is a content hash (SHA-256, first 20 hex digits) of: the
+model's identity (its id, revision and endpoint; a local folder's file names,
+sizes and modification times — not its label), the specification's content,
+the items' hash, the method, the seed, the options that apply to the cell
+(defaults filled in, so writing a default or leaving it out is the same cell)
+and the library versions (:func:`biastest.provenance.library_versions`).
+The same key means the same computation: a rerun skips it.
+
+Nothing here loads a model (the kind of a language model — masked or causal —
+is read from its configuration, to leave out the methods that do not apply)
+and nothing here imports ray.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from biastest.audit.grid import (
+    VLM_METHOD,
+    Grid,
+    ModelEntry,
+    SpecEntry,
+    method_kind,
+    option_defaults,
+)
+from biastest.errors import BiastestError, DataError
+
+__all__ = [
+    "Cell",
+    "ITEMS_FORMAT",
+    "Items",
+    "MSG_GENERATED_NONE",
+    "MSG_SKIP_BIAS_SPEC",
+    "MSG_SKIP_ENDPOINT_MASKED",
+    "MSG_SKIP_METHOD_KIND",
+    "MSG_SKIP_TWOAFC_SPEC",
+    "Plan",
+    "canonical_json",
+    "cell_key",
+    "make_plan",
+]
+
+ITEMS_FORMAT = "biastest-audit-items"
+KEY_LENGTH = 20
+
+MSG_SKIP_METHOD_KIND = "{method} applies to {method_kinds} language models; '{model}' is a {kind} one."
+MSG_SKIP_ENDPOINT_MASKED = "{method} needs a masked language model in this process; '{model}' is behind an endpoint."
+MSG_SKIP_TWOAFC_SPEC = (
+    "'{spec}' is a 2AFC specification (target words and cue pairs): only the 2afc test of embeddings runs it."
+)
+MSG_SKIP_BIAS_SPEC = "2afc needs a 2AFC specification (target words and cue pairs); '{spec}' is a bias specification."
+MSG_SKIP_WEAT_SPEC = "weat needs a bias specification (two groups, two attribute lists); '{spec}' is a 2AFC one."
+MSG_GENERATED_NONE = (
+    "No sentence pair was generated for '{spec}' ({message}). Check the generator, or take the test data from "
+    "files or the store."
+)
+MSG_ITEMS_UNREADABLE = (
+    "The frozen test data '{path}' cannot be read ({problem}). Delete it to draw the items again, then rerun."
+)
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces (the text a content hash is taken of)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _sha256(text: str | bytes) -> str:
+    return hashlib.sha256(text.encode("utf-8") if isinstance(text, str) else text).hexdigest()
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")[:60] or "spec"
+
+
+# --------------------------------------------------------------------------- items
+@dataclass(frozen=True)
+class Items:
+    """The frozen test data of one specification for one kind of model.
+
+    Attributes
+    ----------
+    kind : {"pairs", "images", "words"}
+    file : str or None
+        Path of the items file, relative to the audit folder (None for words).
+    sha256 : str
+        SHA-256 of the items file's bytes (of the specification for words).
+    count : int
+        Pairs, images or words.
+    source : dict
+        Where they came from (files, store, generator …).
+    content : dict or None
+        What a cell needs: ``{"pairs": rows}`` or ``{"image_root": str, "images": rows}``; None for words.
+    error : str or None
+        Why they could not be drawn (the cells that need them fail with this message).
+    """
+
+    kind: str
+    file: str | None
+    sha256: str
+    count: int = 0
+    source: dict[str, Any] = field(default_factory=dict)
+    content: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    error: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "file": self.file, "sha256": self.sha256, "count": self.count,
+                "source": self.source, "error": self.error}
+
+
+def _row(record) -> dict[str, Any]:
+    row = record.to_row()
+    row.pop("created_at", None)  # not content: the same items frozen twice give the same bytes
+    return row
+
+
+def _write_once(target: Path, text: str) -> None:
+    """Write ``text`` to ``target`` atomically unless it exists (a concurrent freeze keeps the first file)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            pass
+    finally:
+        os.unlink(tmp)
+
+
+def _draw_pairs(spec, conf: dict[str, Any]) -> tuple[list, dict[str, Any]]:
+    from biastest import cli
+
+    if conf["from"] == "files":
+        pairs, names = cli._pairs_from_files(conf["files"], conf["format"], spec)
+        return pairs, {"from": "files", "files": names, "format": conf["format"]}
+    if conf["from"] == "store":
+        return cli._pairs_from_store(conf["store"], spec, conf["pairing"])
+    from biastest.generate import generate_sentences, make_text_generator
+    from biastest.runner.services import TEXT_REQUEST_TIMEOUT, generation_limits
+
+    options: dict[str, Any] = {"model": conf["model"]}
+    if conf.get("base_url"):
+        options["base_url"] = conf["base_url"]
+    if conf.get("api_key_env"):
+        options["api_key"] = os.environ.get(conf["api_key_env"]) or None
+    generator = make_text_generator(conf["generator"], options)
+    run = generate_sentences(spec, generator, seed=conf["seed"], target_per_attribute=conf["per_attribute"],
+                             prompt=conf["prompt"], limits=generation_limits(request_timeout=TEXT_REQUEST_TIMEOUT))
+    if not run.pairs:
+        raise DataError(MSG_GENERATED_NONE.format(spec=spec.name, message=run.report.message))
+    from biastest.generate.base import mask_secret
+
+    info = {"from": "generate", "generator": conf["generator"], "model": conf["model"], "seed": conf["seed"],
+            "per_attribute": conf["per_attribute"], "prompt": conf["prompt"], "n_sentences": len(run.sentences),
+            "report": run.report.message}
+    if conf.get("base_url"):
+        from biastest.generate.openai_chat import safe_base_url
+
+        info["base_url"] = safe_base_url(conf["base_url"])
+    if options.get("api_key"):
+        info["api_key"] = mask_secret(options["api_key"])
+    return list(run.pairs), info
+
+
+def _draw_images(spec, conf: dict[str, Any]) -> tuple[list, Path, dict[str, Any]]:
+    from biastest import cli
+
+    if conf["from"] == "images":
+        images, root = cli.images_from_folder(conf["images"])
+        return images, root, {"from": "images", "images": conf["images"]}
+    images, root = cli._images_from_store(conf["store"], spec)
+    return images, Path(root), {"from": "store", "store": conf["store"]}
+
+
+def freeze_items(out: Path, kind: str, spec, conf: dict[str, Any]) -> Items:
+    """The test data of ``spec`` for ``kind`` (lm or vlm), drawn once and written to ``out/items``.
+
+    A file already there for the same specification and data configuration is
+    read back instead (frozen). A mistake in the data (no pairs, a missing
+    image …) is returned as :attr:`Items.error`, so the other specifications
+    still run.
+    """
+    conf_hash = _sha256(canonical_json({"kind": kind, "spec": spec.to_dict(), "data": conf}))[:12]
+    rel = f"items/{_slug(spec.name)}-{kind}-{conf_hash}.json"
+    path = out / rel
+    what = "pairs" if kind == "lm" else "images"
+    if not path.is_file():
+        try:
+            if kind == "lm":
+                pairs, info = _draw_pairs(spec, conf)
+                body: dict[str, Any] = {"pairs": [_row(p) for p in pairs]}
+            else:
+                images, root, info = _draw_images(spec, conf)
+                body = {"image_root": str(root), "images": [_row(i) for i in images]}
+        except BiastestError as exc:
+            return Items(kind=what, file=None, sha256=f"unavailable-{conf_hash}", source=dict(conf), error=exc.message)
+        doc = {"format": ITEMS_FORMAT, "kind": what, "spec": spec.name, "data": info, **body}
+        _write_once(path, json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n")
+    raw = path.read_bytes()
+    try:
+        doc = json.loads(raw)
+        content = {"pairs": doc["pairs"]} if what == "pairs" else {"image_root": doc["image_root"],
+                                                                    "images": doc["images"]}
+    except (ValueError, KeyError, TypeError) as exc:
+        return Items(kind=what, file=rel, sha256=f"unreadable-{conf_hash}", source=dict(conf),
+                     error=MSG_ITEMS_UNREADABLE.format(path=rel, problem=exc))
+    return Items(kind=what, file=rel, sha256=_sha256(raw), count=len(content[what]), source=doc.get("data", {}),
+                 content=content)
+
+
+# --------------------------------------------------------------------------- cells
+@dataclass(frozen=True)
+class Cell:
+    """One computation of the audit: a model, a specification, a method, a seed, options.
+
+    :meth:`task` is what a worker needs to run it (plain JSON-able values, no key of any endpoint; the endpoint's
+    address as given, which the cell's document leaves out).
+    """
+
+    key: str
+    model: ModelEntry
+    spec: Any
+    method: str
+    seed: int
+    options: dict[str, Any]
+    items: Items
+    resources: dict[str, Any]
+
+    @property
+    def scope(self) -> str:
+        """Which runner: lm, lm-endpoint, vlm, weat or 2afc."""
+        return self.method if self.model.kind == "embeddings" else self.model.scope
+
+    def describe(self) -> dict[str, Any]:
+        """The cell as recorded in the plan and in its result file."""
+        return {"key": self.key, "model": self.model.public_dict(), "spec_name": self.spec.name,
+                "spec_sha256": _sha256(canonical_json(self.spec.to_dict())), "method": self.method,
+                "seed": self.seed, "scope": self.scope, "options": self.options,
+                "items": {"file": self.items.file, "sha256": self.items.sha256, "kind": self.items.kind}}
+
+    def task(self) -> dict[str, Any]:
+        """The cell for :func:`biastest.audit.cells.run_cell`: its description plus the specification itself."""
+        return {**self.describe(), "spec": self.spec.to_dict(), "spec_type": _spec_type(self.spec),
+                "items_error": self.items.error, "endpoint_address": self.model.endpoint}
+
+
+def _spec_type(spec) -> str:
+    from biastest.spec import TwoAFCSpec
+
+    return "twoafc" if isinstance(spec, TwoAFCSpec) else "bias"
+
+
+def cell_key(model: ModelEntry, spec, items: Items, method: str, seed: int, options: dict[str, Any]) -> str:
+    """The content hash naming a cell (see the module docstring)."""
+    from biastest.provenance import library_versions
+
+    doc = {"model": model.identity(), "spec": spec.to_dict(), "items": items.sha256, "method": method, "seed": seed,
+           "options": options, "versions": library_versions()}
+    return _sha256(canonical_json(doc))[:KEY_LENGTH]
+
+
+@dataclass
+class Plan:
+    """The cells of an audit and what was left out, with the frozen items."""
+
+    grid: Grid
+    out: Path
+    cells: list[Cell]
+    items: list[Items]
+    skipped: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        from biastest import __version__
+        from biastest.provenance import library_versions
+
+        return {"format": "biastest-audit-plan", "biastest_version": __version__, "name": self.grid.name,
+                "grid": str(self.grid.path) if self.grid.path else None, "versions": library_versions(),
+                "models": [m.public_dict() for m in self.grid.models],
+                "specs": [s.spec.name for s in self.grid.specs],
+                "cells": [c.describe() for c in self.cells], "items": [i.describe() for i in self.items],
+                "skipped": self.skipped}
+
+
+def _lm_kind(model: ModelEntry) -> str | None:
+    """masked or causal, from the configuration (None when it cannot be read: the cells then say why)."""
+    if model.endpoint is not None:
+        return "causal"
+    from biastest.models.lm import detect_model_kind
+
+    try:
+        return detect_model_kind(model.ref, revision=model.revision)
+    except BiastestError:
+        return None
+
+
+def _methods_for(grid: Grid, model: ModelEntry, spec_entry: SpecEntry, lm_kind: str | None,
+                 skipped: list[dict[str, Any]]) -> list[str]:
+    from biastest.metrics.stereotype_score import get_method, methods_for_kind
+
+    spec = spec_entry.spec
+    twoafc = _spec_type(spec) == "twoafc"
+
+    def skip(method: str, reason: str) -> None:
+        skipped.append({"model": model.name, "spec": spec.name, "method": method, "reason": reason})
+
+    if model.kind == "vlm":
+        if twoafc:
+            skip(VLM_METHOD, MSG_SKIP_TWOAFC_SPEC.format(spec=spec.name))
+            return []
+        return [VLM_METHOD]
+    listed = model.methods if model.methods is not None else tuple(
+        m for m in (grid.methods or ()) if method_kind(m) == model.kind)
+    if model.kind == "embeddings":
+        if not listed:
+            return ["2afc" if twoafc else "weat"]
+        out = []
+        for m in listed:
+            if m == "2afc" and not twoafc:
+                skip(m, MSG_SKIP_BIAS_SPEC.format(spec=spec.name))
+            elif m != "2afc" and twoafc:
+                skip(m, MSG_SKIP_WEAT_SPEC.format(spec=spec.name))
+            else:
+                out.append(m)
+        return out
+    if twoafc:
+        for m in listed or ("(default)",):
+            skip(m, MSG_SKIP_TWOAFC_SPEC.format(spec=spec.name))
+        return []
+    if not listed:
+        if lm_kind is None:
+            return ["causal-sum" if model.endpoint is not None else "auto"]
+        return [methods_for_kind(lm_kind)[0]]
+    out = []
+    for m in listed:
+        meth = get_method(m)
+        if model.endpoint is not None and "causal" not in meth.kinds:
+            skip(m, MSG_SKIP_ENDPOINT_MASKED.format(method=m, model=model.name))
+        elif lm_kind is not None and lm_kind not in meth.kinds:
+            skip(m, MSG_SKIP_METHOD_KIND.format(method=m, method_kinds=" or ".join(meth.kinds), model=model.name,
+                                                kind=lm_kind))
+        else:
+            out.append(m)
+    return out
+
+
+def _options_for(grid: Grid, model: ModelEntry, scope: str) -> dict[str, Any]:
+    options = option_defaults(scope)
+    for source in (grid.options, model.options):
+        options.update({k: v for k, v in source.items() if k in options})
+    return options
+
+
+def make_plan(grid: Grid, out: str | Path) -> Plan:
+    """The cells of ``grid``, with the test data frozen into ``out/items`` (see the module docstring).
+
+    Cells come grouped by model (the grid's order), then specification, method and seed, so a process runs
+    each model's cells one after another and loads it once.
+    """
+    from biastest.cli import DEFAULT_SEEDS
+
+    out = Path(out)
+    frozen: dict[tuple[str, int], Items] = {}
+    spec_items: dict[int, Items] = {}
+    skipped: list[dict[str, Any]] = []
+    cells: list[Cell] = []
+    for model in grid.models:
+        lm_kind = _lm_kind(model) if model.kind == "lm" else None
+        seeds: Sequence[int] = grid.seeds or (DEFAULT_SEEDS[model.kind],)
+        resources = {**grid.resources, **model.resources}
+        for index, entry in enumerate(grid.specs):
+            methods = _methods_for(grid, model, entry, lm_kind, skipped)
+            if not methods:
+                continue
+            if model.kind == "embeddings":
+                items = spec_items.setdefault(index, Items(
+                    kind="words", file=None, sha256=_sha256(canonical_json(entry.spec.to_dict())),
+                    count=_word_count(entry.spec), source={"from": "specification"}))
+            else:
+                if (model.kind, index) not in frozen:
+                    conf = (entry.data or {}).get(model.kind) or grid.data.get(model.kind) or _default_data(
+                        model.kind)
+                    frozen[(model.kind, index)] = freeze_items(out, model.kind, entry.spec, conf)
+                items = frozen[(model.kind, index)]
+            for method in methods:
+                scope = method if model.kind == "embeddings" else model.scope
+                options = _options_for(grid, model, scope)
+                for seed in seeds:
+                    key = cell_key(model, entry.spec, items, method, seed, options)
+                    cells.append(Cell(key=key, model=model, spec=entry.spec, method=method, seed=seed,
+                                      options=options, items=items, resources=resources))
+    all_items = [*frozen.values(), *spec_items.values()]
+    return Plan(grid=grid, out=out, cells=cells, items=all_items, skipped=skipped)
+
+
+def _default_data(kind: str) -> dict[str, Any]:
+    from biastest.store import default_store_dir
+
+    return {"from": "store", "store": str(default_store_dir()), **({"pairing": "positional"} if kind == "lm" else {})}
+
+
+def _word_count(spec) -> int:
+    if _spec_type(spec) == "twoafc":
+        return len(spec.targets) + 2 * len(spec.cue_pairs)
+    return sum(len(terms) for _, terms in spec.social_groups[:2]) + sum(len(t) for _, t in spec.attributes[:2])
+

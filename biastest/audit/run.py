@@ -1,0 +1,302 @@
+"""Run an audit: every cell of a grid, in this process or on Ray, resumable, each cell written once.
+
+The audit folder (``--out DIR``)::
+
+    DIR/audit.json               the plan: models, specifications, every cell (key, options, items), what was left
+                                 out and why, the library versions
+    DIR/grid.yaml                the grid file as given
+    DIR/items/*.json             the frozen test data (see biastest.audit.plan)
+    DIR/cells/<key>.json         one finished cell: its result's to_dict() with provenance (written once, never
+                                 replaced)
+    DIR/cells/<key>.error.json   one failed cell: the error's message (replaced when the cell fails again, removed
+                                 when it succeeds)
+    DIR/cells.log                one line per cell file written (key, status, time): a journal to audit the runs
+    DIR/results.parquet, DIR/results.csv   the tidy table: one row per cell of the plan (biastest.audit.cells.row_of)
+
+A finished cell is written by the driver — this process — as a temporary file
+hard-linked to its final name: the link fails if the name exists, so a cell
+is never written twice nor half, even if two runs of the same grid overlap. A
+rerun reads the plan again, skips the finished cells and runs the others
+(the failed ones included).
+
+:func:`run_audit` is what ``python -m biastest audit`` calls. Without ``ray``
+it runs the cells here, one after another, grouped by model so each model
+loads once (the process-wide model cache), with a progress bar on stderr.
+With ``ray`` (an address, or ``"local"``) it hands the cells to
+:mod:`biastest.audit.ray_runner`, which is the only module that imports ray.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from biastest.audit.cells import COLUMNS, row_of, run_cell
+from biastest.audit.grid import Grid, GridError, load_grid
+from biastest.audit.plan import Cell, Plan, make_plan
+from biastest.errors import BiastestError
+
+__all__ = [
+    "AuditSummary",
+    "CellStore",
+    "MSG_CANNOT_WRITE",
+    "MSG_OUT_NOT_FOLDER",
+    "MSG_SUMMARY",
+    "read_table",
+    "run_audit",
+    "write_table",
+]
+
+MSG_OUT_NOT_FOLDER = "--out '{path}' is a file; give a folder for the audit (it is created if it does not exist)."
+MSG_CANNOT_WRITE = "The audit folder '{path}' cannot be written ({problem})."
+MSG_SUMMARY = (
+    "Audit '{name}': {cells} cells ({reused} already done, {computed} computed, {failed} failed); {skipped} "
+    "combinations left out (see audit.json)."
+)
+MSG_FAILED_CELL = "Failed: {model} × {spec} × {method} × seed {seed}: {error}"
+MSG_RERUN = "Run the same command again to retry the failed cells; finished cells are kept."
+
+Report = Callable[[str], None]
+
+
+class CellStore:
+    """The cell files of one audit folder (see the module docstring)."""
+
+    def __init__(self, out: str | Path) -> None:
+        self.out = Path(out)
+        self.cells = self.out / "cells"
+        self.journal = self.out / "cells.log"
+
+    def done_path(self, key: str) -> Path:
+        return self.cells / f"{key}.json"
+
+    def error_path(self, key: str) -> Path:
+        return self.cells / f"{key}.error.json"
+
+    def is_done(self, key: str) -> bool:
+        return self.done_path(key).is_file()
+
+    def load(self, key: str) -> dict[str, Any] | None:
+        """The cell's document: the finished one, else the last failure, else None."""
+        for path in (self.done_path(key), self.error_path(key)):
+            if path.is_file():
+                return json.loads(path.read_text(encoding="utf-8"))
+        return None
+
+    def save(self, doc: dict[str, Any]) -> bool:
+        """Write a cell's document; returns False when a finished cell of that key was there already.
+
+        A finished cell goes to ``<key>.json`` by a hard link from a complete temporary file (never
+        replaced, never half-written); a failure to ``<key>.error.json`` (replaced atomically), unless the
+        cell has finished meanwhile.
+        """
+        from biastest.report.export import _jsonable
+
+        self.cells.mkdir(parents=True, exist_ok=True)
+        key = doc["key"]
+        text = json.dumps(_jsonable(doc), indent=1, ensure_ascii=False) + "\n"
+        fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=self.cells)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            if doc["status"] == "done":
+                try:
+                    os.link(tmp, self.done_path(key))
+                except FileExistsError:
+                    return False
+                self.error_path(key).unlink(missing_ok=True)
+            else:
+                if self.is_done(key):
+                    return False
+                os.replace(tmp, self.error_path(key))
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        self._log(key, doc["status"])
+        return True
+
+    def _log(self, key: str, status: str) -> None:
+        from biastest.provenance import utc_now
+
+        line = json.dumps({"key": key, "status": status, "at": utc_now(), "pid": os.getpid()}) + "\n"
+        fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode("utf-8"))  # one write of a short line: appends never interleave
+        finally:
+            os.close(fd)
+
+
+@dataclass(frozen=True)
+class AuditSummary:
+    """What one run of an audit did."""
+
+    name: str
+    out: Path
+    cells: int
+    reused: int
+    computed: int
+    failed: int
+    skipped: int
+    table: Path
+
+    def message(self) -> str:
+        return MSG_SUMMARY.format(name=self.name, cells=self.cells, reused=self.reused, computed=self.computed,
+                                  failed=self.failed, skipped=self.skipped)
+
+
+def write_table(plan: Plan, store: CellStore) -> Path:
+    """Write ``results.parquet`` and ``results.csv`` (one row per cell of the plan that has a document)."""
+    import pandas as pd
+
+    from biastest.report.export import write_csv
+
+    rows = []
+    for cell in plan.cells:
+        doc = store.load(cell.key)
+        if doc is not None:
+            rows.append(row_of(doc))
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    for col in ("seed", "n", "n_scored", "n_excluded"):
+        frame[col] = frame[col].astype("Int64")
+    for col in ("score", "ci_low", "ci_high", "exact_ci_low", "exact_ci_high", "confidence", "p_value", "seconds"):
+        frame[col] = frame[col].astype("Float64")
+    parquet = plan.out / "results.parquet"
+    _atomic(parquet, lambda p: frame.to_parquet(p, index=False))
+    _atomic(plan.out / "results.csv", lambda p: write_csv(rows, p, columns=list(COLUMNS)))
+    return parquet
+
+
+def read_table(out: str | Path):
+    """The results table of an audit folder as a pandas DataFrame (from ``results.parquet``)."""
+    import pandas as pd
+
+    return pd.read_parquet(Path(out) / "results.parquet")
+
+
+def _atomic(target: Path, write: Callable[[Path], Any]) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _prepare_out(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise GridError(MSG_OUT_NOT_FOLDER.format(path=out))
+    try:
+        (out / "cells").mkdir(parents=True, exist_ok=True)
+        (out / "items").mkdir(exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".probe.", dir=out)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise BiastestError(MSG_CANNOT_WRITE.format(path=out, problem=exc.strerror or type(exc).__name__)) from None
+
+
+def _progress_bar(total: int, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="cells", unit="cell", file=sys.stderr, disable=not enabled or total == 0,
+                dynamic_ncols=True)
+
+
+def run_in_process(cells: list[Cell], items: dict[str, dict[str, Any] | None], save: Callable[[dict], None],
+                   *, progress: bool = True) -> None:
+    """Run ``cells`` here, one after another (in the plan's order: a model's cells together)."""
+    bar = _progress_bar(len(cells), progress)
+    try:
+        for cell in cells:
+            bar.set_postfix_str(f"{cell.model.name} × {cell.spec.name[:30]} × {cell.method}", refresh=False)
+            save(run_cell(cell.task(), items.get(cell.items.sha256)))
+            bar.update(1)
+    finally:
+        bar.close()
+
+
+def run_audit(
+    grid: str | Path | Grid,
+    out: str | Path,
+    *,
+    ray: str | None = None,
+    ray_cpus: int | None = None,
+    progress: bool = True,
+    report: Report | None = None,
+) -> AuditSummary:
+    """Run every cell of a grid that is not finished yet, then write the results table.
+
+    Parameters
+    ----------
+    grid : path or Grid
+        The grid file (checked by :func:`biastest.audit.grid.load_grid` before anything loads) or a parsed grid.
+    out : path
+        The audit folder (created if missing; reused by reruns).
+    ray : str, optional
+        ``"local"`` (start Ray on this machine) or the address of a running cluster (``host:port``); None runs
+        the cells in this process.
+    ray_cpus : int, optional
+        CPUs of a local Ray instance (default: this machine's).
+    progress : bool
+        Show a progress bar on stderr.
+    report : callable, optional
+        Receives one line per failed cell.
+
+    Returns
+    -------
+    AuditSummary
+
+    Raises
+    ------
+    GridError, SpecError, OptionError, PolicyError
+        The grid is wrong (nothing ran).
+    """
+    from biastest.report.export import write_json
+
+    parsed = grid if isinstance(grid, Grid) else load_grid(grid)
+    out = Path(out).expanduser()
+    _prepare_out(out)
+    plan = make_plan(parsed, out)
+    if not plan.cells:
+        from biastest.audit.grid import MSG_NO_CELLS
+
+        reasons = "; ".join(s["reason"] for s in plan.skipped[:3]) or "no model and specification"
+        raise GridError(MSG_NO_CELLS.format(skipped=reasons))
+    _atomic(out / "audit.json", lambda p: write_json(plan.to_dict(), p))
+    if parsed.path is not None:
+        _atomic(out / "grid.yaml", lambda p: shutil.copyfile(parsed.path, p))
+    store = CellStore(out)
+    pending = [c for c in plan.cells if not store.is_done(c.key)]
+    items = {i.sha256: i.content for i in plan.items}
+    failed: list[dict[str, Any]] = []
+
+    def save(doc: dict[str, Any]) -> None:
+        store.save(doc)
+        if doc["status"] != "done":
+            failed.append(doc)
+            if report is not None:
+                c = doc["cell"]
+                report(MSG_FAILED_CELL.format(model=c["model"]["name"], spec=c["spec_name"], method=c["method"],
+                                              seed=c["seed"], error=doc["error"]))
+
+    if ray is None:
+        run_in_process(pending, items, save, progress=progress)
+    else:
+        from biastest.audit.ray_runner import run_on_ray
+
+        run_on_ray(pending, items, save, address=ray, num_cpus=ray_cpus, progress=progress)
+    table = write_table(plan, store)
+    return AuditSummary(name=parsed.name, out=out, cells=len(plan.cells), reused=len(plan.cells) - len(pending),
+                        computed=len(pending) - len(failed), failed=len(failed), skipped=len(plan.skipped),
+                        table=table)
