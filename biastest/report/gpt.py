@@ -77,6 +77,11 @@ MSG_MACRO_SINGLE_PAIR_TERMS = (
     "understates the uncertainty; see the per-term exact intervals."
 )
 
+MSG_SUMMARY_ENDPOINT = (
+    "- Scored through the endpoint {endpoint} (served model {served}{version}; {prompts}): {requests} requests."
+)
+MSG_SUMMARY_PARTIAL = "- ⚠️ **Partial result.** {message}"
+MSG_PROMPTS = {"token-ids": "token ids from the model's tokenizer", "text": "text split into tokens by the server"}
 MSG_PAIR_LABEL = "#{number} of '{term}'"
 MSG_TABLE_EMPTY = "The table of test sentences is empty. Find, import or generate sentence pairs first."
 MSG_NOTHING_KEPT = "Every row is unticked in the 'Keep' column, so there is nothing to test."
@@ -296,7 +301,26 @@ def summary_markdown(result: StereotypeResult) -> str:
             f"- **{result.n_excluded} of {result.n_pairs} pairs could not be scored** and are excluded ({reasons}); "
             "they are listed in the downloads with their reasons."
         )
+    lines += endpoint_lines(result)
     return "\n".join(lines)
+
+
+def endpoint_lines(result: StereotypeResult) -> list[str]:
+    """For a model behind an endpoint: where it was scored, and whether the run stopped early (escaped Markdown)."""
+    info = result.provenance.get("model") if isinstance(result.provenance, dict) else None
+    if not isinstance(info, dict) or info.get("served_by") != "endpoint":
+        return []
+    version = info.get("server_version")
+    lines = [MSG_SUMMARY_ENDPOINT.format(
+        endpoint=md_escape(str(info.get("endpoint") or "")),
+        served=md_escape(str(info.get("served_model") or info.get("model_id") or "")),
+        version=f", server version {md_escape(str(version))}" if version else "",
+        prompts=MSG_PROMPTS.get(str(info.get("prompts")), md_escape(str(info.get("prompts")))),
+        requests=int((info.get("requests") or {}).get("completions", 0)),
+    )]
+    if info.get("complete") is False:
+        lines.append(MSG_SUMMARY_PARTIAL.format(message=md_escape(str(info.get("stop_message") or ""))))
+    return lines
 
 
 def _p(p: float | None) -> str:

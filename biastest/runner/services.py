@@ -11,21 +11,24 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from biastest.errors import DataError, GenerationError
 from biastest.generate.sentences import SentenceRun
+from biastest.models.endpoint_lm import DEFAULT_MAX_REQUESTS, DEFAULT_TIME_LIMIT
 from biastest.records import SentencePair
 from biastest.spec import BiasSpec
 
 __all__ = [
     "IMPORT_FORMATS",
     "Found",
+    "LMEndpoint",
     "GENERATION_MAX_SECONDS",
     "StoredSentenceRun",
     "StopSignals",
+    "check_lm_endpoint",
     "generate_pairs",
     "generation_limits",
     "import_pairs",
@@ -47,6 +50,7 @@ MSG_NEED_KEY = (
 )
 MSG_NEED_BASE_URL = "Type the address of the OpenAI-compatible server, e.g. http://localhost:8000/v1."
 MSG_NEED_MODEL = "Type the name of the generator model."
+MSG_NEED_ENDPOINT_URL = "Type the address of the server that serves the model, e.g. http://localhost:8000/v1."
 MSG_UNKNOWN_FORMAT = "Unknown file format '{value}'. Choose one of: {choices}."
 MSG_NO_PAIRS_IN_FILE = "No sentence pairs could be read from {name}. {details}"
 MSG_BAD_COUNT = "The number of sentences per attribute term must be between 1 and {limit}, got {value!r}."
@@ -385,6 +389,67 @@ def generate_pairs(
     return StoredSentenceRun(run.sentences, run.pairs, run.report, shards=shards)
 
 
+@dataclass(frozen=True)
+class LMEndpoint:
+    """A language model behind an endpoint, as the user gave it for one run.
+
+    The key is for this run's requests only: it is not shown by ``repr``, never put in a session's state, a file,
+    a log or a result (the result records ``api_key: ***``), and the object cannot be pickled.
+
+    Attributes
+    ----------
+    base_url : str
+        The API root (``http://localhost:8000/v1``).
+    model : str
+        The model's name as the server serves it.
+    api_key : str or None
+    max_requests, time_limit :
+        The request budget (retries included) and the run's time limit in seconds; a limit keeps what was scored.
+    retry : RetryPolicy, optional
+        Retries on 429, 5xx and time-outs (default :func:`biastest.models.endpoint_lm.default_retry`).
+    """
+
+    base_url: str
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    max_requests: int = DEFAULT_MAX_REQUESTS
+    time_limit: float = DEFAULT_TIME_LIMIT
+    retry: Any = field(default=None, repr=False)
+
+    def __getstate__(self) -> Any:
+        raise TypeError("LMEndpoint may hold an API key and cannot be pickled.")
+
+
+def check_lm_endpoint(endpoint: LMEndpoint, method: str) -> LMEndpoint:
+    """Check an endpoint choice before anything is sent or loaded; the stripped choice.
+
+    Raises
+    ------
+    OptionError
+        No address (:data:`MSG_NEED_ENDPOINT_URL`), one that is not a web address, no served model name, or a
+        budget or time limit out of bounds (:mod:`biastest.options`).
+    PolicyError
+        Public mode and the address is not public (:func:`biastest.public.check_outbound_url`).
+    MethodError
+        A masked-LM method (it needs the model in this process), or an unknown one.
+    """
+    from biastest.errors import OptionError
+    from biastest.models.endpoint_lm import MSG_NO_MODEL_NAME, check_endpoint_method, check_endpoint_url
+    from biastest.options import validate_options
+
+    url = str(endpoint.base_url or "").strip()
+    if not url:
+        raise OptionError(MSG_NEED_ENDPOINT_URL)
+    url = check_endpoint_url(url)
+    name = str(endpoint.model or "").strip()
+    if not name:
+        raise OptionError(MSG_NO_MODEL_NAME)
+    check_endpoint_method(method)
+    validate_options({"max_requests": endpoint.max_requests, "time_limit": endpoint.time_limit})
+    key = str(endpoint.api_key or "").strip() or None
+    return LMEndpoint(url, name, key, endpoint.max_requests, float(endpoint.time_limit), endpoint.retry)
+
+
 def run_lm_test(
     *,
     pairs: Sequence[SentencePair],
@@ -393,10 +458,23 @@ def run_lm_test(
     seed: int,
     spec: BiasSpec | None,
     progress: Progress | None = None,
+    endpoint: LMEndpoint | None = None,
+    cancel: threading.Event | None = None,
 ):
-    """The language-model test, exactly as the CLI runs it (a public server loads Hub models only)."""
+    """The language-model test, exactly as the CLI runs it (a public server loads Hub models only).
+
+    With ``endpoint`` the model is the one served there (``model_id`` is ignored): checked with
+    :func:`check_lm_endpoint` first, then scored through the completions protocol
+    (:func:`biastest.runner.lm.run_stereotype_test` with ``endpoint=``).
+    """
     from biastest import public
     from biastest.runner.lm import run_stereotype_test
 
+    if endpoint is not None:
+        endpoint = check_lm_endpoint(endpoint, method)
+        return run_stereotype_test(pairs=pairs, model_id=endpoint.model, method=method, seed=seed, spec=spec,
+                                   progress=progress, endpoint=endpoint.base_url, api_key=endpoint.api_key,
+                                   max_requests=endpoint.max_requests, time_limit=endpoint.time_limit,
+                                   retry=endpoint.retry, cancel=cancel)
     model_id = public.check_model_reference(model_id)
     return run_stereotype_test(pairs=pairs, model_id=model_id, method=method, seed=seed, spec=spec, progress=progress)

@@ -3,8 +3,11 @@
 Step 1 — a bias specification (library or four term boxes). Step 2 — test
 sentence pairs: found in the dataset, imported from a file (BiasTestGPT,
 CrowS-Pairs, StereoSet) or generated (OpenAI key, an OpenAI-compatible
-endpoint, or a local model); an editable table; the model to test and the
-scoring method. Step 3 — results: the score with its interval, per-term bars,
+endpoint, or a local model); an editable table; the model to test — on this
+server (a list that says where each model comes from: this machine, or the
+Hub when online; :mod:`biastest.ui.model_picker`) or behind an endpoint
+(address, served name, a key for this session only) — and the scoring
+method. Step 3 — results: the score with its interval, per-term bars,
 a per-pair grid with hover, a plain-language reading, CSV and JSON downloads.
 
 All per-user data lives in ``gr.State``; the model cache and the store are
@@ -33,8 +36,9 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from biastest.errors import BiastestError, DataError, GenerationError, SpecError
+from biastest.errors import BiastestError, DataError, EndpointError, GenerationError, SpecError
 from biastest.metrics.stereotype_score import METHODS
+from biastest.models.catalog import CATALOGS
 from biastest.records import SentencePair
 from biastest.report import gpt as report
 from biastest.report.text import md_escape
@@ -51,6 +55,7 @@ from biastest.ui.common import (
     user_errors,
 )
 from biastest.ui.dataset_panel import build_dataset_panel, panel_markdown
+from biastest.ui.model_picker import build_model_picker
 from biastest.ui.spec_step import (
     CUSTOM,
     build_spec_inputs,
@@ -65,21 +70,24 @@ __all__ = ["SUGGESTED_MODELS", "build_demo", "dataset_panel"]
 
 log = logging.getLogger("biastest.ui.gpt")
 
-#: Suggested models for the dropdown (any Hub id or local folder may be typed instead).
-SUGGESTED_MODELS = [
-    "gpt2",
-    "gpt2-medium",
-    "distilgpt2",
-    "bert-base-uncased",
-    "bert-large-uncased",
-    "roberta-base",
-    "distilbert-base-uncased",
-    "albert-base-v2",
-    "microsoft/biogpt",
-    "EleutherAI/pythia-160m",
-    "meta-llama/Llama-3.2-1B",
-    "tiiuae/falcon-rw-1b",
-]
+#: Suggested Hub ids (the model list also offers the models on this machine first: :mod:`biastest.ui.model_picker`;
+#: any Hub id or local folder may be typed instead).
+SUGGESTED_MODELS = list(CATALOGS["lm"].hub_ids)
+#: Where the model to test runs (step 2's choice): loaded in this process, or served elsewhere.
+MODEL_HERE = "here"
+MODEL_ENDPOINT = "endpoint"
+MODEL_WHERE_CHOICES = [("A model on this server", MODEL_HERE), ("A model behind an endpoint", MODEL_ENDPOINT)]
+MSG_ENDPOINT_HINT = (
+    "The model is scored where it is served, through the OpenAI completions protocol with prompt "
+    "log-probabilities (vLLM, llama.cpp's server). **causal-sum** and **causal-diff-span** work; the masked-LM "
+    "methods need the model in this process. Hosted chat models such as GPT-4o give no prompt log-probabilities "
+    "and cannot be scored. The key is used for this session's requests only: it is never stored, logged or "
+    "written to the results."
+)
+MSG_RUN_PARTIAL = (
+    "⚠️ Tested {n_scored} of {n} sentence pairs with {model}: the results in step 3 are partial. {why}"
+)
+MSG_TOAST_PARTIAL = "The endpoint stopped early: the results are partial (step 2 says why)."
 
 INTRO = """# Language models: stereotype score
 Does a language model find stereotyped sentences more likely than their counterparts? Describe the bias
@@ -347,11 +355,18 @@ RUN_OUTPUTS = 11  # run message, state, tabs, results tab, summary, reading, 3 f
 
 
 @user_errors
-def run_test(model_id, method, seed, state, table, progress=gr.Progress(), *, slot: threading.Lock | None = None):
+def run_test(model_id, method, seed, state, table, progress=gr.Progress(), *, slot: threading.Lock | None = None,
+             endpoint: services.LMEndpoint | None = None):
     """Check everything the user typed, then score (holding ``slot``, if given, while the model runs).
 
     The inputs are checked before the test waits for the model, so a mistake (an empty table, a row that is not a
     minimal pair, a bad seed) is answered at once, whatever else the server is running.
+
+    With ``endpoint`` (step 2's "A model behind an endpoint") the model served there is tested instead of
+    ``model_id``: its address (public mode: a public one), served name and the method (not a masked-LM one) are
+    checked first (:func:`biastest.runner.services.check_lm_endpoint`). What the endpoint answers unusably (no prompt
+    log-probabilities, another model, a refused key, a server that keeps failing) is shown next to the button; a run
+    that a limit stopped keeps what was scored and says it is partial. The key is used for the requests only.
 
     Outputs: run message, state, tabs, results tab, summary, reading, attribute bars, group bars, pair grid, CSV and
     JSON downloads.
@@ -362,26 +377,37 @@ def run_test(model_id, method, seed, state, table, progress=gr.Progress(), *, sl
     skip = (gr.skip(),) * (RUN_OUTPUTS - 1)
     try:
         spec = _spec(state)
-        model = str(model_id or "").strip()
-        if not model:
-            raise DataError(MSG_NO_MODEL)
         seed = _seed(seed)
         method = get_method(method).name
-        model = public.check_model_reference(model)
+        if endpoint is None:
+            model = str(model_id or "").strip()
+            if not model:
+                raise DataError(MSG_NO_MODEL)
+            model = public.check_model_reference(model)
+        else:
+            endpoint = services.check_lm_endpoint(endpoint, method)
+            model = endpoint.model
         pairs = report.pairs_from_table(table, spec_name=spec.name)
     except USER_MISTAKES as exc:
         return (inline(exc), *skip)
     try:
         with _model_slot(slot, progress):
             result = services.run_lm_test(pairs=pairs, model_id=model, method=method, seed=seed, spec=spec,
-                                          progress=progress_callback(progress))
-    except USER_MISTAKES as exc:
+                                          progress=progress_callback(progress), endpoint=endpoint)
+    except (*USER_MISTAKES, EndpointError) as exc:  # an endpoint's answer: what to check is in the message
         return (inline(exc), *skip)
     state = {**state, "result": result.to_dict()}
     csv_path, json_path = report.export_files(result, directory=session_export_dir("biastest-lm-"))
     tabs, tab = unlock_step("results")
+    served = result.provenance.get("model") if isinstance(result.provenance.get("model"), dict) else {}
+    if served.get("complete") is False:
+        gr.Warning(MSG_TOAST_PARTIAL)
+        done = MSG_RUN_PARTIAL.format(n_scored=result.n_scored, n=len(pairs), model=md_escape(model),
+                                      why=md_escape(str(served.get("stop_message") or "")))
+    else:
+        done = MSG_RUN_DONE.format(n=len(pairs), model=md_escape(model))
     return (
-        MSG_RUN_DONE.format(n=len(pairs), model=md_escape(model)),
+        done,
         state,
         tabs,
         tab,
@@ -418,6 +444,19 @@ def restart():
         gr.DownloadButton(visible=False),
         gr.DownloadButton(visible=False),
     )
+
+
+def model_where_visibility(where: str) -> tuple[Any, Any]:
+    """Show the model list for a model on this server, the endpoint's fields for one behind an endpoint."""
+    return gr.Column(visible=where != MODEL_ENDPOINT), gr.Column(visible=where == MODEL_ENDPOINT)
+
+
+def _model_info() -> str:
+    from biastest import public
+
+    if public.current().server_paths:
+        return "Pick one, or type a Hugging Face Hub id or the folder of a saved model."
+    return "Pick one, or type a Hugging Face Hub id."
 
 
 def method_info(method: str) -> str:
@@ -475,8 +514,14 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, d
     def refresh_panel_handler(state):
         return refresh_handler(state, dataset=dataset)
 
-    def run_handler(model_id, method, seed, state, table, progress=gr.Progress()):
-        return run_test(model_id, method, seed, state, table, progress=progress, slot=model_slot)
+    def run_handler(model_id, method, seed, state, table, model_where, endpoint_url, endpoint_model, endpoint_key,
+                    progress=gr.Progress()):
+        # the key lives in this call only: it is passed to the runner, never put in the session's state
+        endpoint = (services.LMEndpoint(endpoint_url, endpoint_model, endpoint_key) if model_where == MODEL_ENDPOINT
+                    else None)
+        # a model behind an endpoint does not use this server's model slot: it does not wait for a local test
+        return run_test(model_id, method, seed, state, table, progress=progress,
+                        slot=model_slot if endpoint is None else None, endpoint=endpoint)
 
     with gr.Blocks(title="biastest · language models", delete_cache=gradio_cache_policy()) as demo:
         state = gr.State(_fresh_state())
@@ -564,15 +609,23 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, d
                     max_height=420,
                     elem_id="pairs-table",
                 )
+                model_where = gr.Radio(MODEL_WHERE_CHOICES, value=MODEL_HERE, label="Where the model to test runs",
+                                       elem_id="model-where")
                 with gr.Row():
-                    model = gr.Dropdown(
-                        choices=SUGGESTED_MODELS,
-                        value="gpt2",
-                        allow_custom_value=True,
-                        label="Model to test",
-                        info="Any Hugging Face Hub id or a local folder.",
-                        elem_id="model-id",
-                    )
+                    with gr.Column() as model_here_box:
+                        picker = build_model_picker("lm", label="Model to test", info=_model_info(),
+                                                    elem_id="model-id", note_id="model-note")
+                        model = picker.dropdown
+                    with gr.Column(visible=False) as model_endpoint_box:
+                        endpoint_url = gr.Textbox("", label="Endpoint address", placeholder="http://localhost:8000/v1",
+                                                  elem_id="endpoint-url")
+                        endpoint_model = gr.Textbox(
+                            "", label="Served model name", placeholder="meta-llama/Llama-3.1-8B",
+                            info="As the server lists it (vLLM: the model or --served-model-name; llama.cpp: --alias).",
+                            elem_id="endpoint-model")
+                        endpoint_key = gr.Textbox("", label="API key (optional; this session only, never stored)",
+                                                  type="password", elem_id="endpoint-key")
+                        gr.Markdown(MSG_ENDPOINT_HINT, elem_id="endpoint-hint", elem_classes=["bt-hint"])
                     with gr.Column():
                         method = gr.Dropdown(
                             choices=method_choices(),
@@ -632,9 +685,14 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, d
         table.input(lambda: "", None, run_msg, queue=False, show_progress="hidden")
         # The run checks its inputs at once and only then waits for the model (``model_slot``), saying so in step 2:
         # waiting for a Gradio concurrency slot first left a zero-pair run silent behind other users' tests.
+        model_where.change(model_where_visibility, model_where, [model_here_box, model_endpoint_box], queue=False,
+                           show_progress="hidden")
+        picker.wire(demo)
         running = run_btn.click(
             run_handler,
-            [model, method, seed, state, table],
+            # the endpoint's fields come last: a call through the API that names a model on this server (model,
+            # method, seed, table) keeps working, the rest taking their defaults
+            [model, method, seed, state, table, model_where, endpoint_url, endpoint_model, endpoint_key],
             [run_msg, state, tabs, tab_results, summary, reading, attr_plot, group_plot, grid, dl_csv, dl_json],
             api_name="run_test",
             concurrency_id="gpt-run",
