@@ -687,7 +687,6 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, d
         # waiting for a Gradio concurrency slot first left a zero-pair run silent behind other users' tests.
         model_where.change(model_where_visibility, model_where, [model_here_box, model_endpoint_box], queue=False,
                            show_progress="hidden")
-        picker.wire(demo)
         running = run_btn.click(
             run_handler,
             # the endpoint's fields come last: a call through the API that names a model on this server (model,

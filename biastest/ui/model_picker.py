@@ -59,15 +59,17 @@ class ModelPicker:
     default: str
     app: str
 
-    def wire(self, demo: gr.Blocks) -> None:
-        """Refresh the list and the line when a page loads (see the module docstring)."""
-        demo.load(lambda: picker_update(self.app), None, [self.dropdown, self.note], show_progress="hidden",
-                  concurrency_limit=None)
+    def wire(self) -> None:
+        """Refresh the list and the line when a page loads (see the module docstring); inside the Blocks."""
+        gr.on(None, lambda: picker_update(self.app), None, [self.dropdown, self.note], show_progress="hidden",
+              concurrency_limit=None)
 
 
 def build_model_picker(app: str, *, label: str, info: str, elem_id: str, note_id: str | None = None,
                        value: str | None = None) -> ModelPicker:
     """Lay out the model list (a dropdown that also takes a typed id or folder) and the line under it.
+
+    Called inside the app's ``gr.Blocks``; the list and the line are refreshed when a page loads.
 
     Parameters
     ----------
@@ -87,4 +89,6 @@ def build_model_picker(app: str, *, label: str, info: str, elem_id: str, note_id
                            label=label, info=info, elem_id=elem_id)
     note = gr.Markdown(note_markdown(app, entries, None), elem_id=note_id or f"{elem_id}-note",
                        elem_classes=["bt-hint"])
-    return ModelPicker(dropdown=dropdown, note=note, default=default, app=app)
+    picker = ModelPicker(dropdown=dropdown, note=note, default=default, app=app)
+    picker.wire()
+    return picker

@@ -25,6 +25,7 @@ from biastest.metrics.vlm_score import (
     PROMPT_TEMPLATES,
     QUESTIONS,
 )
+from biastest.models.catalog import CATALOGS
 from biastest.report import vqa as rep
 from biastest.ui.common import (
     USER_MISTAKES,
@@ -36,6 +37,7 @@ from biastest.ui.common import (
     user_errors,
     warn_inline,
 )
+from biastest.ui.model_picker import build_model_picker
 from biastest.ui.vqa.session import MSG_NO_IMAGES_YET, _copy, _spec, session_root
 
 __all__ = [
@@ -51,12 +53,8 @@ __all__ = [
     "wire_run",
 ]
 
-MODEL_SUGGESTIONS = (
-    "openai/clip-vit-base-patch32",
-    "dandelin/vilt-b32-finetuned-vqa",
-    "Salesforce/blip-vqa-base",
-    "microsoft/git-base-vqav2",
-)
+#: The Hub ids the model list suggests (after the models on this machine: :mod:`biastest.ui.model_picker`).
+MODEL_SUGGESTIONS = CATALOGS["vlm"].hub_ids
 
 MSG_NO_MODEL = "Type or choose the model to test (a Hugging Face Hub id such as {example}, or a local folder)."
 MSG_NO_TEMPLATE = "Choose at least one prompt template, or type your own with {{term}}."
@@ -247,11 +245,12 @@ class ModelSection:
 def build_model_section() -> ModelSection:
     """Lay out the model, prompts, question and settings of step 2, the Run and New bias test buttons."""
     gr.Markdown("### The model to test")
-    model_id = gr.Dropdown(list(MODEL_SUGGESTIONS), value=MODEL_SUGGESTIONS[0], allow_custom_value=True,
-                           label="Model (Hugging Face Hub id or local folder)",
-                           info="CLIP-like, visual question answering (ViLT) or image-to-text (BLIP, GIT); "
-                                "its kind is read from its configuration.",
-                           elem_id="model-id")
+    # the honest model list: this machine first, then Hub ids marked as downloads (or as needing the internet)
+    picker = build_model_picker("vlm", label="Model (Hugging Face Hub id or local folder)",
+                                info="CLIP-like, visual question answering (ViLT) or image-to-text (BLIP, GIT); "
+                                     "its kind is read from its configuration.",
+                                elem_id="model-id", note_id="model-note")
+    model_id = picker.dropdown
     with gr.Row():
         templates = gr.CheckboxGroup(
             [(f"{label}: “{tpl}”", tpl) for tpl, label in PROMPT_TEMPLATES.items()],
@@ -282,7 +281,7 @@ def build_model_section() -> ModelSection:
         run_btn = gr.Button("Run the test →", variant="primary", elem_id="run-test")
         new_btn = gr.Button("New bias test", elem_id="new-test-2")
     resets = [
-        (model_id, MODEL_SUGGESTIONS[0]), (templates, [DEFAULT_PROMPT_TEMPLATE]), (custom_template, ""),
+        (model_id, picker.default), (templates, [DEFAULT_PROMPT_TEMPLATE]), (custom_template, ""),
         (question, DEFAULT_QUESTION), (combine, COMBINE_CHOICES[0]), (seed, 0), (batch, 16), (n_boot, 10_000),
         (run_md, ""),
     ]
