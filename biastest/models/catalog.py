@@ -190,7 +190,7 @@ class AppModels:
             return []
         from biastest.models.embeddings import EMBEDDING_SOURCES
 
-        return [(s.name, s.label) for s in EMBEDDING_SOURCES.values()]
+        return [(s.name, s.label.removesuffix(" (embedded default)")) for s in EMBEDDING_SOURCES.values()]
 
 
 CATALOGS: dict[str, AppModels] = {

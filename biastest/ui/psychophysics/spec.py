@@ -16,7 +16,6 @@ import pandas as pd
 
 from biastest.errors import EmbeddingError
 from biastest.models.embeddings import (
-    EMBEDDING_SOURCES,
     SAFE_EMBEDDING_SUFFIXES,
     LookupReport,
     WordEmbeddings,
@@ -77,8 +76,16 @@ def paths_allowed() -> bool:
 
 
 def source_choices(*, allow_paths: bool) -> list[tuple[str, str]]:
-    """(label, value) choices of the embedding source radio."""
-    out = [(s.label, s.name) for s in EMBEDDING_SOURCES.values()]
+    """(label, value) choices of the embedding source radio, labelled by where each comes from.
+
+    The embeddings on this machine first (word-vector files in ``$BIASTEST_MODELS_DIR``, sentence encoders in it
+    and in the Hugging Face cache), only where server paths are allowed; then the embedded defaults, which work
+    offline (:func:`biastest.models.catalog.suggestions`); then an upload and, where allowed, a typed path. This
+    app loads nothing from the Hub.
+    """
+    from biastest.models.catalog import suggestions
+
+    out = [(s.label, s.value) for s in suggestions("embeddings", public=not allow_paths)]
     out.append(("Upload an embedding file (word2vec, GloVe, fastText)", SOURCE_UPLOAD))
     if allow_paths:
         out.append(("A file on this server (type its path)", SOURCE_PATH))
@@ -106,6 +113,8 @@ def embedding_source_id(choice: str, upload: Any, path: str | None, *, allow_pat
         if not (path or "").strip():
             raise EmbeddingError(MSG_NO_PATH)
         return f"file:{path.strip()}"
+    if choice.startswith(("file:", "sentence-transformers:")) and (not allow_paths or not paths_allowed()):
+        raise EmbeddingError(MSG_PATHS_DISABLED)  # an embedding on this machine, listed by its path
     return choice
 
 
@@ -455,8 +464,8 @@ def build(*, allow_paths: bool) -> Section:
         source_choices(allow_paths=allow_paths),
         value=DEFAULT_SOURCE,
         label="Embedding",
-        info="The embedded GloVe 6B 50d works offline. Uploads: word2vec/GloVe/fastText (text or "
-        "binary), .npz or .safetensors.",
+        info="Embeddings on this machine are listed first; the embedded defaults work offline; this app loads "
+        "nothing from the Hub. Uploads: word2vec/GloVe/fastText (text or binary), .npz or .safetensors.",
         elem_id="embedding-source",
     ), DEFAULT_SOURCE)
     sec.add("upload", gr.File(
