@@ -78,7 +78,7 @@ MSG_MACRO_SINGLE_PAIR_TERMS = (
 )
 
 MSG_SUMMARY_ENDPOINT = (
-    "- Scored through the endpoint {endpoint} (served model {served}{version}; {prompts}): {requests} requests."
+    "- Scored through the endpoint {endpoint} (served model {served}{version}; {prompts}): {requests}."
 )
 MSG_SUMMARY_PARTIAL = "- ⚠️ **Partial result.** {message}"
 MSG_PROMPTS = {"token-ids": "token ids from the model's tokenizer", "text": "text split into tokens by the server"}
@@ -305,6 +305,15 @@ def summary_markdown(result: StereotypeResult) -> str:
     return "\n".join(lines)
 
 
+def _code(text: str) -> str:
+    """``text`` as a Markdown code span (shown as typed; a backquote in it cannot close the span)."""
+    return "`" + text.replace("`", "%60") + "`"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def endpoint_lines(result: StereotypeResult) -> list[str]:
     """For a model behind an endpoint: where it was scored, and whether the run stopped early (escaped Markdown)."""
     info = result.provenance.get("model") if isinstance(result.provenance, dict) else None
@@ -312,11 +321,11 @@ def endpoint_lines(result: StereotypeResult) -> list[str]:
         return []
     version = info.get("server_version")
     lines = [MSG_SUMMARY_ENDPOINT.format(
-        endpoint=md_escape(str(info.get("endpoint") or "")),
+        endpoint=_code(str(info.get("endpoint") or "")),  # an address in text would be linked, its escapes shown
         served=md_escape(str(info.get("served_model") or info.get("model_id") or "")),
         version=f", server version {md_escape(str(version))}" if version else "",
         prompts=MSG_PROMPTS.get(str(info.get("prompts")), md_escape(str(info.get("prompts")))),
-        requests=int((info.get("requests") or {}).get("completions", 0)),
+        requests=_count(int((info.get("requests") or {}).get("completions", 0)), "request"),
     )]
     if info.get("complete") is False:
         lines.append(MSG_SUMMARY_PARTIAL.format(message=md_escape(str(info.get("stop_message") or ""))))
