@@ -21,7 +21,7 @@ $(VENV)/.runtime-installed: requirements.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $@
 
-$(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.runtime-installed
+$(VENV)/.dev-installed: requirements-dev.txt requirements-ray.txt $(VENV)/.runtime-installed
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $@
 

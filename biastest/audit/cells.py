@@ -229,7 +229,7 @@ def row_of(doc: dict[str, Any]) -> dict[str, Any]:
         "items_file": cell["items"]["file"], "items_sha256": cell["items"]["sha256"],
         "options": _options_text(cell["options"]), "biastest_version": doc.get("biastest_version"),
         "started_at": doc.get("started_at"), "seconds": doc.get("seconds"),
-        "worker": f"{doc['worker']['host']}:{doc['worker']['pid']}" if doc.get("worker") else None,
+        "worker": _worker_text(doc.get("worker")),
     })
     if doc["status"] != "done":
         return row
@@ -258,6 +258,12 @@ def row_of(doc: dict[str, Any]) -> dict[str, Any]:
         row.update({"n": n_targets + n_dropped, "n_scored": n_targets, "n_excluded": n_dropped,
                     "model_kind": "embeddings"})
     return row
+
+
+def _worker_text(worker: dict[str, Any] | None) -> str | None:
+    if not worker:
+        return None
+    return worker["host"] if worker.get("pid") is None else f"{worker['host']}:{worker['pid']}"
 
 
 def _options_text(options: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ The audit folder (``--out DIR``)::
     DIR/cells/<key>.error.json   one failed cell: the error's message (replaced when the cell fails again, removed
                                  when it succeeds)
     DIR/cells.log                one line per cell file written (key, status, time): a journal to audit the runs
+    DIR/workers.log              on Ray: one line per worker started (model, host, pid, time)
     DIR/results.parquet, DIR/results.csv   the tidy table: one row per cell of the plan (biastest.audit.cells.row_of)
 
 A finished cell is written by the driver — this process — as a temporary file
@@ -124,11 +125,21 @@ class CellStore:
         self._log(key, doc["status"])
         return True
 
+    def log_worker(self, model: str, where: dict[str, Any]) -> None:
+        """Append to ``workers.log`` that a Ray worker started for ``model`` (host, pid)."""
+        from biastest.provenance import utc_now
+
+        self._append(self.out / "workers.log", {"model": model, **where, "at": utc_now()})
+
     def _log(self, key: str, status: str) -> None:
         from biastest.provenance import utc_now
 
-        line = json.dumps({"key": key, "status": status, "at": utc_now(), "pid": os.getpid()}) + "\n"
-        fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._append(self.journal, {"key": key, "status": status, "at": utc_now(), "pid": os.getpid()})
+
+    @staticmethod
+    def _append(path: Path, entry: dict[str, Any]) -> None:
+        line = json.dumps(entry, ensure_ascii=False) + "\n"
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, line.encode("utf-8"))  # one write of a short line: appends never interleave
         finally:
@@ -295,7 +306,8 @@ def run_audit(
     else:
         from biastest.audit.ray_runner import run_on_ray
 
-        run_on_ray(pending, items, save, address=ray, num_cpus=ray_cpus, progress=progress)
+        run_on_ray(pending, items, save, address=ray, num_cpus=ray_cpus, progress=progress,
+                   on_worker=store.log_worker)
     table = write_table(plan, store)
     return AuditSummary(name=parsed.name, out=out, cells=len(plan.cells), reused=len(plan.cells) - len(pending),
                         computed=len(pending) - len(failed), failed=len(failed), skipped=len(plan.skipped),
