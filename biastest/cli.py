@@ -170,6 +170,9 @@ MSG_KEY_ENV_UNSET = (
 #: Options that apply only with --endpoint; options that do not apply with it.
 ENDPOINT_ONLY = ("api_key_env", "tokenizer", "concurrency", "max_requests", "time_limit")
 NOT_WITH_ENDPOINT = ("device", "dtype")
+#: Options of a vision-language model in this process that a model behind an endpoint does not take (it is asked
+#: one image per request, with the question).
+NOT_WITH_VLM_ENDPOINT = ("batch_size", "prompt_template", "combine", "revision")
 
 #: Which runs each kind- or test-specific option applies to ("lm", "vlm", or an embedding test).
 OPTION_SCOPES: dict[str, tuple[str, ...]] = {
@@ -202,12 +205,12 @@ OPTION_SCOPES: dict[str, tuple[str, ...]] = {
     "tune": ("bayes",),
     "chains": ("bayes",),
     "trust_gensim_file": ("2afc", "weat", "bayes"),
-    "endpoint": ("lm",),
-    "api_key_env": ("lm",),
+    "endpoint": ("lm", "vlm"),
+    "api_key_env": ("lm", "vlm"),
     "tokenizer": ("lm",),
-    "concurrency": ("lm",),
-    "max_requests": ("lm",),
-    "time_limit": ("lm",),
+    "concurrency": ("lm", "vlm"),
+    "max_requests": ("lm", "vlm"),
+    "time_limit": ("lm", "vlm"),
 }
 
 EMBEDDING_TESTS = {
@@ -553,10 +556,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--clusters", help="pairs that lean together, for the cluster-aware interval and test: auto "
                    "(default: template, else attribute-term, else pair), template, attribute-term or pair")
 
-    g = run.add_argument_group("language models behind an endpoint (--kind lm --endpoint URL)")
+    g = run.add_argument_group("models behind an endpoint (--kind lm or vlm --endpoint URL)")
     g.add_argument("--endpoint", metavar="URL",
-                   help="API root of an OpenAI-compatible completions server that serves --model (vLLM: "
-                   "http://localhost:8000/v1); causal-sum and causal-diff-span only")
+                   help="API root of an OpenAI-compatible server that serves --model (vLLM: http://localhost:8000/v1): "
+                   "lm through its completions (causal-sum and causal-diff-span only), vlm through its chat with "
+                   "images (the question, the target terms as the allowed answers)")
     g.add_argument("--api-key-env", metavar="VAR",
                    help="name of the environment variable that holds the endpoint's key (never the key itself)")
     g.add_argument("--tokenizer", metavar="ID_OR_FOLDER",
@@ -635,6 +639,9 @@ def _cmd_list_methods(args: argparse.Namespace, out: Callable[[str], None]) -> i
                  "vqa-classifier": "--question", "generative": "--question, --max-new-tokens"}
         for model_kind, name in VLM_METHODS.items():
             out(f"vlm\t{name}\t{model_kind} models (chosen from the model)\t{notes[model_kind]}")
+        from biastest.models.endpoint_vlm import ENDPOINT_METHOD
+
+        out(f"vlm\t{ENDPOINT_METHOD}\tmodels behind an endpoint (--endpoint URL)\t--question, --max-new-tokens")
     if kind in (None, "embeddings"):
         for name, text in EMBEDDING_TESTS.items():
             out(f"embeddings\t{name}\t--test {name}\t{text}")
@@ -739,10 +746,12 @@ def _copy_export(make: Callable[[], tuple[Path, Path]]) -> Callable[[Path], None
     return write
 
 
-def _endpoint_args(args) -> dict[str, Any] | None:
+def _endpoint_args(args, kind: str = "lm") -> dict[str, Any] | None:
     """The runner's endpoint arguments (None without ``--endpoint``), checked before anything is read or sent.
 
     The key comes only from the environment variable named by ``--api-key-env``; no message quotes it.
+    ``kind`` ``vlm`` also refuses the in-process image options (:data:`NOT_WITH_VLM_ENDPOINT`) and takes no
+    tokenizer.
     """
     from biastest.models.endpoint_lm import check_endpoint_url
 
@@ -751,7 +760,7 @@ def _endpoint_args(args) -> dict[str, Any] | None:
             if getattr(args, option, None) is not None:
                 raise UsageError(MSG_NEEDS_ENDPOINT.format(option="--" + option.replace("_", "-")))
         return None
-    for option in NOT_WITH_ENDPOINT:
+    for option in NOT_WITH_ENDPOINT + (NOT_WITH_VLM_ENDPOINT if kind == "vlm" else ()):
         if getattr(args, option, None) is not None:
             raise UsageError(MSG_NOT_WITH_ENDPOINT.format(option="--" + option.replace("_", "-")))
     if not args.model or not args.model.strip():
@@ -766,7 +775,9 @@ def _endpoint_args(args) -> dict[str, Any] | None:
     tokenizer: str | bool | None = args.tokenizer
     if isinstance(tokenizer, str) and tokenizer.strip().lower() == "none":
         tokenizer = False
-    out: dict[str, Any] = {"endpoint": check_endpoint_url(args.endpoint), "api_key": key, "tokenizer": tokenizer}
+    out: dict[str, Any] = {"endpoint": check_endpoint_url(args.endpoint), "api_key": key}
+    if kind == "lm":
+        out["tokenizer"] = tokenizer
     for option in ("concurrency", "max_requests", "time_limit"):
         if getattr(args, option) is not None:
             out[option] = getattr(args, option)
@@ -852,6 +863,7 @@ def _run_vlm(args, spec, progress) -> _Run:
     from biastest.report.vqa import write_exports
     from biastest.runner.vlm import DEFAULT_BATCH_SIZE, run_vlm_test
 
+    endpoint = _endpoint_args(args, "vlm")
     if not args.model or not args.model.strip():
         raise UsageError(MSG_NO_MODEL.format(example="openai/clip-vit-base-patch32"))
     if args.images:
@@ -874,16 +886,36 @@ def _run_vlm(args, spec, progress) -> _Run:
         "device": _or(args.device, "auto"),
         "dtype": _or(args.dtype, "auto"),
     }
-    result = run_vlm_test(images=images, image_root=root, spec=spec, progress=progress, **options)
+    runner_options = dict(options)
+    where = ""
+    if endpoint is not None:
+        from biastest.generate.base import mask_secret
+        from biastest.models.endpoint_lm import safe_base_url
+
+        for option in ("prompt_template", "combine", "batch_size", "revision", "device", "dtype"):
+            del options[option], runner_options[option]
+        runner_options.update(endpoint)  # the address as given and the key go to the runner only
+        where = safe_base_url(endpoint["endpoint"])
+        options.update({k: v for k, v in endpoint.items() if k not in ("endpoint", "api_key")})
+        options.update({"endpoint": where, "api_key": mask_secret(endpoint["api_key"])})
+    result = run_vlm_test(images=images, image_root=root, spec=spec, progress=progress, **runner_options)
+    at = f" at {where}" if where else ""
     s = result.soft
-    headline = (
-        f"Bias score {s.score:.1f}% ({s.ci_low:.1f}–{s.ci_high:.1f}) over {result.n_images} images with "
-        f"{result.method} on {result.model_id} (seed {result.seed})."
-    )
+    if s is not None:
+        headline = (
+            f"Bias score {s.score:.1f}% ({s.ci_low:.1f}–{s.ci_high:.1f}) over {result.n_soft} images with "
+            f"{result.method} on {result.model_id}{at} (seed {result.seed})."
+        )
+    else:  # a model behind an endpoint that gave no probabilities: its single answers are the score
+        h = result.hard
+        headline = (
+            f"Bias score (single answers) {h.score:.1f}% ({h.ci_low:.1f}–{h.ci_high:.1f}) over {result.n_images} "
+            f"images with {result.method} on {result.model_id}{at} (seed {result.seed})."
+        )
     doc = _document("vlm", "vlm", spec, options, data, result.to_dict())
 
     write = _copy_export(lambda: write_exports(result))
-    return _Run(doc, write, headline)
+    return _Run(doc, write, headline, list(result.notes))
 
 
 def _sigma(value: float | None) -> float | None:

@@ -306,8 +306,8 @@ def test_list_specs_and_list_methods(capsys):
     assert rc == 0 and [x[1] for x in lines] == list(METHODS) and {x[0] for x in lines} == {"lm"}
     rc, out, _ = _run(capsys, "list-methods")
     names = [line.split("\t")[1] for line in out.splitlines()]
-    assert rc == 0 and {"clip-zero-shot", "vqa-answer-softmax", "generative-answer-logprob", "2afc", "weat",
-                        "bayes", *METHODS} == set(names)
+    assert rc == 0 and {"clip-zero-shot", "vqa-answer-softmax", "generative-answer-logprob", "chat-answer", "2afc",
+                        "weat", "bayes", *METHODS} == set(names)
 
 
 # ----------------------------------------------------------------------------- exit status 2 and 1

@@ -543,11 +543,11 @@ def test_cli_endpoint_flags_need_an_endpoint_and_a_web_address(cli_files, tmp_pa
 
 
 def test_cli_endpoint_with_another_kind_is_bad_usage(cli_files, tmp_path, capsys):
-    rc, _, stderr = _cli(capsys, "run", str(cli_files["spec"]), "--kind", "vlm", "--model", "m", "--endpoint",
+    rc, _, stderr = _cli(capsys, "run", str(cli_files["spec"]), "--kind", "embeddings", "--model", "m", "--endpoint",
                          "http://localhost:8000/v1", "--out", str(tmp_path / "r.json"))
     assert rc == 2
-    assert stderr.strip().splitlines()[-1] == cli.MSG_OPTION_NOT_FOR_RUN.format(option="--endpoint",
-                                                                                what="--kind vlm", applies="lm")
+    assert stderr.strip().splitlines()[-1] == cli.MSG_OPTION_NOT_FOR_RUN.format(
+        option="--endpoint", what="--kind embeddings --test weat", applies="lm, vlm")
 
 
 def _free_port() -> int:

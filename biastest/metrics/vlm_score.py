@@ -516,12 +516,14 @@ class ImageScore:
         The image's record (path relative to the store root).
     image_group : int
         1 or 2: the social group whose list holds ``image_term``.
-    p_t1, p_t2 : float
-        ``P(T1 | image)``, ``P(T2 | image)``.
-    p_stereotyped : float
+    p_t1, p_t2 : float or None
+        ``P(T1 | image)``, ``P(T2 | image)``; None when the model gave no
+        probability for this image (a model behind an endpoint without
+        log-probabilities: ``note`` says why).
+    p_stereotyped : float or None
         ``p_t1`` for group-1 images, ``p_t2`` for group-2 images.
     term_probabilities : dict
-        Target term → probability.
+        Target term → probability (empty when ``p_t1`` is None).
     answer : str
         The model's own answer (CLIP-like: the most probable target term).
     verdict : {"T1", "T2", "neither", "tie"}
@@ -529,6 +531,8 @@ class ImageScore:
         The verdict read against the image's group (``neither`` → ``tie``).
     generator, image_prompt, source : str
         How the image was made.
+    note : str
+        Why the image has no probability ("" when it has one).
     """
 
     index: int
@@ -537,9 +541,9 @@ class ImageScore:
     sha256: str
     image_term: str
     image_group: int
-    p_t1: float
-    p_t2: float
-    p_stereotyped: float
+    p_t1: float | None
+    p_t2: float | None
+    p_stereotyped: float | None
     term_probabilities: dict[str, float]
     answer: str
     verdict: str
@@ -547,6 +551,7 @@ class ImageScore:
     generator: str = ""
     image_prompt: str = ""
     source: str = ""
+    note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -562,7 +567,8 @@ class VLMTermSummary:
     side : int
         Group (image terms) or target group (target terms): 1 or 2.
     n_images : int
-    soft : ProportionSummary
+    soft : ProportionSummary or None
+        None when none of its images has a probability (see :attr:`VLMResult.soft`).
     hard : ProportionSummary or None
         None for target terms (their hard decision is the sign of the soft one,
         already tested in ``soft``).
@@ -571,7 +577,7 @@ class VLMTermSummary:
     term: str
     side: int
     n_images: int
-    soft: ProportionSummary
+    soft: ProportionSummary | None
     hard: ProportionSummary | None
 
     def to_dict(self) -> dict[str, Any]:
@@ -579,7 +585,7 @@ class VLMTermSummary:
             "term": self.term,
             "side": self.side,
             "n_images": self.n_images,
-            "soft": self.soft.to_dict(),
+            "soft": self.soft.to_dict() if self.soft is not None else None,
             "hard": self.hard.to_dict() if self.hard is not None else None,
         }
 
@@ -589,7 +595,7 @@ class VLMTermSummary:
             term=data["term"],
             side=int(data["side"]),
             n_images=int(data["n_images"]),
-            soft=ProportionSummary.from_dict(data["soft"]),
+            soft=ProportionSummary.from_dict(data["soft"]) if data.get("soft") is not None else None,
             hard=ProportionSummary.from_dict(data["hard"]) if data.get("hard") is not None else None,
         )
 
@@ -612,18 +618,31 @@ class VLMResult:
     prompts : tuple of str
         What was actually sent to the model (filled prompts or question).
     seed : int
-    soft : ProportionSummary
-        The seed's score with probabilities, percent.
+    soft : ProportionSummary or None
+        The seed's score with probabilities, percent, over the images that
+        have a probability (:attr:`n_soft`; all of them for a model in this
+        process). None when no image has one (a model behind an endpoint that
+        gives no log-probabilities): then only ``hard`` is a score — never a
+        made-up value.
     hard : ProportionSummary
         The same with hard verdicts (neither and ties count as not
         stereotyped and are excluded from the binomial test).
     per_image_term, per_target_term : tuple of VLMTermSummary
     images : tuple of ImageScore
+        The images scored.
     n_images, n_neither, n_ties : int
     batch_size : int
     spec : dict
         The BiasSpec (BiasTestGPT JSON form).
     provenance : dict
+    not_scored : tuple of dict
+        Images left out of every score because the run stopped before the
+        model answered for them (a model behind an endpoint): ``path``,
+        ``image_id``, ``image_term`` and ``reason`` each.
+    notes : tuple of str
+        What a reader must know about how the scores were obtained (no
+        probabilities, answers that named neither list, a run that stopped
+        early), in the user's words.
     """
 
     model_id: str
@@ -636,7 +655,7 @@ class VLMResult:
     question: str | None
     prompts: tuple[str, ...]
     seed: int
-    soft: ProportionSummary
+    soft: ProportionSummary | None
     hard: ProportionSummary
     per_image_term: tuple[VLMTermSummary, ...]
     per_target_term: tuple[VLMTermSummary, ...]
@@ -647,11 +666,18 @@ class VLMResult:
     batch_size: int
     spec: dict[str, Any]
     provenance: dict[str, Any]
+    not_scored: tuple[dict[str, Any], ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
-    def score(self) -> float:
-        """The soft score in percent (the seed's formula)."""
-        return self.soft.score
+    def score(self) -> float | None:
+        """The soft score in percent (the seed's formula); None when no image has a probability."""
+        return self.soft.score if self.soft is not None else None
+
+    @property
+    def n_soft(self) -> int:
+        """How many images have a probability (the soft score's images)."""
+        return sum(img.p_t1 is not None for img in self.images)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dict (inverse: :meth:`from_dict`)."""
@@ -667,7 +693,7 @@ class VLMResult:
             "question": self.question,
             "prompts": list(self.prompts),
             "seed": self.seed,
-            "soft": self.soft.to_dict(),
+            "soft": self.soft.to_dict() if self.soft is not None else None,
             "hard": self.hard.to_dict(),
             "per_image_term": [t.to_dict() for t in self.per_image_term],
             "per_target_term": [t.to_dict() for t in self.per_target_term],
@@ -678,6 +704,8 @@ class VLMResult:
             "batch_size": self.batch_size,
             "spec": self.spec,
             "provenance": self.provenance,
+            "not_scored": [dict(x) for x in self.not_scored],
+            "notes": list(self.notes),
         }
 
     @classmethod
@@ -697,7 +725,7 @@ class VLMResult:
                 question=data["question"],
                 prompts=tuple(data["prompts"]),
                 seed=data["seed"],
-                soft=ProportionSummary.from_dict(data["soft"]),
+                soft=ProportionSummary.from_dict(data["soft"]) if data["soft"] is not None else None,
                 hard=ProportionSummary.from_dict(data["hard"]),
                 per_image_term=tuple(VLMTermSummary.from_dict(t) for t in data["per_image_term"]),
                 per_target_term=tuple(VLMTermSummary.from_dict(t) for t in data["per_target_term"]),
@@ -708,6 +736,8 @@ class VLMResult:
                 batch_size=data["batch_size"],
                 spec=data["spec"],
                 provenance=data["provenance"],
+                not_scored=tuple(dict(x) for x in data.get("not_scored") or ()),
+                notes=tuple(str(x) for x in data.get("notes") or ()),
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise DataError(MSG_BAD_RESULT_FILE.format(problem=f"missing or bad field {exc}")) from None
@@ -813,6 +843,10 @@ def summarize_vlm(
     prompts: Sequence[str] = (),
     batch_size: int = 0,
     extra_provenance: dict[str, Any] | None = None,
+    soft_available: Sequence[bool] | None = None,
+    image_notes: Sequence[str] | None = None,
+    not_scored: Sequence[dict[str, Any]] = (),
+    notes: Sequence[str] = (),
 ) -> VLMResult:
     """Turn per-image target-term probabilities and verdicts into a :class:`VLMResult`.
 
@@ -842,6 +876,15 @@ def summarize_vlm(
         Recorded in the result.
     extra_provenance : dict, optional
         More provenance fields (e.g. device, dtype).
+    soft_available : sequence of bool, optional
+        Per image: does it have a probability? (default: every image). The
+        rows of the others in ``term_probabilities``, ``p_t1`` and
+        ``term_vs_other`` are ignored (NaN is fine there); the soft scores are
+        over the images that have one, and are None when none has.
+    image_notes : sequence of str, optional
+        Per image: why it has no probability (:attr:`ImageScore.note`).
+    not_scored, notes :
+        Recorded in the result (:attr:`VLMResult.not_scored`, :attr:`VLMResult.notes`).
 
     Returns
     -------
@@ -857,12 +900,17 @@ def summarize_vlm(
     probs = np.asarray(term_probabilities, dtype=np.float64)
     if probs.shape != (n, len(terms)):
         raise DataError(MSG_SHAPE.format(what="term_probabilities", shape=probs.shape, expected=(n, len(terms))))
+    has_soft = np.ones(n, dtype=bool) if soft_available is None else np.asarray(soft_available, dtype=bool)
+    if has_soft.shape != (n,):
+        raise DataError(MSG_SHAPE.format(what="soft_available", shape=has_soft.shape, expected=(n,)))
+    probs = np.where(has_soft[:, None], probs, 0.0)
     p1 = probs[:, sides == 1].sum(axis=1) if p_t1 is None else np.asarray(p_t1, dtype=np.float64)
-    vs = _vs_other(probs, sides) if term_vs_other is None else np.asarray(term_vs_other, dtype=np.float64)
-    for i in range(n):
+    with np.errstate(invalid="ignore", divide="ignore"):  # rows without a probability are all zero
+        vs = _vs_other(probs, sides) if term_vs_other is None else np.asarray(term_vs_other, dtype=np.float64)
+    for i in np.flatnonzero(has_soft):
         if not (np.isfinite(p1[i]) and np.all(np.isfinite(probs[i])) and np.all(np.isfinite(vs[i]))):
             raise DataError(MSG_BAD_PROBABILITIES.format(path=images[i].path), path=images[i].path)
-    p1 = np.clip(p1, 0.0, 1.0)
+    p1 = np.clip(np.where(has_soft, p1, 0.5), 0.0, 1.0)  # 0.5 never leaves this function: see has_soft
     if len(answers) != n or len(verdicts) != n:
         raise DataError(MSG_SHAPE.format(what="answers/verdicts", shape=(len(answers), len(verdicts)), expected=(n, n)))
     for v in verdicts:
@@ -873,7 +921,11 @@ def summarize_vlm(
     outcomes = [_outcome(v, int(g)) for v, g in zip(verdicts, groups, strict=True)]
     stats = {"seed": seed, "n_resamples": n_resamples, "confidence": confidence}
 
-    soft = summarize_probabilities(p_st, **stats)
+    def soft_of(idx: Sequence[int] | np.ndarray, values: np.ndarray = p_st) -> ProportionSummary | None:
+        kept = [int(i) for i in idx if has_soft[int(i)]]
+        return summarize_probabilities(values[kept], **stats) if kept else None
+
+    soft = soft_of(range(n))
     hard = summarize_verdicts(outcomes, **stats)
 
     per_image_term = []
@@ -888,19 +940,19 @@ def summarize_vlm(
                 term=term,
                 side=int(groups[idx[0]]),
                 n_images=len(idx),
-                soft=summarize_probabilities(p_st[idx], **stats),
+                soft=soft_of(idx),
                 hard=summarize_verdicts([outcomes[i] for i in idx], **stats),
             )
         )
     per_target_term = []
-    for j, term in enumerate(terms):
-        q = np.clip(vs[:, j], 0.0, 1.0)
+    for j, term in enumerate(terms if soft is not None else ()):
+        q = np.clip(np.where(has_soft, vs[:, j], 0.5), 0.0, 1.0)
         stereo = np.where(groups == sides[j], q, 1.0 - q)
         per_target_term.append(
-            VLMTermSummary(
-                term=term, side=int(sides[j]), n_images=n, soft=summarize_probabilities(stereo, **stats), hard=None
-            )
+            VLMTermSummary(term=term, side=int(sides[j]), n_images=int(has_soft.sum()),
+                           soft=soft_of(range(n), stereo), hard=None)
         )
+    notes_per_image = list(image_notes) if image_notes is not None else [""] * n
     rows = []
     for i, img in enumerate(images):
         rows.append(
@@ -911,16 +963,17 @@ def summarize_vlm(
                 sha256=img.sha256,
                 image_term=img.image_term,
                 image_group=int(groups[i]),
-                p_t1=float(p1[i]),
-                p_t2=float(1.0 - p1[i]),
-                p_stereotyped=float(p_st[i]),
-                term_probabilities={t: float(probs[i, j]) for j, t in enumerate(terms)},
+                p_t1=float(p1[i]) if has_soft[i] else None,
+                p_t2=float(1.0 - p1[i]) if has_soft[i] else None,
+                p_stereotyped=float(p_st[i]) if has_soft[i] else None,
+                term_probabilities={t: float(probs[i, j]) for j, t in enumerate(terms)} if has_soft[i] else {},
                 answer=str(answers[i]),
                 verdict=verdicts[i],
                 outcome=outcomes[i],
                 generator=img.generator,
                 image_prompt=img.prompt,
                 source=img.source,
+                note="" if has_soft[i] else str(notes_per_image[i]),
             )
         )
     prov = make_provenance(
@@ -963,4 +1016,6 @@ def summarize_vlm(
         batch_size=batch_size,
         spec=spec.to_dict(),
         provenance=prov,
+        not_scored=tuple(dict(x) for x in not_scored),
+        notes=tuple(notes),
     )

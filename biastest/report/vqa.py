@@ -104,6 +104,8 @@ PLACEHOLDER_NAMES = frozenset(
 
 MSG_NEITHER = "neither list (the answer names none of the target terms)"
 MSG_TIE = "neither list (equal probabilities)"
+MSG_NOT_SCORED = "{count} image(s) got no answer and are left out of every score: {paths}."
+MSG_NO_PROBABILITY = "no probability"
 
 
 def _esc(value: Any) -> str:
@@ -236,6 +238,10 @@ def _answer(result: VLMResult, img: Any, lab: Labels) -> tuple[str, str]:
     return "most probable single term", value
 
 
+def _prob(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
 def image_facts(result: VLMResult, img: Any, lab: Labels | None = None) -> list[tuple[str, str]]:
     """``(field, value)`` lines describing one image's result (plain text), in :data:`GRID_HOVER_FIELDS` order.
 
@@ -246,8 +252,8 @@ def image_facts(result: VLMResult, img: Any, lab: Labels | None = None) -> list[
     answer_field, answer = _answer(result, img, lab)
     return [
         ("image term", str(img.image_term)),
-        (f"P({lab.target1})", f"{img.p_t1:.3f}"),
-        (f"P({lab.target2})", f"{img.p_t2:.3f}"),
+        (f"P({lab.target1})", _prob(img.p_t1)),
+        (f"P({lab.target2})", _prob(img.p_t2)),
         ("leans to", leans_to(img, lab)),
         (answer_field, answer),
         ("image", str(img.image_id)),
@@ -261,12 +267,17 @@ def summary_markdown(result: VLMResult) -> str:
     lab = labels(result)
     t1, t2, g1, g2 = (_esc(n) for n in (lab.target1, lab.target2, lab.group1, lab.group2))
     soft, hard = result.soft, result.hard
+    if soft is None:
+        return _summary_hard_only(result, lab)
     conf = round(100 * soft.confidence)
     how = {
         "clip": f"zero-shot probabilities over the prompts ({_esc(', '.join(result.prompt_templates))}; "
         f"several terms of a list combined by {_esc(result.combine)})",
         "vqa-classifier": f"the answer probabilities to the question “{_esc(result.question)}”",
         "generative": f"the probability of each target term as the answer to “{_esc(result.question)}”",
+        "chat": "the probabilities of the first word of the answer to "
+        f"“{_esc(_asked(result))}”, asked through the "
+        "endpoint with the target terms as the allowed answers",
     }.get(result.model_kind, _esc(result.method))
     # A lean is only stated as such when the exact sign test agrees with the bootstrap interval: with few
     # images the bootstrap interval of the mean probability is too narrow to be trusted alone.
@@ -287,7 +298,7 @@ def summary_markdown(result: VLMResult) -> str:
     ]
     if lean and not confirmed:
         lines.append("<span class='bt-warn'>⚠ " + MSG_LEAN_UNCONFIRMED.format(
-            p=_p(soft.p_value), n_st=soft.n_stereotyped, n_anti=soft.n_anti, n=result.n_images) + "</span>")
+            p=_p(soft.p_value), n_st=soft.n_stereotyped, n_anti=soft.n_anti, n=result.n_soft) + "</span>")
     lines += [
         "\n".join([
             f"- **The score** is the average probability of the stereotypical answer: **{t1}** for pictures of "
@@ -304,6 +315,7 @@ def summary_markdown(result: VLMResult) -> str:
             f"{how}.",
         ]),
     ]
+    lines += _notes(result)
     thin = [t for t in result.per_image_term if t.n_images < THIN_IMAGES]
     if thin:
         lines.append(
@@ -315,6 +327,57 @@ def summary_markdown(result: VLMResult) -> str:
         "A lean shows what the model associates with the pictures; it does not say whether that association is "
         "right or fair."
     )
+    return "\n\n".join(lines)
+
+
+def _asked(result: VLMResult) -> str:
+    """The question as a model behind an endpoint read it (the first line of the text sent), else the template."""
+    return result.prompts[0].split("\n")[0] if result.prompts else str(result.question or "")
+
+
+def _notes(result: VLMResult) -> list[str]:
+    """The result's notes and its images left out (warnings, escaped)."""
+    out = ["<span class='bt-warn'>⚠ " + _esc(note) + "</span>" for note in result.notes]
+    if result.not_scored:
+        paths = ", ".join(str(x.get("path", "")) for x in result.not_scored[:5])
+        paths += " …" if len(result.not_scored) > 5 else ""
+        out.append("<span class='bt-warn'>⚠ " + _esc(MSG_NOT_SCORED.format(count=len(result.not_scored),
+                                                                         paths=paths)) + "</span>")
+    return out
+
+
+def _summary_hard_only(result: VLMResult, lab: Labels) -> str:
+    """:func:`summary_markdown` of a result without probabilities: the single answers are the score."""
+    t1, t2, g1, g2 = (_esc(n) for n in (lab.target1, lab.target2, lab.group1, lab.group2))
+    hard = result.hard
+    conf = round(100 * hard.confidence)
+    asked = _asked(result)
+    if hard.ci_low > 50:
+        reading = ("The interval lies above 50%: the model's answers lean to the **stereotypical** direction, "
+                   f"naming **{t1}** for pictures of *{g1}* and **{t2}** for pictures of *{g2}*.")
+    elif hard.ci_high < 50:
+        reading = ("The interval lies below 50%: the model's answers lean to the **anti-stereotypical** direction, "
+                   f"naming **{t2}** for pictures of *{g1}* and **{t1}** for pictures of *{g2}*.")
+    else:
+        reading = "The interval includes 50%: these answers show **no clear preference** either way."
+    lines = [
+        f"### Bias score (single answers): <span class='bt-score'>**{hard.score:.1f}%**</span> "
+        f"({conf}% interval {hard.ci_low:.1f}–{hard.ci_high:.1f}%)",
+        reading,
+        "\n".join([
+            f"- **The score** is the share of pictures whose answer is the stereotypical list: **{t1}** for pictures "
+            f"of *{g1}*, **{t2}** for pictures of *{g2}*. Answers naming neither list count as not stereotyped. "
+            "**50% means no preference.** The model gave no probabilities, so there is no score from them.",
+            f"- **Answers:** {hard.n_stereotyped} stereotyped, {hard.n_anti} anti-stereotyped, {result.n_neither} "
+            f"naming neither list; binomial test p = {_p(hard.p_value)}; bootstrap over images (seed {result.seed}).",
+            f"- **How:** model `{_esc(result.model_id)}` ({_esc(result.model_kind)}, {_esc(result.architecture)}) "
+            f"answered “{_esc(asked)}” for **{result.n_images}** images, with the target terms as the allowed "
+            "answers.",
+        ]),
+        *_notes(result),
+        "A lean shows what the model associates with the pictures; it does not say whether that association is "
+        "right or fair.",
+    ]
     return "\n\n".join(lines)
 
 
@@ -354,15 +417,30 @@ def term_rows(result: VLMResult) -> list[dict[str, Any]]:
     term's row is the score of the test that used that term alone for its list.
     """
     lab = labels(result)
+    if result.soft is None:  # no probabilities: the single answers' score (its hover label names the test)
+        return [
+            {"label": label, "kind": kind, "term": term, "score": summary.score, **_interval(summary, n), "n": n,
+             "p_value": summary.p_value, "note": ""}
+            for label, kind, term, summary, n in (
+                ("All images (single answers)", "overall", "", result.hard, result.n_images),
+                *((f"images of '{t.term}' (single answers)", "image term", t.term, t.hard, t.n_images)
+                  for t in result.per_image_term if t.hard is not None),
+            )
+        ]
     rows: list[dict[str, Any]] = [
         {"label": "All images", "kind": "overall", "term": "", "score": result.soft.score,
-         **_interval(result.soft, result.n_images), "n": result.n_images, "p_value": result.soft.p_value,
-         "note": _bar_note(result.soft, result.n_images)}
+         **_interval(result.soft, result.n_soft), "n": result.n_soft, "p_value": result.soft.p_value,
+         "note": _bar_note(result.soft, result.n_soft)}
     ]
     for t in result.per_image_term:
+        if t.soft is None:  # none of its images has a probability: drawn as absent, never as 0
+            rows.append({"label": f"images of '{t.term}'", "kind": "image term", "term": t.term, "score": None,
+                         "ci_low": None, "ci_high": None, "n": 0, "p_value": None, "note": MSG_NO_PROBABILITY})
+            continue
+        n_t = sum(1 for img in result.images if img.image_term == t.term and img.p_t1 is not None)
         rows.append({"label": f"images of '{t.term}'", "kind": "image term", "term": t.term, "score": t.soft.score,
-                     **_interval(t.soft, t.n_images), "n": t.n_images, "p_value": t.soft.p_value,
-                     "note": _bar_note(t.soft, t.n_images)})
+                     **_interval(t.soft, n_t), "n": n_t, "p_value": t.soft.p_value,
+                     "note": _bar_note(t.soft, n_t)})
     for t in result.per_target_term:
         rows.append({"label": f"target '{t.term}' (stereotype of {lab.group(t.side)})", "kind": "target term",
                      "term": t.term, "score": t.soft.score, **_interval(t.soft, t.n_images), "n": t.n_images,
@@ -377,7 +455,11 @@ def term_bars(result: VLMResult) -> go.Figure:
     (wrapped ones included) to keep clear of its neighbours.
     """
     rows = term_rows(result)
-    fig = score_bars(rows, title="Bias score per image term and per target term", value_label="bias score (%)")
+    if result.soft is None:
+        fig = score_bars(rows, title="Share of stereotyped single answers per image term",
+                         value_label="stereotyped answers (%)")
+    else:
+        fig = score_bars(rows, title="Bias score per image term and per target term", value_label="bias score (%)")
     bar = fig.data[0]
     k = len(bar.customdata[0])
     bar.customdata = [[*c, f"<br><i>{hover_safe(r['note'])}</i>" if r["note"] else ""]
@@ -418,6 +500,9 @@ def image_grid(
 ) -> go.Figure:
     """One square per image, grouped by image term, coloured by ``P(T1) − P(T2)``.
 
+    An image without a probability (a model behind an endpoint that gave none) is coloured by its single
+    answer: +1 for T1, −1 for T2, 0 for neither.
+
     Parameters
     ----------
     result : VLMResult
@@ -456,7 +541,8 @@ def image_grid(
         seen[img.image_term] = j + 1
         xs.append(k * (width + 1) + j % width)
         ys.append(j // width)
-        colour.append(img.p_t1 - img.p_t2)
+        # without a probability, the single answer: +1 for T1, −1 for T2, 0 for neither
+        colour.append(img.p_t1 - img.p_t2 if img.p_t1 is not None else {"T1": 1.0, "T2": -1.0}.get(img.verdict, 0.0))
         facts = image_facts(result, img, lab)
         fields = [f for f, _ in facts]
         custom.append([*(hover_safe(v) for _, v in facts), img.image_id, thumbnails.get(img.image_id, "")])
@@ -532,13 +618,20 @@ def image_table(result: VLMResult) -> pd.DataFrame:
         facts = image_facts(result, img, lab)
         row: dict[str, Any] = {"#": img.index + 1}
         for field, value in facts[:-1]:
-            row[field] = round(float(value), 3) if field.startswith("P(") else value
+            row[field] = (value if value == "—" else round(float(value), 3)) if field.startswith("P(") else value
         for term, p in img.term_probabilities.items():
             row.setdefault(f"P({term})", round(float(p), 3))
         row.update({"source": img.source, "generator": img.generator, "image prompt": img.image_prompt,
                     "image id": img.image_id})
         rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    tail = ["source", "generator", "image prompt", "image id"]
+    if len(table):  # an image without a probability lacks the per-term columns: they come before its origin, as "—"
+        table = table[[c for c in table.columns if c not in tail] + tail]
+        for c in table.columns:
+            if c.startswith("P(") and table[c].isna().any():
+                table[c] = table[c].astype(object).where(table[c].notna(), "—")
+    return table
 
 
 def write_exports(result: VLMResult, *, folder: str | Path | None = None) -> tuple[Path, Path]:

@@ -9,6 +9,14 @@ model's kind (:mod:`biastest.metrics.vlm_score`) and returns a frozen
 :class:`~biastest.metrics.vlm_score.VLMResult` with provenance. It writes
 nothing anywhere.
 
+With ``endpoint=`` the model runs on a server instead (vLLM serving LLaVA or
+Qwen-VL, a hosted GPT-4o-class model): every image is asked the question
+through the OpenAI chat protocol (:class:`biastest.models.endpoint_vlm.EndpointVLM`),
+the answers give the hard scores and, where the endpoint gives
+log-probabilities, the soft ones; images the run stopped before asking about
+are listed in :attr:`~biastest.metrics.vlm_score.VLMResult.not_scored`, and
+what a reader must know is in :attr:`~biastest.metrics.vlm_score.VLMResult.notes`.
+
 Progress reaches the caller as a plain callback ``progress(done, total,
 message)``; nothing here knows about Gradio.
 """
@@ -16,11 +24,16 @@ message)``; nothing here knows about Gradio.
 from __future__ import annotations
 
 import os
+import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from biastest.errors import DataError, MethodError
+from biastest.generate.base import RetryPolicy, RunLimits
 from biastest.metrics.vlm_score import (
     COMBINE_CHOICES,
     DEFAULT_PROMPT_TEMPLATE,
@@ -38,6 +51,12 @@ from biastest.metrics.vlm_score import (
     vqa_classifier_term_scores,
 )
 from biastest.models.cache import ModelCache
+from biastest.models.endpoint_lm import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_REQUESTS,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_TIME_LIMIT,
+)
 from biastest.models.images import DEFAULT_MAX_BYTES, DEFAULT_MAX_PIXELS, load_image, probe_image
 from biastest.models.vlm import load_vlm
 from biastest.options import validate_options
@@ -73,6 +92,9 @@ MSG_IMAGE_OUTSIDE_ROOT = (
 )
 MSG_NOT_AN_IMAGE_RECORD = "Item {index} of the test images is not an image record (got {type_name})."
 MSG_TOO_MANY_IMAGES = "{count} images were given; a test may have at most {limit}. Use fewer images per term."
+MSG_PROGRESS_ENDPOINT = "Asking the model '{model_id}' at {where}…"
+#: How many different answers that named neither list a note quotes.
+NEITHER_EXAMPLES = 3
 
 
 def _tick(progress: Progress | None, done: int, total: int, message: str) -> None:
@@ -137,6 +159,14 @@ def run_vlm_test(
     dtype: str = "auto",
     cache: ModelCache | None = None,
     progress: Progress | None = None,
+    endpoint: str | None = None,
+    api_key: str | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    max_requests: int = DEFAULT_MAX_REQUESTS,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    retry: RetryPolicy | None = None,
+    cancel: threading.Event | None = None,
 ) -> VLMResult:
     """Run the vision-language bias test of one model on a set of images.
 
@@ -174,6 +204,24 @@ def run_vlm_test(
         Default: the process-wide model cache.
     progress : callable, optional
         ``progress(done, total, message)``.
+    endpoint : str, optional
+        API root of an OpenAI-compatible chat server that serves ``model_id``
+        and reads images (e.g. ``http://localhost:8000/v1``): the question is
+        asked there (one image per request) and ``prompt_template``,
+        ``combine``, ``batch_size``, ``revision``, ``device``, ``dtype`` and
+        ``cache`` do not apply; ``max_new_tokens`` is the longest answer.
+    api_key : str, optional
+        The endpoint's key, for this call only (never recorded).
+    concurrency, max_requests, time_limit, request_timeout :
+        Requests in flight at once, the request budget (retries included), the
+        overall time limit and one request's time-out, in seconds. When a
+        limit stops the run, the images not answered are left out of the
+        scores and listed in ``not_scored``.
+    retry : RetryPolicy, optional
+        Retries on 429, 5xx, time-outs (default
+        :func:`biastest.models.endpoint_lm.default_retry`).
+    cancel : threading.Event, optional
+        Set to stop an endpoint run early, keeping what was answered.
 
     Returns
     -------
@@ -191,9 +239,17 @@ def run_vlm_test(
         classifier cannot answer.
     ModelLoadError, ModelKindError
         The model cannot be loaded, or is not a vision-language model.
+    OptionError, PolicyError
+        A bad endpoint address or setting, or one public mode refuses.
+    EndpointError
+        The endpoint answered for no image, or answered unusably (another
+        model, an unreadable answer, a refused picture).
     """
     validate_options({"seed": seed, "n_resamples": n_resamples, "confidence": confidence, "batch_size": batch_size,
                       "max_new_tokens": max_new_tokens})
+    if endpoint is not None:
+        validate_options({"concurrency": concurrency, "max_requests": max_requests, "time_limit": time_limit,
+                          "request_timeout": request_timeout})
     spec.check_testable()
     if combine not in COMBINE_CHOICES:
         raise MethodError(MSG_BAD_COMBINE.format(value=combine, choices=", ".join(COMBINE_CHOICES)))
@@ -204,21 +260,26 @@ def run_vlm_test(
     images = list(images)
     _tick(progress, 0, len(images) or 1, "Checking images")
     paths = _check_images(images, spec, root)
+    if endpoint is not None:
+        from biastest.models.endpoint_vlm import EndpointVLM
+
+        vlm = EndpointVLM(
+            endpoint, model_id, api_key=api_key, concurrency=concurrency,
+            limits=RunLimits(max_requests=max_requests, max_seconds=float(time_limit),
+                             request_timeout=float(min(request_timeout, time_limit))),
+            retry=retry, seed=seed, cancel=cancel,
+        )
+        _tick(progress, 0, len(images), MSG_PROGRESS_ENDPOINT.format(model_id=vlm.model_id, where=vlm.where))
+        answers = vlm.ask(paths, spec=spec, question=question, max_tokens=max_new_tokens,
+                          load=_loader(paths, images), progress=progress)
+        return _endpoint_result(vlm, answers, images=images, spec=spec, question=question, seed=seed,
+                                n_resamples=n_resamples, confidence=confidence, root=root,
+                                max_new_tokens=max_new_tokens)
     _tick(progress, 0, len(images), "Loading the model")
     model = load_vlm(model_id, revision=revision, device=device, dtype=dtype, cache=cache)
     kind = model.kind
-    by_path = dict(zip(map(str, paths), images, strict=True))
-
-    def load(path: Path):
-        img = by_path[str(path)]
-        try:
-            return load_image(path, name=img.path, max_side=SCORING_MAX_SIDE)
-        except DataError as exc:
-            raise DataError(
-                MSG_IMAGE_UNREADABLE.format(path=img.path, term=img.image_term, reason=exc.message), path=img.path
-            ) from None
-
-    common = {"spec": spec, "batch_size": batch_size, "progress": progress, "load": load}
+    common = {"spec": spec, "batch_size": batch_size, "progress": progress,
+              "load": _loader(paths, images, max_side=SCORING_MAX_SIDE)}
     if kind == "clip":
         scores = clip_term_scores(model, paths, templates=templates, combine=combine, **common)
     elif kind == "vqa-classifier":
@@ -252,5 +313,90 @@ def run_vlm_test(
             "dtype": info.dtype,
             "image_root_name": root.name,
             "max_new_tokens": max_new_tokens if kind == "generative" else None,
+        },
+    )
+
+
+def _loader(paths: Sequence[Path], images: Sequence[TestImage], *,
+            max_side: int | None = None) -> Callable[[Path], Any]:
+    """Path → RGB image (at most ``max_side`` pixels on the longer side), with the image's name in any message."""
+    by_path = dict(zip(map(str, paths), images, strict=True))
+    kwargs = {} if max_side is None else {"max_side": max_side}
+
+    def load(path: Path):
+        img = by_path[str(path)]
+        try:
+            return load_image(path, name=img.path, **kwargs)
+        except DataError as exc:
+            raise DataError(
+                MSG_IMAGE_UNREADABLE.format(path=img.path, term=img.image_term, reason=exc.message), path=img.path
+            ) from None
+
+    return load
+
+
+def _endpoint_result(vlm: Any, answers: Sequence[Any], *, images: Sequence[TestImage], spec: BiasSpec, question: str,
+                     seed: int, n_resamples: int, confidence: float, root: Path, max_new_tokens: int) -> VLMResult:
+    """The result of the images the endpoint answered for; the others are listed as not scored."""
+    from biastest.models import endpoint_vlm as ev
+
+    kept = [i for i, a in enumerate(answers) if a is not None]
+    got = [answers[i] for i in kept]
+    terms = spec.attribute_terms
+    probs = np.full((len(got), len(terms)), np.nan)
+    for row, a in enumerate(got):
+        if a.probabilities is not None:
+            probs[row] = [a.probabilities[t] for t in terms]
+    has_soft = [a.probabilities is not None for a in got]
+    notes: list[str] = [vlm.stop_message] if vlm.stop_message else []
+    n_soft = sum(has_soft)
+    if n_soft == 0:
+        notes.append(ev.MSG_LOGPROBS_REFUSED.format(where=vlm.where, model=vlm.model_id,
+                                                    status=vlm.logprobs_refused_status)
+                     if vlm.logprobs_refused_status is not None
+                     else ev.MSG_NO_LOGPROBS.format(where=vlm.where, model=vlm.model_id))
+    elif n_soft < len(got):
+        reasons = "; ".join(f"{why}: {count}" for why, count in Counter(a.note for a in got if a.note).most_common())
+        notes.append(ev.MSG_SOME_WITHOUT_PROBABILITY.format(count=len(got) - n_soft, total=len(got), reasons=reasons,
+                                                            rest=n_soft))
+    neither = Counter(a.text for a in got if a.verdict == "neither")
+    if neither:
+        examples = ", ".join(f"{text!r} ({count})" for text, count in neither.most_common(NEITHER_EXAMPLES))
+        examples += " …" if len(neither) > NEITHER_EXAMPLES else ""
+        notes.append(ev.MSG_NEITHER_ANSWERS.format(count=sum(neither.values()), total=len(got), examples=examples))
+    masses = sorted(a.target_mass for a in got if a.target_mass is not None)
+    probabilities = (ev.MSG_NOTE_SOFT.format(k=vlm.top_logprobs, low=masses[0], high=masses[-1],
+                                             median=float(np.median(masses))) if masses else None)
+    not_scored = [{"path": images[i].path, "image_id": images[i].id, "image_term": images[i].image_term,
+                   "reason": vlm.stop_why or ""} for i, a in enumerate(answers) if a is None]
+    return summarize_vlm(
+        images=[images[i] for i in kept],
+        spec=spec,
+        term_probabilities=probs,
+        soft_available=has_soft,
+        image_notes=[a.note for a in got],
+        answers=[a.text for a in got],
+        verdicts=[a.verdict for a in got],
+        method=ev.ENDPOINT_METHOD,
+        model_id=vlm.model_id,
+        model_revision=None,
+        model_kind=ev.ENDPOINT_KIND,
+        architecture="served: OpenAI chat with images",
+        question=question,
+        prompts=(vlm.prompt,),
+        batch_size=1,
+        seed=seed,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        not_scored=not_scored,
+        notes=notes,
+        extra_provenance={
+            "endpoint": vlm.where,
+            "model": vlm.describe(),
+            "image_root_name": root.name,
+            "max_new_tokens": max_new_tokens,
+            "n_images_asked": len(answers),
+            "n_images_with_probabilities": n_soft,
+            "probabilities": probabilities,
         },
     )

@@ -1,0 +1,583 @@
+"""Vision-language models behind an endpoint: the in-process scores through the chat protocol, honest without them.
+
+A real HTTP server on 127.0.0.1 (:mod:`tests.chat_images_stub`) answers questions about images with a tiny CLIP
+model (trained so that red pictures read as "doctor", blue ones as "nurse"), through the OpenAI chat protocol with
+images: the most probable term as the answer, and its ``top_logprobs``. Through it, the hard and soft VQA scores equal
+the in-process CLIP computation of the same weights (per image to 1e-6; the figures are printed) and a naive
+re-computation from the answers the server gave. Faults — no log-probabilities, log-probabilities refused with HTTP
+400, answers that are no allowed answer, 429 then success, 500s past the retries or the budget, an unreadable body, a
+request that hangs, another model's name — end with the messages of :mod:`biastest.models.endpoint_vlm` after a
+bounded number of tries; what was answered before a limit is kept and the rest is listed as not answered. The
+command line runs through the stub with a key from an environment variable that reaches the server and no file.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import html
+import io
+import json
+import pickle
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from biastest import cli, public
+from biastest.errors import EndpointError, OptionError, PolicyError
+from biastest.generate.base import STOP_BUDGET, STOP_CANCELLED, STOP_TIME, STOP_UNAVAILABLE, RetryPolicy
+from biastest.metrics.vlm_score import VLMResult, summarize_vlm
+from biastest.models import endpoint_vlm as V
+from biastest.models.cache import ModelCache
+from biastest.models.endpoint_vlm import EndpointVLM, answer_term_probabilities, strict_answer
+from biastest.records import TestImage
+from biastest.report import vqa as rep
+from biastest.runner.vlm import run_vlm_test
+from biastest.spec import BiasSpec
+from tests import vlm_helpers as H
+from tests.chat_images_stub import EPSILON, Action, ChatImagesStub
+
+SEED = 31
+print(f"test seed: {SEED}")
+SERVED = "tiny-llava"
+KEY = "sk-vlm-endpoint-SECRET-41c7"
+FAST = RetryPolicy(max_retries=2, initial_delay=0.01, factor=1.0, max_delay=0.05, jitter=0.0)
+SPEC = BiasSpec.from_terms(group1="red", group2="blue", stereotype1="doctor", antistereotype1="nurse",
+                           name="endpoint colours")
+SPEC3 = BiasSpec.from_terms(group1="red", group2="blue", stereotype1="doctor, surgeon", antistereotype1="nurse",
+                            name="endpoint colours, three targets")
+PER_TERM = 6
+N = 2 * PER_TERM
+COMMON = {"seed": SEED, "n_resamples": 500}
+
+
+@pytest.fixture(autouse=True)
+def private_mode(monkeypatch):
+    """The stub lives on 127.0.0.1, which only a private deployment may reach."""
+    monkeypatch.setattr(public, "_policy", public.decide(host="127.0.0.1", environ={}))
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("endpoint_vlm")
+
+
+@pytest.fixture(scope="module")
+def clip_dir(base) -> Path:
+    return H.train_planted_clip(base / "clip", rate=0.8, seed=SEED, n_train=128, steps=30)
+
+
+@pytest.fixture(scope="module")
+def images(base):
+    return H.colour_images(base / "store", per_term=PER_TERM, seed=SEED + 1)
+
+
+@pytest.fixture(scope="module")
+def server(clip_dir):
+    with ChatImagesStub(clip_dir, served_name=SERVED) as stub:
+        yield stub
+
+
+@pytest.fixture
+def stub(server):
+    server.reset()
+    yield server
+    server.reset()
+
+
+def _in_process(clip_dir, images, base, spec=SPEC):
+    return run_vlm_test(images=images, image_root=base / "store", spec=spec, model_id=str(clip_dir), device="cpu",
+                        cache=ModelCache(1), **COMMON)
+
+
+@pytest.fixture(scope="module")
+def here(clip_dir, images, base):
+    return _in_process(clip_dir, images, base)
+
+
+def _run(stub, images, base, spec=SPEC, **kw):
+    kw.setdefault("retry", FAST)
+    return run_vlm_test(images=images, image_root=base / "store", spec=spec, model_id=SERVED,
+                        endpoint=stub.base_url, **COMMON, **kw)
+
+
+def _pixels(image) -> str:
+    return hashlib.sha256(image.convert("RGB").tobytes()).hexdigest()
+
+
+def _file_pixels(base, img) -> str:
+    from PIL import Image
+
+    with Image.open(base / "store" / img.path) as im:
+        return _pixels(im)
+
+
+def _naive(result_images, answered_by_pixels, spec, base):
+    """Soft and hard score (percent) from the server's own answers and probabilities, by the seed's formula."""
+    soft, hard = [], []
+    for img in result_images:
+        a = answered_by_pixels[_file_pixels(base, img)]
+        group = 1 if img.image_term in spec.group1 else 2
+        p = dict(zip(a["terms"], a["probabilities"], strict=True))
+        p1 = sum(p[t] for t in spec.attributes1)
+        soft.append(p1 if group == 1 else 1 - p1)
+        side = 1 if a["answer"] in spec.attributes1 else 2 if a["answer"] in spec.attributes2 else 0
+        hard.append(side == group)
+    return 100 * float(np.mean(soft)), 100 * float(np.mean(hard))
+
+
+# ----------------------------------------------------------------------------- equivalence
+def test_scores_through_the_endpoint_equal_the_in_process_computation(stub, images, base, here):
+    there = _run(stub, images, base)
+    worst = max(abs(a.p_t1 - b.p_t1) for a, b in zip(here.images, there.images, strict=True))
+    print(f"{N} images: soft {here.soft.score:.4f}% in process, {there.soft.score:.4f}% through the endpoint; hard "
+          f"{here.hard.score:.1f}% / {there.hard.score:.1f}%; largest per-image difference of P(T1) {worst:.2e}")
+    assert worst < 1e-6
+    assert there.soft.score == pytest.approx(here.soft.score, abs=1e-4)
+    assert (there.soft.ci_low, there.soft.ci_high) == pytest.approx((here.soft.ci_low, here.soft.ci_high), abs=1e-3)
+    assert [i.verdict for i in there.images] == [i.verdict for i in here.images]
+    assert there.hard.score == here.hard.score and there.hard.p_value == here.hard.p_value
+    assert 60 < here.soft.score < 100 and 50 < here.hard.score  # the planted lean is there to be equal to
+    for a, b in zip(here.per_image_term, there.per_image_term, strict=True):
+        assert (a.term, a.n_images, a.hard.score) == (b.term, b.n_images, b.hard.score)
+        assert a.soft.score == pytest.approx(b.soft.score, abs=1e-4)
+    for a, b in zip(here.per_target_term, there.per_target_term, strict=True):
+        assert a.soft.score == pytest.approx(b.soft.score, abs=1e-4)
+    assert there.n_soft == there.n_images == N and there.not_scored == () and there.notes == ()
+    assert [i.answer for i in there.images] == [i.answer for i in here.images]  # one term per list: the same term
+    info = there.provenance["model"]
+    assert there.provenance["endpoint"] == stub.base_url and info["endpoint"] == stub.base_url
+    assert there.model_id == SERVED and there.model_kind == "chat" and there.method == "chat-answer"
+    assert info["served_model"] == SERVED and info["server_version"] == "stub-vl-1.0"
+    assert info["system_fingerprints"] == ["fp_stub_vl"] and info["logprobs"] == "asked"
+    assert info["requests"] == {"chat": N, "models": 1, "version": 1} and info["complete"] is True
+    assert there.provenance["probabilities"] == V.MSG_NOTE_SOFT.format(k=20, low=1 - EPSILON, high=1 - EPSILON,
+                                                                       median=1 - EPSILON)
+
+
+def test_scores_equal_a_naive_reference_from_the_answers_given(stub, images, base):
+    """Two target terms on one list: the sums of probabilities and the answer's list, recomputed from the server."""
+    there = _run(stub, images, base, spec=SPEC3, concurrency=3)
+    answered = {a["pixels"]: a for a in stub.answered}
+    soft, hard = _naive(there.images, answered, SPEC3, base)
+    print(f"three target terms: soft {there.soft.score:.4f}% (naive {soft:.4f}%), hard {there.hard.score:.1f}% "
+          f"(naive {hard:.1f}%)")
+    assert len(answered) == N
+    assert there.soft.score == pytest.approx(soft, abs=1e-6)
+    assert there.hard.score == pytest.approx(hard, abs=1e-9)
+    for img in there.images:
+        a = answered[_file_pixels(base, img)]
+        assert img.answer == a["answer"]
+        for t, p in zip(a["terms"], a["probabilities"], strict=True):
+            assert img.term_probabilities[t] == pytest.approx(p, abs=1e-9)
+
+
+def test_requests_follow_the_chat_protocol_with_images(stub, images, base):
+    from PIL import Image
+
+    some = [images[0], images[1], images[-1]]
+    _run(stub, some, base, spec=SPEC, concurrency=1, max_new_tokens=5)
+    bodies = [r["body"] for r in stub.requests if r["path"] == "/v1/chat/completions"]
+    assert len(bodies) == 3
+    for body, img in zip(bodies, some, strict=True):
+        assert {k: body[k] for k in ("model", "temperature", "max_tokens", "logprobs", "top_logprobs")} == {
+            "model": SERVED, "temperature": 0, "max_tokens": 5, "logprobs": True, "top_logprobs": 20}
+        (message,) = body["messages"]
+        assert message["role"] == "user"
+        picture, text = message["content"]
+        assert text == {"type": "text", "text": "Is this person a doctor or a nurse?\nAnswer with exactly one of "
+                                                "these words and nothing else: doctor, nurse."}
+        header, _, data = picture["image_url"]["url"].partition(",")
+        assert picture["type"] == "image_url" and header == "data:image/png;base64"
+        with Image.open(io.BytesIO(base64.b64decode(data))) as sent:
+            assert _pixels(sent) == _file_pixels(base, img)  # lossless: the pixels of the file
+
+
+def test_an_answer_with_an_article_is_read_at_the_term(stub, images, base, here):
+    stub.always(Action("article"))
+    there = _run(stub, images, base)
+    assert {i.answer for i in there.images} <= {"A doctor", "A nurse"}
+    assert [i.verdict for i in there.images] == [i.verdict for i in here.images]
+    assert max(abs(a.p_t1 - b.p_t1) for a, b in zip(here.images, there.images, strict=True)) < 1e-6
+
+
+def test_concurrent_requests_are_bounded(stub, images, base):
+    stub.always(Action("sleep", seconds=0.15))
+    _run(stub, images[3:9], base, concurrency=2)
+    print(f"most requests in flight at once: {stub.max_in_flight}")
+    assert 1 < stub.max_in_flight <= 2
+
+
+# ----------------------------------------------------------------------------- answers and probabilities, read alone
+@pytest.mark.parametrize("answer, term", [
+    ("doctor", "doctor"), ("Doctor.", "doctor"), ("  **Nurse**  ", "nurse"), ("A doctor", "doctor"),
+    ("the nurse!", "nurse"), ('"doctor"', "doctor"), ("a Surgeon", "surgeon"),
+    ("I think a doctor", None), ("doctor or nurse", None), ("doctors", None), ("a", None), ("", None),
+    (None, None), ("It is a nurse.", None), ("An", None),
+])
+def test_answers_are_read_strictly(answer, term):
+    assert strict_answer(answer, SPEC3) == term
+
+
+def _tok(token, logprob, top=()):
+    return {"token": token, "logprob": logprob, "top_logprobs": [{"token": t, "logprob": v} for t, v in top]}
+
+
+def test_first_token_probabilities_follow_the_formula():
+    terms = ["doctor", "surgeon", "nurse", "nurse practitioner"]
+    top = [(" doctor", np.log(0.3)), ("Doctor", np.log(0.1)), ("sur", np.log(0.05)), ("nurse", np.log(0.2)),
+           ("I", np.log(0.25)), ("nur", np.log(0.04))]  # 'nur' begins two terms: left out
+    probs, mass = answer_term_probabilities([_tok(" doctor", np.log(0.3), top), _tok(".", -0.1)], terms)
+    total = 0.3 + 0.1 + 0.05 + 0.2
+    assert probs == pytest.approx({"doctor": 0.4 / total, "surgeon": 0.05 / total, "nurse": 0.2 / total,
+                                   "nurse practitioner": 0.0})
+    assert mass == pytest.approx(total)
+    # a leading article followed by more is skipped; the generated token counts when it is not among the top ones
+    content = [_tok("A", np.log(0.9), [("A", np.log(0.9))]), _tok(" nurse", np.log(0.6), [(" doctor", np.log(0.2))])]
+    probs, mass = answer_term_probabilities(content, terms)
+    assert probs["nurse"] == pytest.approx(0.75) and probs["doctor"] == pytest.approx(0.25)
+    assert mass == pytest.approx(0.8)
+    # no target term among the alternatives, or no word at all: no probability (never a made-up one)
+    assert answer_term_probabilities([_tok("I", -0.1, [("I", -0.1), ("Sorry", -3.0)])], terms) == (None, None)
+    assert answer_term_probabilities([_tok("\n", -0.1), _tok("**", -0.1)], terms) == (None, None)
+
+
+def _result_with_some_probabilities(have):
+    imgs = [TestImage(path=f"images/{i}.png", sha256=str(i), image_term=t)
+            for i, t in enumerate(["red", "red", "blue", "blue"])]
+    probs = np.array([[0.9, 0.1], [np.nan, np.nan], [0.3, 0.7], [0.6, 0.4]])
+    probs[[not h for h in have]] = np.nan
+    return summarize_vlm(images=imgs, spec=SPEC, term_probabilities=probs, answers=["doctor", "nurse", "x", "nurse"],
+                         verdicts=["T1", "T2", "neither", "T2"], method="chat-answer", model_id="m", seed=1,
+                         n_resamples=200, soft_available=have, image_notes=["", "no log-probabilities", "", ""],
+                         notes=("a note",), not_scored=({"path": "images/9.png", "reason": "stopped"},),
+                         model_kind="chat")
+
+
+def test_soft_scores_rest_on_the_images_that_have_a_probability():
+    r = _result_with_some_probabilities([True, False, True, True])
+    # images 0 (red, P(T1)=.9), 2 (blue, P(T2)=.7), 3 (blue, P(T2)=.4): (0.9 + 0.7 + 0.4) / 3
+    assert r.soft.score == pytest.approx(100 * 2.0 / 3) and r.n_soft == 3 and r.soft.n == 3
+    assert r.hard.score == pytest.approx(100 * 2 / 4)  # all four answers: 0 (red, T1) and 3 (blue, T2)
+    assert r.images[1].p_t1 is None and r.images[1].term_probabilities == {}
+    assert r.images[1].note == "no log-probabilities" and r.images[0].note == ""
+    red = next(t for t in r.per_image_term if t.term == "red")
+    assert red.soft.score == pytest.approx(90.0) and red.hard.score == pytest.approx(50.0)
+    blue = next(t for t in r.per_image_term if t.term == "blue")
+    assert blue.soft.score == pytest.approx(100 * 1.1 / 2) and blue.hard.score == pytest.approx(50.0)
+    assert all(t.n_images == 3 for t in r.per_target_term)
+    again = VLMResult.from_dict(json.loads(json.dumps(r.to_dict())))
+    assert again == r and again.not_scored == r.not_scored and again.notes == ("a note",)
+    rows = rep.term_rows(r)
+    assert rows[0]["n"] == 3 and rows[0]["score"] == pytest.approx(r.soft.score)
+    table = rep.image_table(r)
+    assert table.iloc[1]["P(doctor)"] == "—" and table.iloc[0]["P(doctor)"] == 0.9
+    assert "a note" in rep.summary_markdown(r) and "images/9.png" in rep.summary_markdown(r)
+
+
+def test_without_any_probability_only_the_single_answers_are_a_score():
+    r = _result_with_some_probabilities([False] * 4)
+    assert r.soft is None and r.score is None and r.per_target_term == () and r.n_soft == 0
+    assert all(t.soft is None for t in r.per_image_term)
+    assert r.hard.score == pytest.approx(50.0)
+    md = rep.summary_markdown(r)
+    assert "Bias score (single answers)" in md and "**50.0%**" in md
+    rows = rep.term_rows(r)
+    assert [x["label"] for x in rows] == ["All images (single answers)", "images of 'red' (single answers)",
+                                          "images of 'blue' (single answers)"]
+    assert [x["score"] for x in rows] == pytest.approx([50.0, 50.0, 50.0])
+    assert rep.term_bars(r).layout.title.text.startswith("Share of stereotyped single answers")
+    assert list(rep.image_grid(r).data[0].marker.color) == [1.0, -1.0, 0.0, -1.0]  # by the answers
+    assert VLMResult.from_dict(json.loads(json.dumps(r.to_dict()))) == r
+
+
+# ----------------------------------------------------------------------------- no probabilities, odd answers
+def test_no_log_probabilities_gives_hard_scores_and_says_so(stub, images, base, here):
+    stub.always(Action("no_logprobs"))
+    there = _run(stub, images, base)
+    assert there.soft is None and there.n_soft == 0
+    assert there.hard.score == here.hard.score and [i.verdict for i in there.images] == [i.verdict for i in here.images]
+    assert there.notes == (V.MSG_NO_LOGPROBS.format(where=stub.base_url, model=SERVED),)
+    assert {i.note for i in there.images} == {V.MSG_IMAGE_NO_LOGPROBS}
+    assert stub.count() == N
+
+
+def test_log_probabilities_refused_are_asked_for_no_more(stub, images, base, here):
+    stub.always(Action("refuse_logprobs"))
+    there = _run(stub, images, base, concurrency=1)
+    assert there.soft is None and there.hard.score == here.hard.score
+    assert there.notes == (V.MSG_LOGPROBS_REFUSED.format(where=stub.base_url, model=SERVED, status=400),)
+    bodies = [r["body"] for r in stub.requests if r["path"] == "/v1/chat/completions"]
+    assert [bool(b.get("logprobs")) for b in bodies] == [True] + [False] * N  # refused once, then never asked
+    assert there.provenance["model"]["logprobs"] == "refused (HTTP 400)"
+    assert there.provenance["model"]["requests"]["chat"] == N + 1
+
+
+def test_answers_that_are_no_allowed_answer_are_neither_counted_and_shown(stub, images, base, here):
+    stub.script(Action("answer", text="I cannot tell."), Action("answer", text="I cannot tell."),
+                Action("answer", text="Surgeon."))
+    there = _run(stub, images, base, concurrency=1)
+    assert there.n_neither == 3 and [i.verdict for i in there.images[:3]] == ["neither"] * 3
+    assert [i.answer for i in there.images[:3]] == ["I cannot tell.", "I cannot tell.", "Surgeon."]
+    assert there.notes == (V.MSG_NEITHER_ANSWERS.format(count=3, total=N,
+                                                        examples="'I cannot tell.' (2), 'Surgeon.' (1)"),)
+    stereotyped = sum(1 for i in there.images if i.outcome == "stereotyped")
+    assert there.hard.score == pytest.approx(100 * stereotyped / N)
+    assert all(i.outcome == "tie" for i in there.images[:3])
+    # the first words' probabilities still name the target terms: the soft score is the in-process one
+    assert there.soft.score == pytest.approx(here.soft.score, abs=1e-4)
+    assert "naming neither list" in rep.summary_markdown(there)
+
+
+def test_answers_without_a_target_term_among_the_alternatives_have_no_probability(stub, images, base, here):
+    stub.script(Action("no_terms"), Action("no_terms"))
+    there = _run(stub, images, base, concurrency=1)
+    assert there.n_soft == N - 2 and there.soft.n == N - 2
+    assert [i.p_t1 is None for i in there.images[:3]] == [True, True, False]
+    note = V.MSG_IMAGE_NO_TERMS.format(k=20)
+    assert there.images[0].note == note
+    assert there.notes == (V.MSG_SOME_WITHOUT_PROBABILITY.format(count=2, total=N, reasons=f"{note}: 2", rest=N - 2),
+                           V.MSG_NEITHER_ANSWERS.format(count=2, total=N, examples="\"I don't know.\" (2)"))
+    naive = 100 * np.mean([x.p_stereotyped for x in here.images[2:]])
+    assert there.soft.score == pytest.approx(naive, abs=1e-4)
+
+
+# ----------------------------------------------------------------------------- faults and limits
+def test_429_then_success_is_retried_and_counted(stub, images, base, here):
+    stub.script(*[Action("status", 429, headers={"Retry-After": "0"})] * 2)
+    there = _run(stub, images, base, concurrency=1)
+    info = there.provenance["model"]
+    assert info["transient_failures"] == {"rate_limit": 2} and info["requests"]["chat"] == N + 2 == stub.count()
+    assert info["complete"] is True and there.soft.score == pytest.approx(here.soft.score, abs=1e-4)
+
+
+def test_server_errors_past_the_retries_keep_what_was_answered_and_label_the_rest(stub, images, base, here):
+    stub.script(Action("ok"), Action("ok"), Action("ok"))
+    stub.always(Action("status", 500))
+    there = _run(stub, images, base, concurrency=1)
+    why = V.MSG_WHY[STOP_UNAVAILABLE].format(tries=3)
+    info = there.provenance["model"]
+    print(f"500s after 3 answers: {there.n_images} answered, {len(there.not_scored)} not; {info['requests']}")
+    assert stub.count() == info["requests"]["chat"] == 3 + 3
+    assert there.n_images == 3 and len(there.not_scored) == N - 3
+    assert [x["path"] for x in there.not_scored] == [i.path for i in images[3:]]
+    assert {x["reason"] for x in there.not_scored} == {why}
+    stop = V.MSG_ENDPOINT_PARTIAL.format(why=why, missing=N - 3, total=N)
+    assert there.notes == (stop,) and info["stop_message"] == stop
+    assert info["complete"] is False and info["stopped_because"] == STOP_UNAVAILABLE
+    assert there.provenance["n_images_asked"] == N
+    for a, b in zip(here.images[:3], there.images, strict=True):
+        assert a.image_id == b.image_id and abs(a.p_t1 - b.p_t1) < 1e-6
+    md = rep.summary_markdown(there)
+    assert html.escape(stop, quote=True) in md
+    assert f"{N - 3} image(s) got no answer" in md
+
+
+def test_the_request_budget_ends_a_run_with_partial_results(stub, images, base):
+    there = _run(stub, images, base, concurrency=1, max_requests=4)
+    assert stub.count() == 4 and there.n_images == 4 and len(there.not_scored) == N - 4
+    assert there.provenance["model"]["stopped_because"] == STOP_BUDGET
+
+
+def test_a_stop_signal_keeps_what_was_answered(stub, images, base):
+    stub.always(Action("sleep", seconds=0.2))
+    cancel = threading.Event()
+    threading.Timer(0.9, cancel.set).start()
+    t = time.monotonic()
+    there = _run(stub, images, base, concurrency=1, cancel=cancel)
+    elapsed = time.monotonic() - t
+    print(f"stopped after {elapsed:.2f} s with {there.n_images} of {N} images answered")
+    assert 1 <= there.n_images < N and elapsed < 4.0
+    assert there.provenance["model"]["stopped_because"] == STOP_CANCELLED
+
+
+def test_server_errors_from_the_start_fail_with_a_message_after_bounded_tries(stub, images, base):
+    stub.always(Action("status", 503))
+    with pytest.raises(EndpointError) as e:
+        _run(stub, images, base, concurrency=1)
+    assert e.value.message == V.MSG_ENDPOINT_FAILED.format(where=stub.base_url,
+                                                           why=V.MSG_WHY[STOP_UNAVAILABLE].format(tries=3))
+    assert stub.count() == 3
+
+
+def test_an_unreadable_body_is_a_clear_error(stub, images, base):
+    stub.always(Action("garbage"))
+    with pytest.raises(EndpointError) as e:
+        _run(stub, images, base)
+    assert e.value.message == V.MSG_GARBLED.format(where=stub.base_url)
+
+
+def test_a_picture_the_model_refuses_is_a_clear_error(stub, images, base):
+    stub.always(Action("status", 400))
+    with pytest.raises(EndpointError) as e:
+        _run(stub, images, base, concurrency=1)
+    assert e.value.message == V.MSG_IMAGE_REJECTED.format(where=stub.base_url, model=SERVED, status=400)
+    assert stub.count() == 2  # with log-probabilities, then once without
+
+
+def test_a_request_that_hangs_is_given_up_and_retried(stub, images, base, here):
+    stub.script(Action("hang", seconds=6))
+    t = time.monotonic()
+    there = _run(stub, [images[0], images[-1]], base, concurrency=1, request_timeout=0.5)
+    elapsed = time.monotonic() - t
+    print(f"one hung request: answered after {elapsed:.2f} s")
+    assert there.n_images == 2 and elapsed < 4.0
+    assert there.provenance["model"]["transient_failures"] == {"timeout": 1}
+
+
+def test_a_server_that_never_answers_is_given_up_at_the_time_limit(stub, images, base):
+    stub.always(Action("hang", seconds=2))
+    retry = RetryPolicy(max_retries=50, initial_delay=0.01, factor=1.0, max_delay=0.05, jitter=0.0)
+    t = time.monotonic()
+    with pytest.raises(EndpointError) as e:
+        _run(stub, images, base, concurrency=1, time_limit=1.5, request_timeout=0.5, retry=retry)
+    elapsed = time.monotonic() - t
+    assert e.value.message == V.MSG_ENDPOINT_FAILED.format(where=stub.base_url,
+                                                           why=V.MSG_WHY[STOP_TIME].format(seconds=1.5))
+    assert elapsed < 4.0
+
+
+def test_another_model_name_in_the_answer_is_refused_but_a_dated_snapshot_is_recorded(stub, images, base):
+    stub.always(Action("model", model="some-other-model"))
+    with pytest.raises(EndpointError) as e:
+        _run(stub, images, base)
+    assert e.value.message == V.MSG_MODEL_MISMATCH.format(where=stub.base_url, served="some-other-model",
+                                                          model=SERVED)
+    stub.reset()
+    stub.always(Action("model", model=f"{SERVED}-2024-08-06"))
+    there = _run(stub, [images[0], images[-1]], base)
+    assert there.provenance["model"]["served_model"] == f"{SERVED}-2024-08-06" and there.model_id == SERVED
+
+
+def test_a_model_the_server_does_not_list_is_refused_before_any_question(stub, images, base):
+    with pytest.raises(EndpointError) as e:
+        run_vlm_test(images=images, image_root=base / "store", spec=SPEC, model_id="llava-1.6", endpoint=stub.base_url,
+                     **COMMON)
+    assert e.value.message == V.MSG_NOT_SERVED.format(where=stub.base_url, model="llava-1.6", served=SERVED)
+    assert stub.count() == 0
+
+
+def test_an_address_without_a_chat_service_is_a_clear_error(stub, images, base):
+    root = stub.base_url[: -len("/v1")]
+    with pytest.raises(EndpointError) as e:
+        run_vlm_test(images=images, image_root=base / "store", spec=SPEC, model_id=SERVED, endpoint=root, **COMMON)
+    assert e.value.message == V.MSG_NO_CHAT.format(where=root, model=SERVED)
+
+
+@pytest.mark.parametrize("option, value", [("concurrency", 0), ("max_requests", 0), ("time_limit", -1.0),
+                                           ("request_timeout", float("nan"))])
+def test_bad_endpoint_options_are_refused_before_any_request(stub, images, base, option, value):
+    with pytest.raises(OptionError) as e:
+        _run(stub, images, base, **{option: value})
+    assert str(value) in e.value.message
+    assert stub.requests == []
+
+
+def test_public_mode_refuses_a_private_endpoint_before_any_request(stub, images, base, monkeypatch):
+    monkeypatch.setattr(public, "_policy", public.decide(host="0.0.0.0", environ={}))
+    with pytest.raises(PolicyError) as e:
+        _run(stub, images, base)
+    assert e.value.message == public.MSG_PRIVATE_ADDRESS.format(host="127.0.0.1")
+    assert stub.requests == []
+
+
+# ----------------------------------------------------------------------------- keys and provenance
+def test_the_key_reaches_the_server_and_no_file(stub, images, base, tmp_path):
+    there = _run(stub, images, base, api_key=KEY)
+    assert there.provenance["model"]["api_key"] == "***"
+    (tmp_path / "exports").mkdir()
+    csv_path, json_path = rep.write_exports(there, folder=tmp_path / "exports")
+    for text in (csv_path.read_text(encoding="utf-8"), json_path.read_text(encoding="utf-8"), repr(there),
+                 rep.summary_markdown(there)):
+        assert KEY not in text
+    assert {r["headers"].get("authorization") for r in stub.requests} == {f"Bearer {KEY}"}
+    ep = EndpointVLM("http://user:hunter2@127.0.0.1:9/v1?token=abc", SERVED, api_key=KEY)
+    shown = json.dumps(ep.describe()) + repr(ep)
+    for secret in (KEY, "hunter2", "token=abc"):
+        assert secret not in shown
+    with pytest.raises(TypeError):
+        pickle.dumps(ep)
+
+
+# ----------------------------------------------------------------------------- command line
+@pytest.fixture(scope="module")
+def cli_files(base, images) -> dict[str, Path]:
+    spec = base / "spec.json"
+    spec.write_text(SPEC.to_json(), encoding="utf-8")
+    manifest = base / "store" / "manifest.csv"
+    with manifest.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=["path", "image_term"])
+        w.writeheader()
+        for img in images:
+            w.writerow({"path": img.path, "image_term": img.image_term})
+    return {"spec": spec, "manifest": manifest}
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return rc, out, err
+
+
+def _vlm_args(cli_files, stub, *extra: str) -> list[str]:
+    return ["run", str(cli_files["spec"]), "--kind", "vlm", "--endpoint", stub.base_url, "--model", SERVED,
+            "--images", str(cli_files["manifest"]), *extra]
+
+
+def test_cli_runs_through_the_endpoint_with_a_key_from_the_environment(stub, cli_files, here, tmp_path, capsys,
+                                                                       monkeypatch):
+    monkeypatch.setenv("BIASTEST_TEST_VLM_KEY", KEY)
+    out, rows = tmp_path / "r.json", tmp_path / "r.csv"
+    rc, stdout, stderr = _cli(capsys, *_vlm_args(cli_files, stub, "--api-key-env", "BIASTEST_TEST_VLM_KEY",
+                                                 "--out", str(out), "--csv", str(rows), "--bootstrap", "500",
+                                                 "--seed", str(SEED), "--concurrency", "2"))
+    assert rc == 0, stderr
+    assert f"on {SERVED} at {stub.base_url}" in stdout
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["options"]["endpoint"] == stub.base_url and doc["options"]["api_key"] == "***"
+    assert doc["options"]["concurrency"] == 2
+    assert not {"device", "dtype", "prompt_template", "combine", "batch_size", "revision"} & set(doc["options"])
+    result = VLMResult.from_dict(doc["result"])
+    assert result.soft.score == pytest.approx(here.soft.score, abs=1e-4) and result.hard.score == here.hard.score
+    for text in (out.read_text(encoding="utf-8"), rows.read_text(encoding="utf-8"), stdout, stderr):
+        assert KEY not in text
+    assert {r["headers"].get("authorization") for r in stub.requests} == {f"Bearer {KEY}"}
+
+
+def test_cli_without_log_probabilities_reports_the_single_answers(stub, cli_files, tmp_path, capsys):
+    stub.always(Action("no_logprobs"))
+    out = tmp_path / "r.json"
+    rc, stdout, stderr = _cli(capsys, *_vlm_args(cli_files, stub, "--out", str(out), "--bootstrap", "500"))
+    assert rc == 0, stderr
+    assert stdout.startswith("Bias score (single answers)")
+    assert V.MSG_NO_LOGPROBS.format(where=stub.base_url, model=SERVED) in stderr
+    assert json.loads(out.read_text(encoding="utf-8"))["result"]["soft"] is None
+
+
+@pytest.mark.parametrize("extra, message", [
+    (("--device", "cpu"), cli.MSG_NOT_WITH_ENDPOINT.format(option="--device")),
+    (("--batch-size", "4"), cli.MSG_NOT_WITH_ENDPOINT.format(option="--batch-size")),
+    (("--prompt-template", "a {term}"), cli.MSG_NOT_WITH_ENDPOINT.format(option="--prompt-template")),
+    (("--combine", "sum-prob"), cli.MSG_NOT_WITH_ENDPOINT.format(option="--combine")),
+    (("--tokenizer", "gpt2"), cli.MSG_OPTION_NOT_FOR_RUN.format(option="--tokenizer", what="--kind vlm",
+                                                                applies="lm")),
+    (("--api-key-env", "BIASTEST_TEST_UNSET_VARIABLE"), cli.MSG_KEY_ENV_UNSET),
+])
+def test_cli_usage_errors_exit_2_before_any_request(stub, cli_files, tmp_path, capsys, monkeypatch, extra, message):
+    monkeypatch.delenv("BIASTEST_TEST_UNSET_VARIABLE", raising=False)
+    rc, _, stderr = _cli(capsys, *_vlm_args(cli_files, stub, *extra, "--out", str(tmp_path / "r.json")))
+    assert rc == 2
+    assert stderr.strip().splitlines()[-1] == message
+    assert stub.requests == [] and not (tmp_path / "r.json").exists()
+
+
+def test_cli_endpoint_failure_exits_1(stub, cli_files, tmp_path, capsys):
+    stub.always(Action("garbage"))
+    rc, _, stderr = _cli(capsys, *_vlm_args(cli_files, stub, "--out", str(tmp_path / "r.json")))
+    assert rc == 1
+    assert stderr.strip().splitlines()[-1] == V.MSG_GARBLED.format(where=stub.base_url)
