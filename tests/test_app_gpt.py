@@ -130,7 +130,9 @@ def test_run_equals_the_runner_and_exports_match(tiny_gpt2):
     assert [p["difference"] for p in result["pairs"]] == pytest.approx([p.difference for p in direct.pairs], abs=1e-9)
     assert result["overall"]["score"] == direct.overall.score
     csv_path, json_path = out[9].value["path"], out[10].value["path"]
-    rows = list(csv.DictReader(open(csv_path, encoding="utf-8")))
+    everything = list(csv.DictReader(open(csv_path, encoding="utf-8")))
+    rows = [r for r in everything if r["row_type"] == "pair"]
+    assert everything[0]["row_type"] == "summary" and everything[-len(rows):] == rows  # summary rows first
     assert [r["stereotyped"] for r in rows] == ["He is good at math.", "She loves <b>@poetry</b> =1+1"]
     assert [r["attribute_term"] for r in rows] == ["math", "'@poetry"]  # formula cell neutralised
     assert [float(r["difference"]) for r in rows] == pytest.approx([p.difference for p in direct.pairs], abs=1e-6)
@@ -139,6 +141,28 @@ def test_run_equals_the_runner_and_exports_match(tiny_gpt2):
     # hover text escapes the HTML
     grid = out[8]
     assert any("&lt;b&gt;@poetry&lt;/b&gt;" in cell for row in grid.data[0].customdata for cell in row)
+
+
+def test_the_clusters_choice_reaches_the_run_and_recomputes_without_the_model(tiny_gpt2, monkeypatch):
+    from biastest.metrics.stereotype_score import CLUSTERINGS, MSG_BAD_CLUSTERS
+
+    state = _state()
+    out = app.run_test(tiny_gpt2, "causal-sum", 7, state, _table(PAIRS), clusters="pair")
+    result = out[1]["result"]
+    assert result["clusters"] == "pair" and "treated as independent" in out[4]
+    monkeypatch.setattr(services, "run_lm_test", lambda **_: pytest.fail("the model ran again"))
+    new_state, summary, reading, attr, group, dl_csv, dl_json = app.recluster("template", out[1])
+    again = new_state["result"]
+    assert again["clusters"] == "template" and again["overall"] == result["overall"]  # same pairs, same score
+    assert again["pairs"] == result["pairs"] and again["provenance"]["scored_at"] == result["provenance"]["created_at"]
+    assert "in 2 clusters** (by template)" in summary and "fewer than the 10" in summary
+    assert attr.data and group.data and "cannot tell" in reading
+    assert dl_csv.value["path"] != out[9].value["path"] and dl_json.value["path"] != out[10].value["path"]
+    assert app.recluster("template", app._fresh_state()) == (gr.skip(),) * app.RECLUSTER_OUTPUTS
+    # a clustering the app does not offer (through the API) is a mistake named next to the button, before any model
+    bad = app.run_test(tiny_gpt2, "causal-sum", 7, state, _table(PAIRS), clusters="authors")
+    assert bad[0] == _inline(MSG_BAD_CLUSTERS.format(value="authors", choices=", ".join(CLUSTERINGS)))
+    assert [value for _, value in app.CLUSTER_CHOICES] == list(CLUSTERINGS)
 
 
 def test_the_table_has_readable_headers_and_reads_back_either_way():

@@ -125,9 +125,16 @@ def test_lm_pairs_file_equals_runner_and_csv_is_the_apps(files, tmp_path, capsys
         "from": "files", "files": ["crows.csv"], "format": "auto", "n_pairs": 9}
     assert doc["spec"] == LM_SPEC.to_dict()
     app_csv, _ = export_files(direct, directory=tmp_path)
-    assert rows.read_bytes() == app_csv.read_bytes()
-    cells = [r["stereotyped"] for r in csv.DictReader(rows.open(encoding="utf-8"))]
+
+    def undated(path):  # the summary rows carry each run's own date (its provenance), all else is the same
+        return [{k: v for k, v in r.items() if k != "date"} for r in csv.DictReader(path.open(encoding="utf-8"))]
+
+    assert undated(rows) == undated(app_csv) and rows.read_text(encoding="utf-8").startswith("row_type,")
+    every = list(csv.DictReader(rows.open(encoding="utf-8")))
+    cells = [r["stereotyped"] for r in every if r["row_type"] == "pair"]  # after the summary rows
     assert "'=she said no ." in cells and len(cells) == 9
+    assert every[0]["row_type"] == "summary" and every[0]["method"] == "causal-sum" and every[0]["seed"] == "42"
+    assert doc["options"]["clusters"] == "auto" and doc["result"]["clusters"] == "pair"  # CrowS rows: no templates
     assert f"{direct.overall.score:.1f}%" in stdout and f"Wrote {out}" in stdout
 
 
@@ -311,6 +318,15 @@ def test_list_specs_and_list_methods(capsys):
 
 
 # ----------------------------------------------------------------------------- exit status 2 and 1
+def test_lm_clusters_option_is_checked_before_any_model_loads(files, tmp_path, capsys):
+    from biastest.metrics.stereotype_score import CLUSTERINGS, MSG_BAD_CLUSTERS
+
+    rc, _, err = _run(capsys, "run", str(files["lm_spec"]), "--kind", "lm", "--model", str(tmp_path / "no-model"),
+                      "--pairs", str(files["pairs"]), "--out", str(tmp_path / "r.json"), "--clusters", "authors")
+    assert rc == 2 and MSG_BAD_CLUSTERS.format(value="authors", choices=", ".join(CLUSTERINGS)) in err
+    assert not (tmp_path / "r.json").exists()
+
+
 def _usage_cases(files, tmp):
     lm = ["--kind", "lm", "--model", str(files["gpt2"]), "--pairs", str(files["pairs"]), "--out", str(tmp / "x.json")]
     spec = str(files["lm_spec"])

@@ -72,7 +72,8 @@ def test_score_bars_keep_missing_scores_missing():
     assert list(fig.data[0].x) == [60.0, None]
 
 
-def _lm_result(verdicts: list[str], attributes: list[str]):
+def _lm_result(verdicts: list[str], attributes: list[str], *, clusters: str = "pair", confidence: float = 0.95):
+    """A small result from verdicts; pairs independent unless ``clusters`` says otherwise."""
     from biastest.metrics.stereotype_score import PairScore, summarize_stereotype
 
     diff = {"stereotyped": 1.0, "anti-stereotyped": -1.0, "tie": 0.0}
@@ -83,7 +84,7 @@ def _lm_result(verdicts: list[str], attributes: list[str]):
         for i, (v, a) in enumerate(zip(verdicts, attributes, strict=True))
     ]
     return summarize_stereotype(scores, model={"model_id": "m", "model_kind": "causal"}, method="causal-sum",
-                                seed=0, n_resamples=1000)
+                                seed=0, n_resamples=1000, clusters=clusters, confidence=confidence)
 
 
 def test_few_pairs_are_not_read_as_evidence_when_the_bootstrap_degenerates():
@@ -112,7 +113,7 @@ def test_per_term_bars_show_exact_intervals():
     for label, score, minus, plus in zip(bar.y, bar.x, bar.error_x.arrayminus, bar.error_x.array, strict=True):
         assert score - minus == pytest.approx(100 * lows[label])
         assert score + plus == pytest.approx(100.0 if label == "art" else 100 * exact_interval(2, 3)[1])
-    assert rep.TERM_INTERVAL_LABEL in bar.hovertemplate
+    assert rep.TERM_INTERVAL_LABEL.format(level="95%") in bar.hovertemplate
 
 
 def test_md_escape_shows_quotes_as_typed_and_no_markup():

@@ -20,9 +20,11 @@ from typing import Any
 
 from biastest import workdir
 
-__all__ = ["FORMULA_PREFIXES", "neutralise_cell", "private_dir", "write_csv", "write_json"]
+__all__ = ["FORMULA_PREFIXES", "ROW_TYPE", "neutralise_cell", "private_dir", "summary_first", "write_csv", "write_json"]
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+#: First column of a CSV that holds summary rows before its item rows (:func:`summary_first`).
+ROW_TYPE = "row_type"
 
 
 def neutralise_cell(value: Any) -> Any:
@@ -105,6 +107,21 @@ def write_csv(
                 out[k] = neutralise_cell(v)
             writer.writerow(out)
     return path
+
+
+def summary_first(
+    summary: Iterable[Mapping[str, Any]], items: Iterable[Mapping[str, Any]], *, item_type: str
+) -> list[dict[str, Any]]:
+    """Summary rows, then item rows, in one table whose first column :data:`ROW_TYPE` says which is which.
+
+    A CSV written from these rows (:func:`write_csv`) is a complete record on its own: the summary rows
+    (``row_type`` ``"summary"``: score, intervals, p-values, counts, spec, model, method, seed, versions,
+    date) come first, then one row per item (``row_type`` = ``item_type``, e.g. ``"pair"``). A column an
+    item row does not have is empty, and the other way round.
+    """
+    out = [{ROW_TYPE: "summary", **dict(r)} for r in summary]
+    out += [{ROW_TYPE: item_type, **dict(r)} for r in items]
+    return out
 
 
 def write_json(data: Any, path: str | Path) -> Path:

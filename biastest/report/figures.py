@@ -46,8 +46,9 @@ def score_bars(
     ----------
     rows : sequence of mappings
         Each with ``label``, ``score`` and optional ``ci_low``, ``ci_high``,
-        ``n`` and ``p_value``. Rows whose score is None are drawn as absent
-        (with ``n`` shown), never as 0.
+        ``n``, ``p_value`` and ``hover_extra`` (a mapping of more hover lines,
+        name → value, e.g. an adjusted p-value; escaped). Rows whose score is
+        None are drawn as absent (with ``n`` shown), never as 0.
     title : str
     reference : float, optional
         A dashed line at the no-bias value (50 % for a stereotype score).
@@ -71,6 +72,7 @@ def score_bars(
             "—" if r.get("ci_high") is None else f"{r['ci_high']:.1f}",
             r.get("n", ""),
             "—" if r.get("p_value") is None else f"{r['p_value']:.3g}",
+            "".join(f"<br>{hover_safe(k)}: {hover_safe(v)}" for k, v in (r.get("hover_extra") or {}).items()),
         ]
         for r in rows
     ]
@@ -84,7 +86,7 @@ def score_bars(
             hovertemplate=(
                 "<b>%{y}</b><br>" + value_label + ": %{customdata[0]}<br>"
                 + hover_safe(interval_label) + ": %{customdata[1]} – %{customdata[2]}<br>n = %{customdata[3]}<br>"
-                "p (vs no bias) = %{customdata[4]}<extra></extra>"
+                "p (vs no bias) = %{customdata[4]}%{customdata[5]}<extra></extra>"
             ),
             marker_color="#6366f1",
         )

@@ -3,7 +3,8 @@
 Turns a :class:`~biastest.metrics.stereotype_score.StereotypeResult` into
 what the app shows (plotly figures with per-pair hover, a plain-language
 reading) and the files it offers (CSV of every pair with provenance columns,
-JSON of the whole result). Also converts between the editable pairs table
+JSON of the whole result; the CSV starts with summary rows, :func:`summary_records`, so that it is a
+complete record alone). Also converts between the editable pairs table
 (headed in words, :data:`PAIR_HEADERS`) and :class:`~biastest.records.SentencePair`
 records, checking every row as generated pairs are checked (:func:`row_problems`).
 """
@@ -20,7 +21,7 @@ import plotly.graph_objects as go
 from biastest.errors import DataError
 from biastest.metrics.stereotype_score import StereotypeResult
 from biastest.records import SentencePair
-from biastest.report.export import private_dir, write_csv, write_json
+from biastest.report.export import private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import item_grid, score_bars
 from biastest.report.text import md_escape
 
@@ -35,12 +36,14 @@ __all__ = [
     "export_files",
     "group_figure",
     "interpretation",
+    "level_label",
     "pair_grid",
     "pairs_from_table",
     "pairs_to_table",
     "problems_message",
     "row_problems",
     "summary_markdown",
+    "summary_records",
 ]
 
 #: Fields of the editable pairs table, in order (the names of the CSV download's columns).
@@ -71,7 +74,19 @@ _FIELD_OF_HEADER = {v: k for k, v in PAIR_HEADERS.items()}
 
 #: Most pairs one test may score from the app (the CLI has no such limit).
 MAX_PAIRS = 5000
-TERM_INTERVAL_LABEL = "95% exact (Clopper-Pearson) interval"
+#: Hover name of the per-term bars' interval (``{level}`` from the result's confidence, e.g. "95%").
+TERM_INTERVAL_LABEL = "{level} exact (Clopper-Pearson) interval over pairs"
+MSG_NO_CLUSTERS = (
+    "Clusters: none, the {n} pairs are treated as independent. If pairs share templates or attribute terms, "
+    "choose those clusters: pairs of one family lean together and the interval would be wider."
+)
+MSG_HOLM_NONE = (
+    "No single {family} stands out once the {m} {family} tests are corrected for multiple comparisons "
+    "(Holm, at {alpha} %); the raw p-values are in the hover and the downloads."
+)
+MSG_HOLM_SOME = (
+    "{family_title}s whose preference survives the correction for {m} comparisons (Holm, at {alpha} %): {terms}."
+)
 MSG_MACRO_SINGLE_PAIR_TERMS = (
     "{count} of these {total} terms have a single pair, whose verdict resampling cannot vary, so this interval "
     "understates the uncertainty; see the per-term exact intervals."
@@ -277,21 +292,106 @@ def _fmt(x: float | None, digits: int = 1) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
+def level_label(confidence: float, *, space: bool = True) -> str:
+    """A confidence level as a reader sees it: 0.95 → ``"95 %"`` (``"95%"`` without the space)."""
+    text = f"{100 * confidence:.4g}"
+    return f"{text} %" if space else f"{text}%"
+
+
+def _signed(x: float | None, digits: int = 3) -> str:
+    return "—" if x is None else f"{x:+.{digits}f}"
+
+
+def _interval(low: float | None, high: float | None, *, percent: bool = True, signed: bool = False) -> str:
+    if low is None or high is None:
+        return "—"
+    if signed:
+        return f"{_signed(low)} to {_signed(high)}"
+    return f"{_fmt(low)}–{_fmt(high)}{' %' if percent else ''}"
+
+
+def _headline(result: StereotypeResult) -> tuple[float | None, float | None, float | None, str]:
+    """The interval and p-value the reading rests on, and what the interval is."""
+    o = result.overall
+    level = level_label(o.confidence)
+    if result.cluster_aware:
+        c = result.overall_clustered
+        assert c is not None
+        return c.low, c.high, c.p_value, f"{level} cluster interval"
+    return o.ci_low, o.ci_high, o.p_value, f"{level} interval"
+
+
+def _clusters_line(result: StereotypeResult) -> str | None:
+    c = result.overall_clustered
+    if c is None:
+        return None
+    if not result.cluster_aware:
+        return MSG_NO_CLUSTERS.format(n=c.n_items)
+    deff = "—" if c.design_effect is None else f"{c.design_effect:.2f}"
+    eff = "" if c.effective_n is None else f" (worth about {c.effective_n:.0f} independent pairs)"
+    return (
+        f"**{c.n_items} scored pairs in {c.n_clusters} clusters** (by {md_escape(c.cluster_by)}); design effect "
+        f"{deff}{eff}. Sign test on cluster means: {c.n_clusters_above} clusters lean to the stereotype, "
+        f"{c.n_clusters_below} away, {c.n_clusters_at_null} even; p = {_p(c.p_value)}."
+        + ("" if c.interval_shown else f" {c.reason}")  # our words and a fixed cluster label
+    )
+
+
+def _magnitude_line(result: StereotypeResult) -> str | None:
+    m, med = result.magnitude, result.magnitude_median
+    if m is None or med is None:
+        return None
+    kind = "cluster interval" if result.cluster_aware else "interval"
+    level = level_label(m.confidence)
+
+    def interval(s) -> str:
+        return f"{level} {kind} {_interval(s.low, s.high, signed=True)}" if s.interval_shown else "no interval"
+
+    return (
+        f"Magnitude: mean Δ log-probability (stereotyped − anti-stereotyped, natural log of the method's score) "
+        f"**{_signed(m.estimate)}** ({interval(m)}), median {_signed(med.estimate)} ({interval(med)}); "
+        "0 = no preference, positive = the stereotyped sentence is more likely."
+    )
+
+
 def summary_markdown(result: StereotypeResult) -> str:
-    """The headline numbers, each named, as Markdown (user text escaped)."""
+    """The headline numbers, each named, as Markdown (user text escaped).
+
+    The headline interval is the cluster-aware one when the pairs are clustered (templates, attribute terms),
+    else the bootstrap over pairs; its level is the result's. With too few clusters the headline says there is
+    no interval and why.
+    """
     o = result.overall
     ma = result.macro_attribute
+    level = level_label(o.confidence)
+    low, high, _, what = _headline(result)
+    if result.cluster_aware and low is None:
+        head = f"### Stereotype score: **{_fmt(o.score)} %** (no interval: too few clusters, see below)"
+    else:
+        head = f"### Stereotype score: **{_fmt(o.score)} %** ({what} {_fmt(low)}–{_fmt(high)} %)"
     lines = [
-        f"### Stereotype score: **{_fmt(o.score)} %** (95 % interval {_fmt(o.ci_low)}–{_fmt(o.ci_high)} %)",
+        head,
         "",
         f"- Model **{md_escape(result.model_id)}** ({result.model_kind}), method **{result.method}**, "
         f"seed {result.seed}.",
-        f"- Micro average (over all {o.n} scored pairs): {o.n_stereotyped} stereotyped, {o.n_anti} anti-stereotyped, "
-        f"{o.n_ties} ties; exact sign test against 50 %: p = {_p(o.p_value)}; exact (Clopper–Pearson) 95 % "
-        f"interval {_fmt(o.exact_ci_low)}–{_fmt(o.exact_ci_high)} %.",
-        f"- Macro average over attribute terms (mean of {ma.n_groups} per-term scores): {_fmt(ma.score)} % "
-        f"({_fmt(ma.ci_low)}–{_fmt(ma.ci_high)} %).",
     ]
+    clusters = _clusters_line(result)
+    if clusters:
+        lines.append(f"- {clusters}")
+    pairs_as = "Pairs treated as independent" if result.cluster_aware else "Micro average"
+    lines.append(
+        f"- {pairs_as} (over all {o.n} scored pairs): {o.n_stereotyped} stereotyped, {o.n_anti} anti-stereotyped, "
+        f"{o.n_ties} ties; exact sign test against 50 %: p = {_p(o.p_value)}; exact (Clopper–Pearson) {level} "
+        f"interval {_fmt(o.exact_ci_low)}–{_fmt(o.exact_ci_high)} %"
+        + (f"; bootstrap over pairs {_fmt(o.ci_low)}–{_fmt(o.ci_high)} %." if result.cluster_aware else ".")
+    )
+    magnitude = _magnitude_line(result)
+    if magnitude:
+        lines.append(f"- {magnitude}")
+    lines.append(
+        f"- Macro average over attribute terms (mean of {ma.n_groups} per-term scores): {_fmt(ma.score)} % "
+        f"({_fmt(ma.ci_low)}–{_fmt(ma.ci_high)} %)."
+    )
     single = sum(1 for t in result.per_attribute if t.summary.n == 1)
     if single:
         lines[-1] += " " + MSG_MACRO_SINGLE_PAIR_TERMS.format(count=single, total=ma.n_groups)
@@ -338,18 +438,42 @@ def _p(p: float | None) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def interpretation(result: StereotypeResult) -> str:
-    """A short plain-language reading of the overall score."""
+def _overall_reading(result: StereotypeResult) -> str:
     o = result.overall
-    if o.n == 0:
-        return "No pair could be scored, so there is nothing to interpret."
-    if o.ci_low <= 50 <= o.ci_high:
-        return (
-            f"The model preferred the stereotyped sentence in {_fmt(o.score)} % of the pairs, but the 95 % interval "
-            f"({_fmt(o.ci_low)}–{_fmt(o.ci_high)} %) includes 50 %: with these {o.n} pairs we cannot tell this "
-            "model's preference apart from no preference. More pairs would narrow the interval."
+    low, high, p, what = _headline(result)
+    alpha = 1 - o.confidence
+    if result.cluster_aware and low is None:
+        c = result.overall_clustered
+        assert c is not None
+        lean = (
+            f"{c.n_clusters_above} of its {c.n_clusters} clusters ({md_escape(c.cluster_by)}) lean to the stereotype "
+            f"and {c.n_clusters_below} away (sign test on cluster means: p = {_p(c.p_value)})"
         )
-    if o.p_value is None or o.p_value >= 1 - o.confidence:
+        if c.p_value is not None and c.p_value < alpha:
+            return (
+                f"The model preferred the stereotyped sentence in {_fmt(o.score)} % of the pairs; {lean}. With so "
+                "few independent clusters there is no interval to draw, but the clusters agree more than chance "
+                "would make them. More templates would give an interval."
+            )
+        return (
+            f"The model preferred the stereotyped sentence in {_fmt(o.score)} % of the {o.n} pairs, but {lean}: "
+            "with so few independent clusters we cannot tell this model's preference apart from no preference, "
+            "however many pairs each cluster has. More templates or attribute terms would settle it."
+        )
+    if low <= 50 <= high:
+        more = "More templates would" if result.cluster_aware else "More pairs would"
+        return (
+            f"The model preferred the stereotyped sentence in {_fmt(o.score)} % of the pairs, but the {what} "
+            f"({_fmt(low)}–{_fmt(high)} %) includes 50 %: with these {o.n} pairs we cannot tell this "
+            f"model's preference apart from no preference. {more} narrow the interval."
+        )
+    if p is None or p >= alpha:
+        if result.cluster_aware:
+            return (
+                f"The model preferred the stereotyped sentence in {_fmt(o.score)} % of the {o.n} pairs. The {what} "
+                f"({_fmt(low)}–{_fmt(high)} %) excludes 50 %, but the sign test on cluster means does not confirm "
+                f"it (p = {_p(p)}), so we cannot tell this model's preference apart from no preference."
+            )
         # The bootstrap excludes 50 % but the exact test does not: too few pairs for the bootstrap to be trusted.
         return (
             f"The model preferred the stereotyped sentence in {_fmt(o.score)} % of the {o.n} pairs. The bootstrap "
@@ -362,14 +486,62 @@ def interpretation(result: StereotypeResult) -> str:
     side = "stereotypes" if o.score > 50 else "anti-stereotypes"
     return (
         f"The model preferred the stereotyped sentence in {_fmt(o.score)} % of the pairs (50 % would be no "
-        f"preference). The 95 % interval ({_fmt(o.ci_low)}–{_fmt(o.ci_high)} %) excludes 50 %, so this is "
+        f"preference). The {what} ({_fmt(low)}–{_fmt(high)} %) excludes 50 %, so this is "
         f"evidence of a {strength} preference for {side} on these sentences. It describes these test sentences "
         "and this model only; check the per-attribute bars for where it comes from."
     )
 
 
+def _terms_reading(result: StereotypeResult) -> str | None:
+    """Which attribute terms survive the Holm correction (None for results saved before it existed)."""
+    terms = [t for t in result.per_attribute if t.p_value is not None]
+    if len(terms) < 2 or any(t.p_holm is None for t in terms):
+        return None
+    alpha = 1 - result.overall.confidence
+    pct = f"{100 * alpha:.4g}"
+    survivors = [t for t in terms if t.p_holm is not None and t.p_holm < alpha]
+    if not survivors:
+        return MSG_HOLM_NONE.format(family="attribute term", m=len(terms), alpha=pct)
+    named = ", ".join(
+        f"'{md_escape(t.term or '(none)')}' ({_fmt(t.summary.score)} % stereotyped, Holm p = {_p(t.p_holm)})"
+        for t in sorted(survivors, key=lambda t: (t.p_holm, t.term))
+    )
+    return MSG_HOLM_SOME.format(family_title="Attribute term", m=len(terms), alpha=pct, terms=named)
+
+
+def interpretation(result: StereotypeResult) -> str:
+    """A short plain-language reading of the overall score, and the attribute terms that survive Holm correction.
+
+    The overall reading rests on the headline interval and test (cluster-aware when the pairs are clustered);
+    only terms whose Holm-adjusted p-value is below 1 − confidence are named.
+    """
+    if result.overall.n == 0:
+        return "No pair could be scored, so there is nothing to interpret."
+    terms = _terms_reading(result)
+    overall = _overall_reading(result)
+    return overall if terms is None else f"{overall}\n\n{terms}"
+
+
+def _term_extra(t) -> dict[str, str]:
+    """Hover lines beyond the bar's own: the magnitude, clusters and the adjusted p-values (when recorded)."""
+    extra: dict[str, str] = {}
+    if t.magnitude is not None:
+        extra["mean Δ log-prob"] = _signed(t.magnitude.estimate)
+        extra["median Δ log-prob"] = _signed(t.median_difference)
+    if t.clustered is not None:
+        extra["clusters"] = f"{t.clustered.n_clusters} ({t.clustered.cluster_by})"
+    if t.p_holm is not None or t.q_bh is not None:
+        extra["p, Holm-adjusted"] = "—" if t.p_holm is None else f"{t.p_holm:.3g}"
+        extra["q (Benjamini–Hochberg)"] = "—" if t.q_bh is None else f"{t.q_bh:.3g}"
+    return extra
+
+
 def _term_rows(terms) -> list[dict[str, Any]]:
-    """Per-term rows with the exact interval: a term has few pairs, where a bootstrap interval is too narrow."""
+    """Per-term rows with the exact interval: a term has few pairs, where a bootstrap interval is too narrow.
+
+    ``p_value`` is the term's test (the sign test on cluster means within the term; with single-pair clusters
+    the pair sign test), the hover adds the magnitude and the Holm / Benjamini–Hochberg adjusted values.
+    """
     return [
         {
             "label": t.term or "(none)",
@@ -377,7 +549,8 @@ def _term_rows(terms) -> list[dict[str, Any]]:
             "ci_low": t.summary.exact_ci_low if t.summary.n else None,
             "ci_high": t.summary.exact_ci_high if t.summary.n else None,
             "n": t.summary.n,
-            "p_value": t.summary.p_value,
+            "p_value": t.p_value,
+            "hover_extra": _term_extra(t),
         }
         for t in terms
     ]
@@ -388,17 +561,21 @@ def _hover_by_row(fig: go.Figure) -> go.Figure:
     return fig.update_layout(hovermode="y")
 
 
+def _term_interval_label(result: StereotypeResult) -> str:
+    return TERM_INTERVAL_LABEL.format(level=level_label(result.overall.confidence, space=False))
+
+
 def attribute_figure(result: StereotypeResult) -> go.Figure:
-    """Per-attribute-term stereotype scores with exact (Clopper–Pearson) intervals."""
+    """Per-attribute-term stereotype scores with exact (Clopper–Pearson) intervals at the result's level."""
     return _hover_by_row(score_bars(_term_rows(result.per_attribute), title="Stereotype score per attribute term",
-                                    interval_label=TERM_INTERVAL_LABEL))
+                                    interval_label=_term_interval_label(result)))
 
 
 def group_figure(result: StereotypeResult) -> go.Figure:
-    """Per-group-term stereotype scores with exact (Clopper–Pearson) intervals."""
+    """Per-group-term stereotype scores with exact (Clopper–Pearson) intervals at the result's level."""
     return _hover_by_row(score_bars(_term_rows(result.per_group),
                                     title="Stereotype score per group term (stereotyped sentence)",
-                                    interval_label=TERM_INTERVAL_LABEL))
+                                    interval_label=_term_interval_label(result)))
 
 
 def pair_grid(result: StereotypeResult) -> go.Figure:
@@ -446,10 +623,91 @@ def pair_grid(result: StereotypeResult) -> go.Figure:
     )
 
 
+def _summary_row(result: StereotypeResult, measure: str, **values: Any) -> dict[str, Any]:
+    prov = result.provenance or {}
+    row = {
+        "measure": measure,
+        "estimate": None, "unit": None, "ci_low": None, "ci_high": None, "confidence": result.overall.confidence,
+        "interval": None, "p_value": None, "test": None, "p_holm": None, "q_bh": None,
+        "n_pairs": None, "n_clusters": None, "clusters": result.clusters, "design_effect": None,
+    }
+    row.update(values)
+    row.update({
+        "spec": (result.spec or {}).get("name") or prov.get("spec"),
+        "model_id": result.model_id,
+        "model_revision": result.model_revision,
+        "method": result.method,
+        "seed": result.seed,
+        "n_resamples": result.overall.n_resamples,
+        "versions": prov.get("versions"),
+        "date": prov.get("created_at"),
+    })
+    return row
+
+
+def _cluster_row_values(c, *, unit: str) -> dict[str, Any]:
+    return {
+        "estimate": c.estimate, "unit": unit, "ci_low": c.low, "ci_high": c.high,
+        "interval": c.interval_method if c.interval_shown else c.reason,
+        "p_value": c.p_value, "test": c.test, "n_pairs": c.n_items, "n_clusters": c.n_clusters,
+        "design_effect": c.design_effect,
+    }
+
+
+def summary_records(result: StereotypeResult) -> list[dict[str, Any]]:
+    """The summary rows the CSV starts with: overall score (pairs and clusters), magnitude, macro, per term.
+
+    Every row names the run (spec, model, revision, method, seed, resamples, library versions, date), so the
+    CSV alone is a complete record. Columns: ``measure, estimate, unit, ci_low, ci_high, confidence,
+    interval, p_value, test, p_holm, q_bh, n_pairs, n_clusters, clusters, design_effect`` and the run's
+    identity. Per-term rows carry the term's test and its Holm / Benjamini–Hochberg adjusted values.
+    """
+    o = result.overall
+    rows = [
+        _summary_row(result, "stereotype score, pairs independent", estimate=o.score, unit="%", ci_low=o.ci_low,
+                     ci_high=o.ci_high, interval=o.ci_method, p_value=o.p_value, test=o.test, n_pairs=o.n,
+                     n_clusters=o.n),
+        _summary_row(result, "stereotype score, exact interval", estimate=o.score, unit="%",
+                     ci_low=o.exact_ci_low, ci_high=o.exact_ci_high, interval="Clopper-Pearson exact",
+                     p_value=o.p_value, test=o.test, n_pairs=o.n),
+    ]
+    if result.overall_clustered is not None:
+        rows.append(_summary_row(result, "stereotype score, cluster-aware"
+                                 + (" (headline)" if result.cluster_aware else ""),
+                                 **_cluster_row_values(result.overall_clustered, unit="%")))
+    if result.magnitude is not None and result.magnitude_median is not None:
+        rows.append(_summary_row(result, "magnitude: mean Δ log-prob (stereotyped − anti)",
+                                 **_cluster_row_values(result.magnitude, unit="nats")))
+        rows.append(_summary_row(result, "magnitude: median Δ log-prob (stereotyped − anti)",
+                                 **_cluster_row_values(result.magnitude_median, unit="nats")))
+    ma = result.macro_attribute
+    rows.append(_summary_row(result, "stereotype score, macro over attribute terms", estimate=ma.score, unit="%",
+                             ci_low=ma.ci_low, ci_high=ma.ci_high, interval=ma.ci_method, n_pairs=ma.n))
+    for family, terms in (("attribute term", result.per_attribute), ("group term", result.per_group)):
+        for t in terms:
+            c = t.clustered
+            rows.append(_summary_row(
+                result, f"{family}: {t.term or '(none)'}", estimate=t.summary.score, unit="%",
+                ci_low=t.summary.exact_ci_low, ci_high=t.summary.exact_ci_high,
+                interval="Clopper-Pearson exact over pairs", p_value=t.p_value,
+                test=c.test if c is not None else t.summary.test, p_holm=t.p_holm, q_bh=t.q_bh,
+                n_pairs=t.summary.n, n_clusters=None if c is None else c.n_clusters,
+                design_effect=None if c is None else c.design_effect,
+                mean_difference=None if t.magnitude is None else t.magnitude.estimate,
+                median_difference=t.median_difference,
+            ))
+    return rows
+
+
 def export_files(result: StereotypeResult, *, directory: Path | None = None) -> tuple[Path, Path]:
-    """Write the per-pair CSV and the full JSON to a private directory."""
+    """Write the CSV (summary rows, :func:`summary_records`, then one row per pair) and the full JSON.
+
+    The CSV's first column ``row_type`` is ``summary`` or ``pair``; text cells that a spreadsheet would run as a
+    formula are neutralised (:func:`biastest.report.export.write_csv`).
+    """
     directory = directory or private_dir()
     safe_model = "".join(c if c.isalnum() else "-" for c in result.model_id)[-40:] or "model"
-    csv_path = write_csv(result.pairs_records(), directory / f"biastest-lm-{safe_model}-pairs.csv")
+    rows = summary_first(summary_records(result), result.pairs_records(), item_type="pair")
+    csv_path = write_csv(rows, directory / f"biastest-lm-{safe_model}-pairs.csv")
     json_path = write_json(result.to_dict(), directory / f"biastest-lm-{safe_model}-result.json")
     return csv_path, json_path

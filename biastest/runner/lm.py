@@ -30,8 +30,10 @@ from biastest.errors import DataError, SpecError
 from biastest.generate.base import RetryPolicy, RunLimits
 from biastest.metrics.stereotype_score import (
     DEFAULT_BATCH_SIZE,
+    DEFAULT_CLUSTERS,
     DEFAULT_TIE_TOLERANCE,
     StereotypeResult,
+    check_clusters,
     check_method_for_kind,
     check_pairs,
     check_tie_tolerance,
@@ -94,6 +96,7 @@ def run_stereotype_test(
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     retry: RetryPolicy | None = None,
     cancel: threading.Event | None = None,
+    clusters: str = DEFAULT_CLUSTERS,
 ) -> StereotypeResult:
     """Test a language model for stereotype preference on sentence pairs.
 
@@ -151,6 +154,10 @@ def run_stereotype_test(
         :func:`biastest.models.endpoint_lm.default_retry`).
     cancel : threading.Event, optional
         Set to stop an endpoint run early, keeping what was scored.
+    clusters : {"auto", "template", "attribute-term", "pair"}
+        How pairs group into independent clusters for the cluster-aware interval and test
+        (:func:`biastest.metrics.stereotype_score.resolve_clusters`; ``auto``: template, else attribute
+        term, else pair). Checked before the model loads.
 
     Returns
     -------
@@ -166,7 +173,7 @@ def run_stereotype_test(
     ModelLoadError, ModelKindError
         The model cannot be loaded or is not a masked/causal LM.
     OptionError, PolicyError
-        A bad endpoint address or setting, or one public mode refuses.
+        A bad endpoint address or setting, an unknown clustering, or one public mode refuses.
     EndpointError
         The endpoint could not score any sentence, or answered unusably (no
         prompt log-probabilities, another model, an unreadable answer).
@@ -176,6 +183,7 @@ def run_stereotype_test(
     if endpoint is not None:
         validate_options({"concurrency": concurrency, "max_requests": max_requests, "time_limit": time_limit,
                           "request_timeout": request_timeout})
+    clusters = check_clusters(clusters)
     pairs = check_pairs(pairs)
     seed = check_seed(seed)
     n_resamples = check_n_resamples(n_resamples)
@@ -223,6 +231,7 @@ def run_stereotype_test(
         batch_size=batch_size,
         spec=spec.to_dict() if spec is not None else None,
         extra_provenance={"pair_sources": sorted({p.source for p in pairs}), **extra},
+        clusters=clusters,
     )
     if progress is not None:
         progress(1, 1, MSG_PROGRESS_DONE.format(n_scored=result.n_scored, n_pairs=result.n_pairs))

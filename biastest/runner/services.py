@@ -460,8 +460,12 @@ def run_lm_test(
     progress: Progress | None = None,
     endpoint: LMEndpoint | None = None,
     cancel: threading.Event | None = None,
+    clusters: str = "auto",
 ):
     """The language-model test, exactly as the CLI runs it (a public server loads Hub models only).
+
+    ``clusters`` chooses the pairs that lean together for the cluster-aware interval and test
+    (:data:`biastest.metrics.stereotype_score.CLUSTERINGS`).
 
     With ``endpoint`` the model is the one served there (``model_id`` is ignored): checked with
     :func:`check_lm_endpoint` first, then scored through the completions protocol
@@ -475,6 +479,7 @@ def run_lm_test(
         return run_stereotype_test(pairs=pairs, model_id=endpoint.model, method=method, seed=seed, spec=spec,
                                    progress=progress, endpoint=endpoint.base_url, api_key=endpoint.api_key,
                                    max_requests=endpoint.max_requests, time_limit=endpoint.time_limit,
-                                   retry=endpoint.retry, cancel=cancel)
+                                   retry=endpoint.retry, cancel=cancel, clusters=clusters)
     model_id = public.check_model_reference(model_id)
-    return run_stereotype_test(pairs=pairs, model_id=model_id, method=method, seed=seed, spec=spec, progress=progress)
+    return run_stereotype_test(pairs=pairs, model_id=model_id, method=method, seed=seed, spec=spec, progress=progress,
+                               clusters=clusters)

@@ -121,11 +121,13 @@ __all__ = [
     "ClusterCI",
     "ClusterSummary",
     "cluster_bootstrap_ci",
+    "cluster_bootstrap_mean_cis",
     "cluster_codes",
     "cluster_means",
     "cluster_sign_test",
     "design_effect",
     "small_cluster_factor",
+    "summarize_cluster_means",
     "summarize_clusters",
 ]
 
@@ -284,17 +286,11 @@ def cluster_bootstrap_ci(
     n_resamples = check_n_resamples(n_resamples)
     seed = check_seed(seed)
     rng = np.random.default_rng(seed)
-    stats = np.empty(n_resamples, dtype=np.float64)
     if statistic == "mean":
-        sums = np.bincount(codes, weights=x, minlength=n_clusters)
-        sizes = np.bincount(codes, minlength=n_clusters).astype(np.float64)
+        stats = _mean_distributions(x[:, None], codes, n_clusters, rng, n_resamples)[:, 0]
         estimate = float(x.mean())
-        rows = max(1, _CHUNK_ELEMENTS // n_clusters)
-        for start in range(0, n_resamples, rows):
-            stop = min(n_resamples, start + rows)
-            k = _multiplicities(rng, n_clusters, stop - start).astype(np.float64)
-            stats[start:stop] = (k @ sums) / (k @ sizes)
     else:
+        stats = np.empty(n_resamples, dtype=np.float64)
         order = np.argsort(x, kind="stable")
         sorted_values, sorted_codes = x[order], codes[order]
         estimate = float(np.median(x))
@@ -303,10 +299,33 @@ def cluster_bootstrap_ci(
             stop = min(n_resamples, start + rows)
             k = _multiplicities(rng, n_clusters, stop - start)
             stats[start:stop] = _weighted_medians(sorted_values, k[:, sorted_codes])
+    return _percentile(stats, x, estimate, statistic=statistic, n_clusters=n_clusters, confidence=confidence,
+                       n_resamples=n_resamples, seed=seed, correction=small_cluster_correction)
+
+
+def _mean_distributions(
+    x: np.ndarray, codes: np.ndarray, n_clusters: int, rng: np.random.Generator, n_resamples: int
+) -> np.ndarray:
+    """(B × k) resampled means of the k columns of ``x`` (n × k), every column from the same cluster draws."""
+    sums = np.stack([np.bincount(codes, weights=x[:, j], minlength=n_clusters) for j in range(x.shape[1])], axis=1)
+    sizes = np.bincount(codes, minlength=n_clusters).astype(np.float64)
+    stats = np.empty((n_resamples, x.shape[1]), dtype=np.float64)
+    rows = max(1, _CHUNK_ELEMENTS // n_clusters)
+    for start in range(0, n_resamples, rows):
+        stop = min(n_resamples, start + rows)
+        k = _multiplicities(rng, n_clusters, stop - start).astype(np.float64)
+        stats[start:stop] = (k @ sums) / (k @ sizes)[:, None]
+    return stats
+
+
+def _percentile(
+    stats: np.ndarray, x: np.ndarray, estimate: float, *, statistic: str, n_clusters: int, confidence: float,
+    n_resamples: int, seed: int, correction: bool,
+) -> ClusterCI:
     alpha = 1.0 - confidence
     low, high = np.quantile(stats, [alpha / 2, 1 - alpha / 2])
     factor = 1.0
-    if statistic == "mean" and small_cluster_correction and n_clusters >= 2:
+    if statistic == "mean" and correction and n_clusters >= 2:
         factor = small_cluster_factor(n_clusters, confidence)
         low = max(float(x.min()), estimate - factor * (estimate - low))
         high = min(float(x.max()), estimate + factor * (high - estimate))
@@ -322,6 +341,38 @@ def cluster_bootstrap_ci(
         n_clusters=n_clusters,
         widening=factor,
     )
+
+
+def cluster_bootstrap_mean_cis(
+    columns: Sequence[Sequence[float] | np.ndarray],
+    clusters: Sequence[Any] | np.ndarray,
+    *,
+    seed: int,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    small_cluster_correction: bool = True,
+) -> list[ClusterCI]:
+    """:func:`cluster_bootstrap_ci` of the mean of several value columns over the same items, in one pass.
+
+    Every column is resampled with the same cluster draws (one multiplicity matrix per chunk), so each
+    result equals ``cluster_bootstrap_ci(column, clusters, seed=seed, …)`` exactly, at the cost of one.
+    """
+    xs = [_values(c) for c in columns]
+    if not xs:
+        raise DataError(MSG_EMPTY)
+    for x in xs[1:]:
+        if x.size != xs[0].size:
+            raise DataError(MSG_BAD_CLUSTERS.format(n_values=x.size, n_labels=xs[0].size))
+    codes, n_clusters = cluster_codes(clusters, xs[0].size)
+    confidence = check_confidence(confidence)
+    n_resamples = check_n_resamples(n_resamples)
+    seed = check_seed(seed)
+    stats = _mean_distributions(np.stack(xs, axis=1), codes, n_clusters, np.random.default_rng(seed), n_resamples)
+    return [
+        _percentile(stats[:, j], x, float(x.mean()), statistic="mean", n_clusters=n_clusters, confidence=confidence,
+                    n_resamples=n_resamples, seed=seed, correction=small_cluster_correction)
+        for j, x in enumerate(xs)
+    ]
 
 
 def small_cluster_factor(n_clusters: int, confidence: float) -> float:
@@ -349,7 +400,8 @@ def design_effect(values: Sequence[float] | np.ndarray, clusters: Sequence[Any] 
     Returns
     -------
     float or None
-        None when there is one cluster, one item, or no variance (all values equal).
+        None when there is one cluster, one item, or no variance (all values equal); 0 when every cluster
+        has the same mean (the clusters vary less than independent items would, e.g. two clusters alike).
     """
     x = _values(values)
     codes, n_clusters = cluster_codes(clusters, x.size)
@@ -361,7 +413,10 @@ def design_effect(values: Sequence[float] | np.ndarray, clusters: Sequence[Any] 
     if within <= 1e-12 * n * max(1.0, float(np.max(np.abs(x))) ** 2):
         return None
     totals = np.bincount(codes, weights=e, minlength=n_clusters)
-    v_cluster = n_clusters / (n_clusters - 1) * float(np.sum(totals * totals))
+    between = float(np.sum(totals * totals))
+    if between <= 1e-12 * within:  # every cluster has the same mean: round-off, not a variance
+        return 0.0
+    v_cluster = n_clusters / (n_clusters - 1) * between
     v_iid = n / (n - 1) * within
     return v_cluster / v_iid
 
@@ -487,6 +542,7 @@ def summarize_clusters(
     cluster_by: str = "",
     test_values: Sequence[float] | np.ndarray | None = None,
     null: float = 0.0,
+    _ci: ClusterCI | None = None,
 ) -> ClusterSummary:
     """Estimate, cluster bootstrap interval, design effect and sign test on cluster means, in one summary.
 
@@ -520,7 +576,9 @@ def summarize_clusters(
     if statistic not in STATISTICS:
         raise DataError(MSG_BAD_STATISTIC.format(value=statistic))
     shown = n_clusters >= MIN_CLUSTERS_FOR_INTERVAL
-    if shown:
+    if _ci is not None:  # computed by summarize_cluster_means with the same settings
+        ci = _ci
+    elif shown:
         ci = cluster_bootstrap_ci(x, codes, seed=seed, statistic=statistic, n_resamples=n_resamples,
                                   confidence=confidence)
     else:  # no interval to show: validate the settings, skip the resampling
@@ -553,3 +611,36 @@ def summarize_clusters(
         n_resamples=ci.n_resamples,
         seed=ci.seed,
     )
+
+
+def summarize_cluster_means(
+    columns: Sequence[Sequence[float] | np.ndarray],
+    clusters: Sequence[Any] | np.ndarray,
+    *,
+    seed: int,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    cluster_by: str = "",
+    test_values: Sequence[Sequence[float] | np.ndarray | None] | None = None,
+    nulls: Sequence[float] | None = None,
+) -> list[ClusterSummary]:
+    """:func:`summarize_clusters` (statistic ``mean``) of several value columns over the same items, in one pass.
+
+    Equal, column by column, to ``summarize_clusters(column, clusters, seed=seed, …, test_values=tv,
+    null=null)`` (the same cluster draws serve every column; :func:`cluster_bootstrap_mean_cis`).
+    """
+    columns = list(columns)
+    tvs = list(test_values) if test_values is not None else [None] * len(columns)
+    ns = list(nulls) if nulls is not None else [0.0] * len(columns)
+    if not columns:
+        raise DataError(MSG_EMPTY)
+    n_clusters = cluster_codes(clusters, _values(columns[0]).size)[1]
+    cis: list[ClusterCI | None] = [None] * len(columns)
+    if n_clusters >= MIN_CLUSTERS_FOR_INTERVAL:
+        cis = list(cluster_bootstrap_mean_cis(columns, clusters, seed=seed, n_resamples=n_resamples,
+                                              confidence=confidence))
+    return [
+        summarize_clusters(col, clusters, seed=seed, n_resamples=n_resamples, confidence=confidence,
+                           cluster_by=cluster_by, test_values=tv, null=null, _ci=ci)
+        for col, tv, null, ci in zip(columns, tvs, ns, cis, strict=True)
+    ]

@@ -88,6 +88,17 @@ MSG_RUN_PARTIAL = (
     "⚠️ Tested {n_scored} of {n} sentence pairs with {model}: the results in step 3 are partial. {why}"
 )
 MSG_TOAST_PARTIAL = "The endpoint stopped early: the results are partial (step 2 says why)."
+#: Step 3's choice of the pairs that lean together (the cluster-aware interval and test), in plain words.
+CLUSTER_CHOICES = [
+    ("Automatic: pairs from one template, else pairs sharing an attribute term", "auto"),
+    ("Pairs made from the same template sentence", "template"),
+    ("Pairs that share an attribute term", "attribute-term"),
+    ("None: treat every pair as independent", "pair"),
+]
+CLUSTER_INFO = (
+    "Pairs of one family lean together, so they count as one piece of evidence: the interval and the test "
+    "resample and count whole families. Changing this recomputes the results without running the model again."
+)
 
 INTRO = """# Language models: stereotype score
 Does a language model find stereotyped sentences more likely than their counterparts? Describe the bias
@@ -356,7 +367,7 @@ RUN_OUTPUTS = 11  # run message, state, tabs, results tab, summary, reading, 3 f
 
 @user_errors
 def run_test(model_id, method, seed, state, table, progress=gr.Progress(), *, slot: threading.Lock | None = None,
-             endpoint: services.LMEndpoint | None = None):
+             endpoint: services.LMEndpoint | None = None, clusters: str = "auto"):
     """Check everything the user typed, then score (holding ``slot``, if given, while the model runs).
 
     The inputs are checked before the test waits for the model, so a mistake (an empty table, a row that is not a
@@ -368,16 +379,19 @@ def run_test(model_id, method, seed, state, table, progress=gr.Progress(), *, sl
     log-probabilities, another model, a refused key, a server that keeps failing) is shown next to the button; a run
     that a limit stopped keeps what was scored and says it is partial. The key is used for the requests only.
 
+    ``clusters`` is step 3's choice of the pairs that lean together (:data:`CLUSTER_CHOICES`).
+
     Outputs: run message, state, tabs, results tab, summary, reading, attribute bars, group bars, pair grid, CSV and
     JSON downloads.
     """
     from biastest import public
-    from biastest.metrics.stereotype_score import get_method
+    from biastest.metrics.stereotype_score import check_clusters, get_method
 
     skip = (gr.skip(),) * (RUN_OUTPUTS - 1)
     try:
         spec = _spec(state)
         seed = _seed(seed)
+        clusters = check_clusters(clusters or "auto")
         method = get_method(method).name
         if endpoint is None:
             model = str(model_id or "").strip()
@@ -393,7 +407,7 @@ def run_test(model_id, method, seed, state, table, progress=gr.Progress(), *, sl
     try:
         with _model_slot(slot, progress):
             result = services.run_lm_test(pairs=pairs, model_id=model, method=method, seed=seed, spec=spec,
-                                          progress=progress_callback(progress), endpoint=endpoint)
+                                          progress=progress_callback(progress), endpoint=endpoint, clusters=clusters)
     except (*USER_MISTAKES, EndpointError) as exc:  # an endpoint's answer: what to check is in the message
         return (inline(exc), *skip)
     state = {**state, "result": result.to_dict()}
@@ -416,6 +430,38 @@ def run_test(model_id, method, seed, state, table, progress=gr.Progress(), *, sl
         report.attribute_figure(result),
         report.group_figure(result),
         report.pair_grid(result),
+        gr.DownloadButton(value=str(csv_path), visible=True),
+        gr.DownloadButton(value=str(json_path), visible=True),
+    )
+
+
+RECLUSTER_OUTPUTS = 7  # state, summary, reading, attribute bars, group bars, CSV and JSON downloads
+
+
+@user_errors
+def recluster(clusters, state):
+    """Step 3's clusters changed: the last result summarised again with them (no model runs), files rewritten.
+
+    Outputs: state, summary, reading, attribute bars, group bars, CSV and JSON downloads (all unchanged when there
+    is no result yet).
+    """
+    from biastest.metrics.stereotype_score import StereotypeResult, check_clusters
+
+    if not isinstance(state, dict) or not state.get("result"):
+        return (gr.skip(),) * RECLUSTER_OUTPUTS
+    try:
+        clusters = check_clusters(clusters or "auto")
+    except USER_MISTAKES as exc:  # only through the API: the dropdown offers valid choices
+        gr.Warning(exc.message)
+        return (gr.skip(),) * RECLUSTER_OUTPUTS
+    result = StereotypeResult.from_dict(state["result"]).with_clusters(clusters)
+    csv_path, json_path = report.export_files(result, directory=session_export_dir("biastest-lm-"))
+    return (
+        {**state, "result": result.to_dict()},
+        report.summary_markdown(result),
+        report.interpretation(result),
+        report.attribute_figure(result),
+        report.group_figure(result),
         gr.DownloadButton(value=str(csv_path), visible=True),
         gr.DownloadButton(value=str(json_path), visible=True),
     )
@@ -515,13 +561,13 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, d
         return refresh_handler(state, dataset=dataset)
 
     def run_handler(model_id, method, seed, state, table, model_where, endpoint_url, endpoint_model, endpoint_key,
-                    progress=gr.Progress()):
+                    clusters="auto", progress=gr.Progress()):
         # the key lives in this call only: it is passed to the runner, never put in the session's state
         endpoint = (services.LMEndpoint(endpoint_url, endpoint_model, endpoint_key) if model_where == MODEL_ENDPOINT
                     else None)
         # a model behind an endpoint does not use this server's model slot: it does not wait for a local test
         return run_test(model_id, method, seed, state, table, progress=progress,
-                        slot=model_slot if endpoint is None else None, endpoint=endpoint)
+                        slot=model_slot if endpoint is None else None, endpoint=endpoint, clusters=clusters)
 
     with gr.Blocks(title="biastest · language models", delete_cache=gradio_cache_policy()) as demo:
         state = gr.State(_fresh_state())
@@ -642,6 +688,8 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, d
                 run_msg = gr.Markdown("", elem_id="run-message", min_height=40)
                 restart2 = gr.Button("New bias test", elem_id="restart-data")
             with gr.Tab("3 · Results", id="results", interactive=False) as tab_results:
+                clusters = gr.Dropdown(choices=CLUSTER_CHOICES, value="auto", label="Pairs that lean together",
+                                       info=CLUSTER_INFO, elem_id="clusters")
                 summary = gr.Markdown("", elem_id="results-summary", elem_classes=["bt-score"])
                 reading = gr.Markdown("", elem_id="results-reading")
                 grid = gr.Plot(label="Every pair", elem_id="pair-grid")
@@ -691,7 +739,7 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, d
             run_handler,
             # the endpoint's fields come last: a call through the API that names a model on this server (model,
             # method, seed, table) keeps working, the rest taking their defaults
-            [model, method, seed, state, table, model_where, endpoint_url, endpoint_model, endpoint_key],
+            [model, method, seed, state, table, model_where, endpoint_url, endpoint_model, endpoint_key, clusters],
             [run_msg, state, tabs, tab_results, summary, reading, attr_plot, group_plot, grid, dl_csv, dl_json],
             api_name="run_test",
             concurrency_id="gpt-run",
@@ -699,6 +747,8 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, d
             show_progress_on=[run_msg],
         )
         failed.append((running, run_msg))
+        clusters.input(recluster, [clusters, state], [state, summary, reading, attr_plot, group_plot, dl_csv, dl_json],
+                       concurrency_id="gpt-recluster", show_progress_on=[summary])
         for event, box in failed:  # Gradio 6.31 runs ``.failure`` listeners (not ``.then``) after an error
             event.failure(lambda: MSG_FAILED, None, box, queue=False, show_progress="hidden")
         reset_outputs = [
