@@ -75,8 +75,11 @@ def _grid(**over):
         (_grid(models=[{"name": "x", "kind": "lm"}]), g.MSG_MODEL_NO_ID.format(where="model 1 ('x')")),
         (_grid(models=[{"kind": "lm", "id": "gpt2", "endpoint": "http://127.0.0.1:1/v1"}]),
          g.MSG_MODEL_ID_AND_ENDPOINT.format(where="model 1")),
-        (_grid(models=[{"kind": "vlm", "endpoint": "http://127.0.0.1:1/v1", "model": "m"}]),
-         g.MSG_ENDPOINT_ONLY_LM.format(where="model 1")),
+        (_grid(models=[{"kind": "embeddings", "endpoint": "http://127.0.0.1:1/v1", "model": "m"}]),
+         g.MSG_ENDPOINT_NOT_EMBEDDINGS.format(where="model 1")),
+        (_grid(models=[{"kind": "vlm", "endpoint": "http://127.0.0.1:1/v1", "model": "m", "tokenizer": "gpt2"}]),
+         g.MSG_KEY_NOT_FOR_MODEL.format(where="model 1", key="tokenizer",
+                                        applies="a language model behind an endpoint")),
         (_grid(models=[{"kind": "lm", "endpoint": "http://127.0.0.1:1/v1", "model": "m", "api_key_env": "sk-abc!"}]),
          g.MSG_BAD_KEY_ENV.format(where="model 1")),
         (_grid(models=[{"kind": "lm", "endpoint": "http://127.0.0.1:1/v1", "model": "m",
@@ -111,7 +114,8 @@ def _grid(**over):
             choices=", ".join(g.OPTION_SCOPES))),
         (_grid(options={"n_resamples": 500}), g.MSG_OPTION_UNUSED.format(
             name="n_resamples", where="options",
-            applies="language models, language models behind an endpoint, vision-language models")),
+            applies="language models, language models behind an endpoint, vision-language models, "
+                    "vision-language models behind an endpoint")),
         (_grid(options={"sigmoid": "probit"}), g.MSG_BAD_CHOICE.format(name="sigmoid", where="options",
                                                                         choices="norm, logistic", value="probit")),
         (_grid(options={"lapse": "yes"}), g.MSG_BAD_FLAG.format(name="lapse", where="options", value="yes")),
@@ -420,10 +424,44 @@ def test_embeddings_cells_equal_the_runners(tmp_path) -> None:
     assert without_time(weat_doc["result"]) == without_time(weat.to_dict())
     assert without_time(weat_doc["mac"]) == without_time(run_mac(spec=spec, source="glove-6b-50d").to_dict())
     assert table.loc["weat", "score"] == weat.effect_size and table.loc["weat", "p_value"] == weat.p_value
+    assert (table.loc["weat", "ci_low"], table.loc["weat", "ci_high"]) == tuple(weat.effect_size_ci)
     afc_doc = json.loads((out / "cells" / f"{table.loc['2afc', 'key']}.json").read_text())
     afc = run_twoafc(spec=get_twoafc_spec(occ), source="glove-6b-50d", noise_sigma=0.05, seed=7, n_bootstrap=0)
     assert without_time(afc_doc["result"]) == without_time(afc.to_dict())
     assert table.loc["2afc", "n_scored"] == len(afc.targets) and bool(table.isna().loc["2afc", "score"])
+
+
+def test_a_vision_language_cell_equals_the_runner_on_a_folder_of_images(tmp_path) -> None:
+    from biastest.cli import images_from_folder
+    from biastest.runner.vlm import run_vlm_test
+    from biastest.spec import BiasSpec
+    from tests import vlm_helpers
+
+    spec = BiasSpec.from_terms(group1="red", group2="blue", stereotype1="doctor", antistereotype1="nurse, teacher",
+                               name="colours")
+    (tmp_path / "spec.json").write_text(spec.to_json(), encoding="utf-8")
+    clip = vlm_helpers.save_tiny_clip(tmp_path / "clip")
+    scratch, images = tmp_path / "scratch", tmp_path / "images"
+    for img in vlm_helpers.colour_images(scratch, per_term=3, seed=11):  # one subfolder per image term
+        (images / img.image_term).mkdir(parents=True, exist_ok=True)
+        (images / img.image_term / Path(img.path).name).write_bytes((scratch / img.path).read_bytes())
+    doc = {"models": [{"name": "clip", "kind": "vlm", "id": "clip"}], "specs": ["spec.json"],
+           "data": {"vlm": {"from": "images", "images": "images"}}, "seeds": [2], "options": {"n_resamples": 200}}
+    out = tmp_path / "out"
+    assert run_audit(parse_grid(doc, base=tmp_path), out, progress=False).computed == 1
+    row = read_table(out).iloc[0]
+    cell = json.loads((out / "cells" / f"{row.key}.json").read_text())
+    recs, root = images_from_folder(images)
+    direct = run_vlm_test(images=recs, image_root=root, spec=spec, model_id=str(clip), seed=2, n_resamples=200)
+    got, want = without_time(cell["result"]), without_time(direct.to_dict())
+    for r in (got, want):  # records made twice carry their own creation time
+        for img in r["images"]:
+            img.pop("created_at", None)
+    assert got == want
+    assert (row.statistic, row.score, row.ci_low, row.n) == (STATISTICS["vlm"], direct.soft.score,
+                                                             direct.soft.ci_low, 6)
+    frozen = json.loads((out / row.items_file).read_text())
+    assert sorted(i["sha256"] for i in frozen["images"]) == sorted(r.sha256 for r in recs)
 
 
 def test_a_model_behind_an_endpoint_runs_and_its_key_stays_in_the_environment(tmp_path, models, monkeypatch) -> None:

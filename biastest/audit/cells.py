@@ -48,10 +48,13 @@ STATISTICS = {
     "lm": "stereotype score (%)",
     "lm-endpoint": "stereotype score (%)",
     "vlm": "bias score (%, soft)",
+    "vlm-endpoint": "bias score (%, soft)",
     "weat": "WEAT effect size d",
     "2afc": "PSE per target word (no single score: see the cell file)",
 }
 
+#: What ``score`` holds for a vision-language model behind an endpoint that gave no probabilities.
+STATISTIC_VLM_HARD = "bias score (%, single answers)"
 #: The columns of the results table, in order.
 COLUMNS = (
     "key", "status", "error", "model", "model_ref", "kind", "spec", "method", "seed", "statistic", "score",
@@ -109,12 +112,12 @@ def run_cell(task: dict[str, Any], items: dict[str, Any] | None, *, progress=Non
 
             raise DataError(MSG_NO_ITEMS.format(problem=task["items_error"]))
         scope = task["scope"]
+        if scope.endswith("-endpoint") and task["model"].get("api_key_env"):
+            api_key = os.environ.get(task["model"]["api_key_env"]) or None
         if scope in ("lm", "lm-endpoint"):
-            if scope == "lm-endpoint" and task["model"].get("api_key_env"):
-                api_key = os.environ.get(task["model"]["api_key_env"]) or None
             body = {"result": _run_lm(task, items, api_key, progress)}
-        elif scope == "vlm":
-            body = {"result": _run_vlm(task, items, progress)}
+        elif scope in ("vlm", "vlm-endpoint"):
+            body = {"result": _run_vlm(task, items, api_key, progress)}
         elif scope == "weat":
             body = _run_weat(task, progress)
         else:
@@ -172,19 +175,25 @@ def _run_lm(task: dict[str, Any], items: dict[str, Any], api_key: str | None, pr
     return lm_runner.run_stereotype_test(**kwargs).to_dict()
 
 
-def _run_vlm(task: dict[str, Any], items: dict[str, Any], progress) -> dict[str, Any]:
+def _run_vlm(task: dict[str, Any], items: dict[str, Any], api_key: str | None, progress) -> dict[str, Any]:
     from biastest.records import TestImage
     from biastest.runner import vlm as vlm_runner
 
     model, o = task["model"], task["options"]
-    result = vlm_runner.run_vlm_test(
-        images=[TestImage.from_row(r) for r in items["images"]], image_root=items["image_root"], spec=_spec(task),
-        model_id=model["ref"], prompt_template=list(o["prompt_template"]), question=o["question"],
-        combine=o["combine"], seed=task["seed"], batch_size=o["batch_size"], n_resamples=o["n_resamples"],
-        confidence=o["confidence"], max_new_tokens=o["max_new_tokens"], revision=model["revision"],
-        device=o["device"], dtype=o["dtype"], progress=progress,
-    )
-    return result.to_dict()
+    kwargs: dict[str, Any] = {
+        "images": [TestImage.from_row(r) for r in items["images"]], "image_root": items["image_root"],
+        "spec": _spec(task), "model_id": model["ref"], "question": o["question"], "seed": task["seed"],
+        "n_resamples": o["n_resamples"], "confidence": o["confidence"], "max_new_tokens": o["max_new_tokens"],
+        "progress": progress,
+    }
+    if task["scope"] == "vlm-endpoint":
+        kwargs.update({"endpoint": task["endpoint_address"], "api_key": api_key, "concurrency": o["concurrency"],
+                       "max_requests": o["max_requests"], "time_limit": o["time_limit"]})
+    else:
+        kwargs.update({"prompt_template": list(o["prompt_template"]), "combine": o["combine"],
+                       "batch_size": o["batch_size"], "revision": model["revision"], "device": o["device"],
+                       "dtype": o["dtype"]})
+    return vlm_runner.run_vlm_test(**kwargs).to_dict()
 
 
 def _run_weat(task: dict[str, Any], progress) -> dict[str, Any]:
@@ -192,7 +201,8 @@ def _run_weat(task: dict[str, Any], progress) -> dict[str, Any]:
 
     spec, source = _spec(task), task["model"]["ref"]
     weat = emb_runner.run_weat(spec=spec, source=source, seed=task["seed"],
-                               n_permutations=task["options"]["n_permutations"], progress=progress)
+                               n_permutations=task["options"]["n_permutations"],
+                               confidence=task["options"]["confidence"], progress=progress)
     mac = emb_runner.run_mac(spec=spec, source=source)
     return {"result": weat.to_dict(), "mac": mac.to_dict()}
 
@@ -203,7 +213,7 @@ def _run_twoafc(task: dict[str, Any], progress) -> dict[str, Any]:
     o = task["options"]
     result = emb_runner.run_twoafc(spec=_spec(task), source=task["model"]["ref"], noise_sigma=o["noise_sigma"],
                                    seed=task["seed"], sigmoid=o["sigmoid"], lapse=o["lapse"],
-                                   n_bootstrap=o["n_bootstrap"], progress=progress)
+                                   n_bootstrap=o["n_bootstrap"], confidence=o["confidence"], progress=progress)
     return result.to_dict()
 
 
@@ -214,8 +224,9 @@ def row_of(doc: dict[str, Any]) -> dict[str, Any]:
     ``score``, ``ci_low``/``ci_high`` (bootstrap), ``exact_ci_low``/``exact_ci_high``
     (Clopper–Pearson), ``p_value`` and the counts are those of the runner's
     headline: the overall stereotype score of a language model (pairs), the
-    soft bias score of a vision-language model (images), WEAT's effect size
-    with its permutation p-value (words; WEAT has no interval); a 2AFC cell has
+    soft bias score of a vision-language model (images; the score of its single answers when a model behind an
+    endpoint gave no probabilities), WEAT's effect size d with its word-resampling bootstrap interval and its
+    permutation p-value (words); a 2AFC cell has
     one PSE per target word, so its row gives the counts and the file the PSEs.
     Empty where the statistic has no such value, or the cell failed.
     """
@@ -241,8 +252,10 @@ def row_of(doc: dict[str, Any]) -> dict[str, Any]:
                     "confidence": o["confidence"], "p_value": o["p_value"], "n": r["n_pairs"],
                     "n_scored": r["n_scored"], "n_excluded": r["n_excluded"], "model_revision": r["model_revision"],
                     "model_kind": r["model_kind"]})
-    elif scope == "vlm":
-        s = r["soft"]
+    elif scope in ("vlm", "vlm-endpoint"):
+        s = r["soft"] if r.get("soft") is not None else r["hard"]
+        if r.get("soft") is None:  # an endpoint that gave no probabilities: its single answers are the score
+            row["statistic"] = STATISTIC_VLM_HARD
         row.update({"method": r["method"], "score": s["score"], "ci_low": s["ci_low"], "ci_high": s["ci_high"],
                     "exact_ci_low": s.get("exact_ci_low"), "exact_ci_high": s.get("exact_ci_high"),
                     "confidence": s["confidence"], "p_value": s["p_value"], "n": r["n_images"], "n_scored": s["n"],
@@ -251,8 +264,10 @@ def row_of(doc: dict[str, Any]) -> dict[str, Any]:
     elif scope == "weat":
         n_missing = sum(len(v) for v in r["missing"].values())
         n_used = len(r["x"]) + len(r["y"]) + len(r["a"]) + len(r["b"])
-        row.update({"score": r["effect_size"], "p_value": r["p_value"], "n": n_used + n_missing, "n_scored": n_used,
-                    "n_excluded": n_missing, "model_kind": "embeddings"})
+        ci = r.get("effect_size_ci") or (None, None)
+        row.update({"score": r["effect_size"], "ci_low": ci[0], "ci_high": ci[1], "confidence": r.get("ci_level"),
+                    "p_value": r["p_value"], "n": n_used + n_missing, "n_scored": n_used, "n_excluded": n_missing,
+                    "model_kind": "embeddings"})
     else:
         n_targets, n_dropped = len(r["targets"]), len(r["dropped_targets"])
         row.update({"n": n_targets + n_dropped, "n_scored": n_targets, "n_excluded": n_dropped,

@@ -8,6 +8,8 @@ A grid is a YAML file (read with ``yaml.safe_load`` only: no tags, no code)::
       - {name: gpt2, kind: lm, id: gpt2, revision: main}     # a Hugging Face Hub id
       - {name: served, kind: lm, endpoint: http://127.0.0.1:8000/v1, model: meta-llama/Llama-3.1-8B,
          api_key_env: MY_KEY}                                # a model behind an endpoint (the key stays in the env)
+      - {name: gpt-4o, kind: vlm, endpoint: https://api.openai.com/v1, model: gpt-4o-2024-08-06,
+         api_key_env: OPENAI_API_KEY}                        # a vision-language model behind a chat endpoint
       - {name: glove, kind: embeddings, id: glove-6b-50d}    # an embedding source
     specs:
       - "WEAT 7: Math vs arts, male vs female terms"          # a library name (list-specs)
@@ -91,22 +93,22 @@ DATA_KEYS = {
     "images": ("from", "images"),
 }
 
-#: The run options a grid may set, the cells they apply to (lm, lm-endpoint, vlm, weat, 2afc), and their defaults
-#: (the command line's, which are the apps').
+#: The run options a grid may set and the cells they apply to (lm, lm-endpoint, vlm, vlm-endpoint, weat, 2afc);
+#: their defaults are the command line's, which are the apps' (:func:`option_defaults`).
 OPTION_SCOPES: dict[str, tuple[str, ...]] = {
     "batch_size": ("lm", "lm-endpoint", "vlm"),
-    "n_resamples": ("lm", "lm-endpoint", "vlm"),
-    "confidence": ("lm", "lm-endpoint", "vlm"),
+    "n_resamples": ("lm", "lm-endpoint", "vlm", "vlm-endpoint"),
+    "confidence": ("lm", "lm-endpoint", "vlm", "vlm-endpoint", "weat", "2afc"),
     "tie_tolerance": ("lm", "lm-endpoint"),
     "device": ("lm", "vlm"),
     "dtype": ("lm", "vlm"),
-    "concurrency": ("lm-endpoint",),
-    "max_requests": ("lm-endpoint",),
-    "time_limit": ("lm-endpoint",),
+    "concurrency": ("lm-endpoint", "vlm-endpoint"),
+    "max_requests": ("lm-endpoint", "vlm-endpoint"),
+    "time_limit": ("lm-endpoint", "vlm-endpoint"),
     "prompt_template": ("vlm",),
-    "question": ("vlm",),
+    "question": ("vlm", "vlm-endpoint"),
     "combine": ("vlm",),
-    "max_new_tokens": ("vlm",),
+    "max_new_tokens": ("vlm", "vlm-endpoint"),
     "n_permutations": ("weat",),
     "n_bootstrap": ("2afc",),
     "noise_sigma": ("2afc",),
@@ -132,9 +134,12 @@ def _defaults() -> dict[str, Any]:
         "vlm": {"prompt_template": [DEFAULT_PROMPT_TEMPLATE], "question": DEFAULT_QUESTION,
                 "combine": COMBINE_CHOICES[0], "batch_size": VLM_BATCH_SIZE, "n_resamples": DEFAULT_BOOTSTRAP["vlm"],
                 "confidence": 0.95, "max_new_tokens": 8, "device": "auto", "dtype": "auto"},
-        "weat": {"n_permutations": DEFAULT_PERMUTATIONS},
+        "vlm-endpoint": {"question": DEFAULT_QUESTION, "n_resamples": DEFAULT_BOOTSTRAP["vlm"], "confidence": 0.95,
+                         "max_new_tokens": 8, "concurrency": DEFAULT_CONCURRENCY, "max_requests": DEFAULT_MAX_REQUESTS,
+                         "time_limit": DEFAULT_TIME_LIMIT},
+        "weat": {"n_permutations": DEFAULT_PERMUTATIONS, "confidence": 0.95},
         "2afc": {"noise_sigma": DEFAULT_NOISE_SIGMA, "sigmoid": "norm", "lapse": False,
-                 "n_bootstrap": DEFAULT_BOOTSTRAP["2afc"]},
+                 "n_bootstrap": DEFAULT_BOOTSTRAP["2afc"], "confidence": 0.95},
     }
 
 
@@ -165,7 +170,9 @@ MSG_MODEL_ENDPOINT_NEEDS_MODEL = (
     "{where} gives an endpoint but no 'model': the name of the model the endpoint serves (for example "
     "meta-llama/Llama-3.1-8B; the server's model list shows it)."
 )
-MSG_ENDPOINT_ONLY_LM = "{where}: only language models (kind lm) can be tested behind an endpoint."
+MSG_ENDPOINT_NOT_EMBEDDINGS = (
+    "{where}: only language and vision-language models (kind lm or vlm) can be tested behind an endpoint."
+)
 MSG_KEY_NOT_FOR_MODEL = "{where}: '{key}' applies only to {applies}. Leave it out."
 MSG_MODEL_FOLDER_MISSING = (
     "{where}: the model folder '{path}' does not exist. Check the path (relative paths are read from the grid "
@@ -269,8 +276,8 @@ class ModelEntry:
 
     @property
     def scope(self) -> str:
-        """``lm-endpoint`` for a model behind an endpoint, else the kind."""
-        return "lm-endpoint" if self.endpoint is not None else self.kind
+        """``lm-endpoint`` or ``vlm-endpoint`` for a model behind an endpoint, else the kind."""
+        return f"{self.kind}-endpoint" if self.endpoint is not None else self.kind
 
     def identity(self) -> dict[str, Any]:
         """What makes this model this model (its label excluded): the part of a cell's key that names it."""
@@ -540,6 +547,9 @@ def _model(value: Any, index: int, base: Path) -> ModelEntry:
     for key in ("model", "api_key_env", "tokenizer"):
         if key in m and endpoint is None:
             raise GridError(MSG_KEY_NOT_FOR_MODEL.format(where=where, key=key, applies="a model behind an endpoint"))
+    if "tokenizer" in m and kind != "lm":
+        raise GridError(MSG_KEY_NOT_FOR_MODEL.format(where=where, key="tokenizer",
+                                                     applies="a language model behind an endpoint"))
     if "revision" in m and kind == "embeddings":
         raise GridError(MSG_KEY_NOT_FOR_MODEL.format(where=where, key="revision", applies="lm and vlm models"))
     revision = _text(m["revision"], "revision", where) if m.get("revision") is not None else None
@@ -549,8 +559,8 @@ def _model(value: Any, index: int, base: Path) -> ModelEntry:
     if endpoint is not None:
         from biastest.models.endpoint_lm import check_endpoint_url
 
-        if kind != "lm":
-            raise GridError(MSG_ENDPOINT_ONLY_LM.format(where=where))
+        if kind == "embeddings":
+            raise GridError(MSG_ENDPOINT_NOT_EMBEDDINGS.format(where=where))
         try:
             endpoint = check_endpoint_url(endpoint)
         except BiastestError as exc:
@@ -606,7 +616,7 @@ def _model(value: Any, index: int, base: Path) -> ModelEntry:
                 raise GridError(MSG_METHOD_NOT_FOR_KIND.format(where=where, method=meth,
                                                                method_kind=method_kind(meth), kind=kind))
     options = _options(m["options"], f"{where} options") if "options" in m else {}
-    scope = "lm-endpoint" if endpoint is not None else kind
+    scope = f"{kind}-endpoint" if endpoint is not None else kind
     for opt in options:
         scopes = OPTION_SCOPES[opt]
         if scope not in scopes and not (kind == "embeddings" and set(scopes) & set(EMBEDDING_METHODS)):
@@ -647,7 +657,8 @@ def _embedding_ref(given: str, path: Path, base: Path, where: str) -> tuple[str,
 
 def _scope_words(scopes: Sequence[str]) -> list[str]:
     words = {"lm": "language models", "lm-endpoint": "language models behind an endpoint",
-             "vlm": "vision-language models", "weat": "the weat test", "2afc": "the 2afc test"}
+             "vlm": "vision-language models", "vlm-endpoint": "vision-language models behind an endpoint",
+             "weat": "the weat test", "2afc": "the 2afc test"}
     return [words[s] for s in scopes]
 
 
@@ -902,5 +913,5 @@ def load_grid(path: str | Path) -> Grid:
 
 
 def option_defaults(scope: str) -> dict[str, Any]:
-    """The default options of cells in ``scope`` (lm, lm-endpoint, vlm, weat, 2afc): the command line's."""
+    """The default options of cells in ``scope`` (a value of :data:`OPTION_SCOPES`): the command line's."""
     return copy.deepcopy(_defaults()[scope])

@@ -21,8 +21,10 @@ A cell's **key** is a content hash (SHA-256, first 20 hex digits) of: the
 model's identity (its id, revision and endpoint; a local folder's file names,
 sizes and modification times — not its label), the specification's content,
 the items' hash, the method, the seed, the options that apply to the cell
-(defaults filled in, so writing a default or leaving it out is the same cell)
-and the library versions (:func:`biastest.provenance.library_versions`).
+(defaults filled in, so writing a default or leaving it out is the same cell),
+the library versions (:func:`biastest.provenance.library_versions`) and a hash
+of biastest's computing code (:func:`code_fingerprint`: metrics, models,
+runners, statistics …), so a changed metric never reuses an old cell.
 The same key means the same computation: a rerun skips it.
 
 Nothing here loads a model (the kind of a language model — masked or causal —
@@ -39,6 +41,7 @@ import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -256,7 +259,7 @@ class Cell:
 
     @property
     def scope(self) -> str:
-        """Which runner: lm, lm-endpoint, vlm, weat or 2afc."""
+        """Which runner: lm, lm-endpoint, vlm, vlm-endpoint, weat or 2afc."""
         return self.method if self.model.kind == "embeddings" else self.model.scope
 
     def describe(self) -> dict[str, Any]:
@@ -278,12 +281,31 @@ def _spec_type(spec) -> str:
     return "twoafc" if isinstance(spec, TwoAFCSpec) else "bias"
 
 
+#: The parts of biastest that compute a cell's result (their source is part of every key).
+COMPUTING_CODE = ("metrics", "models", "runner", "stats", "spec.py", "records.py", "options.py", "audit/cells.py")
+
+
+@cache
+def code_fingerprint() -> str:
+    """SHA-256 (first 16 hex digits) of the source of :data:`COMPUTING_CODE`: a changed metric makes new cells.
+
+    biastest's version number does not change with every change of its code; this does.
+    """
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for part in COMPUTING_CODE:
+        path = root / part
+        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def cell_key(model: ModelEntry, spec, items: Items, method: str, seed: int, options: dict[str, Any]) -> str:
     """The content hash naming a cell (see the module docstring)."""
     from biastest.provenance import library_versions
 
     doc = {"model": model.identity(), "spec": spec.to_dict(), "items": items.sha256, "method": method, "seed": seed,
-           "options": options, "versions": library_versions()}
+           "options": options, "versions": library_versions(), "code": code_fingerprint()}
     return _sha256(canonical_json(doc))[:KEY_LENGTH]
 
 
@@ -303,6 +325,7 @@ class Plan:
 
         return {"format": "biastest-audit-plan", "biastest_version": __version__, "name": self.grid.name,
                 "grid": str(self.grid.path) if self.grid.path else None, "versions": library_versions(),
+                "code": code_fingerprint(),
                 "models": [m.public_dict() for m in self.grid.models],
                 "specs": [s.spec.name for s in self.grid.specs],
                 "cells": [c.describe() for c in self.cells], "items": [i.describe() for i in self.items],
