@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from types import SimpleNamespace
 
 import gradio as gr
@@ -154,7 +155,7 @@ def test_new_bias_test_resets_every_control_to_its_initial_value():
         if value != initial:
             wrong.append((b.elem_id, initial, value))
     assert wrong == []
-    assert values[demo.blocks[by_elem["n-bootstrap"]]._id] == 200  # one of those that were left as set
+    assert values[demo.blocks[by_elem["n-bootstrap"]]._id] == 1000  # one of those that were left as set
     assert values[next(c._id for c in reset.outputs if isinstance(c, gr.State))] == app.new_session()
 
 
@@ -296,11 +297,17 @@ def test_paper_experiment_pse_table_and_csv_equal_a_naive_computation(paper_run,
     for target, pse in zip(table["target"], table["PSE"], strict=True):
         assert pse == pytest.approx(naive[target], abs=1e-4)
     csv_path = view[-2]["value"]
-    rows = list(csv.DictReader(open(csv_path, encoding="utf-8")))
+    every = list(csv.DictReader(open(csv_path, encoding="utf-8")))
+    rows = [r for r in every if r["row_type"] == "target"]
     assert [r["target"] for r in rows] == list(spec.targets)
     for r in rows:
         assert float(r["pse"]) == pytest.approx(naive[r["target"]], abs=1e-5)
         assert r["embedding"] == "glove-6b-50d" and r["mode"] == "thurstonian" and r["seed"] == str(SEED)
+        # issue 17: these were empty for all 60 rows; now filled, or the reason given in the row
+        assert r["fit_status"] and (all(r[k] for k in ("fit_pse", "fit_pse_ci_low", "fit_pse_ci_high"))
+                                    or r["fit_note"]), r
+        assert (r["pse_ci_low"] and r["pse_ci_high"]) or r["pse_ci_note"], r
+    assert sum(1 for r in rows if r["fit_pse_ci_low"]) == 60
     payload = json.loads(open(view[-1]["value"], encoding="utf-8").read())
     assert payload["result"]["provenance"]["seed"] == SEED and payload["spec"]["name"] == PAPER
 
@@ -498,7 +505,8 @@ def test_weat_and_mac_tables_name_statistic_and_effect_size_separately(glove):
     b_used = [t for t in b.split(", ") if glove.has(t)]
     s = np.mean([naive_cos(glove, w, t) for t in a_used]) - np.mean([naive_cos(glove, w, t) for t in b_used])
     assert words["s(w, A, B)"].iloc[0] == pytest.approx(s, abs=1e-5)
-    rows = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8")))
+    every = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8")))
+    rows = [r for r in every if r["row_type"] == "word"]
     assert {r["word"] for r in rows} == set(weat.x) | set(weat.y)
     assert "effect size d" in view[0]
 
@@ -598,3 +606,193 @@ def test_posterior_sampler_section_renders_its_result(weat_session):
     assert {r["table"] for r in rows if r["posterior"] == "positive"} >= {"group distance", "nearest", "farthest"}
     # a formula typed as a group name is still neutralised
     assert {r["group"] for r in rows if r["table"] == "group distance"} == {"women", "'=1+1 men"}
+
+
+# --------------------------------------------------------------------------- issue 17: 2AFC and WEAT results
+def _untitled(text: str) -> str:
+    return text.replace("<br>", " ")
+
+
+def test_pse_error_bars_come_from_the_data_and_the_sigma_band_is_drawn_apart(paper_run, glove):
+    """Every word's error bar was ±0.29: the spread the σ assumption implies, the same for all 60 words."""
+    session, view = paper_run
+    result = session["result"]
+    fig = view[3]
+    by_target = {t.target: t for t in result.targets}
+    data_traces = [tr for tr in fig.data if tr.name in ("PSE", "saturated PSE (curve never crosses inside 0–1)")]
+    halfwidths = set()
+    for tr in data_traces:
+        assert tr.error_y.symmetric is False
+        for name, y, up, down in zip(tr.x, tr.y, tr.error_y.array, tr.error_y.arrayminus, strict=True):
+            t = by_target[name]
+            # the bootstrap over cue pairs, by hand from the naive pair PSEs and the documented draws
+            pair = [naive_target_pse(glove, t.target, [p]) for p in result.cue_pairs]
+            draws = np.random.default_rng(SEED).integers(0, 8, size=(200, 8))
+            boot = np.array([np.mean([pair[i] for i in row]) for row in draws])
+            z = math.sqrt(8 / 7) * stats.t.ppf(0.975, 7)
+            lo, hi = np.quantile(boot, [stats.norm.sf(z), stats.norm.cdf(z)])
+            assert y + up == pytest.approx(hi, abs=1e-6) and y - down == pytest.approx(lo, abs=1e-6)
+            halfwidths.add(round(up + down, 6))
+    assert len(halfwidths) > 50  # from the data: each word its own
+    band = next(tr for tr in fig.data if "assumption" in tr.name)
+    s12 = [naive_cos(glove, c1, c2) for c1, c2 in result.cue_pairs]
+    implied = np.mean([0.05 / (2 * (1 - s)) for s in s12])
+    assert band.hoverinfo == "skip" and band.error_y.array == pytest.approx([implied] * 60)
+    title = _untitled(fig.layout.title.text)
+    assert "95 % interval of the PSE from the data: bootstrap over the cue pairs" in title
+    assert _untitled(rep.MSG_SIGMA_BAND.format(sd=implied, sigma=0.05)) in title
+    hover = data_traces[0].customdata[0][3]
+    assert hover.startswith("95 % interval: ") and "σ-implied spread (assumption)" in hover
+
+
+def test_interval_labels_follow_the_results_level():
+    """Labels come from the result's level, never a fixed '95 %'."""
+    from biastest.runner.embeddings import run_twoafc, run_weat
+
+    res = run_twoafc(targets=["nurse", "engineer", "teacher"], cue_pairs=get_twoafc_spec(PAPER).cue_pairs,
+                     noise_sigma=0.05, seed=SEED, n_bootstrap=100, confidence=0.9)
+    frame = rep.twoafc_frame(res)
+    assert {"PSE 90 % low", "PSE 90 % high", "fitted PSE 90 % low"} <= set(frame.columns)
+    assert not any("95" in c for c in frame.columns)
+    fig = rep.pse_figure(res)
+    assert "90 % interval of the PSE" in _untitled(fig.layout.title.text) and "95" not in fig.layout.title.text
+    assert fig.data[0].customdata[0][3].startswith("90 % interval: ")
+    reading = rep.twoafc_interpretation(res, source="glove-6b-50d")
+    assert "90 % interval" in reading and "95 %" not in reading
+    summary = rep.twoafc_summary_records(res, source="glove-6b-50d")
+    assert {r["confidence"] for r in summary} == {0.9}
+    weat = run_weat(X=["he", "man", "boy"], Y=["she", "woman", "girl"], A=["office", "salary"],
+                    B=["home", "children"], seed=SEED, n_bootstrap=300, confidence=0.8)
+    from biastest.runner.embeddings import run_mac
+
+    mac = run_mac(words=["he", "man", "boy", "she", "woman", "girl"],
+                  attribute_classes={"career": ["office", "salary"], "family": ["home", "children"]})
+    table = rep.weat_frame(weat, mac).set_index("quantity")["value"]
+    assert table["d, 80 % interval low"] == pytest.approx(weat.effect_size_ci[0], abs=1e-6)
+    assert "80 % interval" in rep.weat_interpretation(weat, mac, source="glove-6b-50d")
+
+
+def test_jnd_is_explained_when_there_are_no_replicates(paper_run):
+    session, view = paper_run
+    assert rep.MSG_NO_JND in view[0]
+    assert not any("JND" in c for c in view[9].columns)  # no column of dashes
+    spectrum = view[6]
+    assert all(row[3] == rep.MSG_NO_JND_SHORT for tr in spectrum.data for row in tr.customdata)
+    summary = rep.twoafc_summary_records(session["result"], source="glove-6b-50d")
+    assert next(r for r in summary if r["measure"] == "JND")["interval"] == rep.MSG_NO_JND
+
+
+def test_uploaded_replicates_show_the_jnd_column_and_no_empty_state(tmp_path, glove):
+    targets, pairs = ["nurse", "engineer", "teacher"], [("woman", "man"), ("she", "he")]
+    words = targets + [c for p in pairs for c in p]
+    base = glove.vectors(words)[0].astype(np.float64)
+    rng = np.random.default_rng(11)
+    files = []
+    for r in range(5):
+        path = tmp_path / f"rep{r}.txt"
+        write_w2v(path, words, base + rng.normal(0, 0.3, base.shape))
+        files.append(str(path))
+    session, *_ = app.confirm_spec_core(
+        app.new_session(), *custom_step1(", ".join(targets), "woman/man, she/he"), allow_paths=False
+    )
+    run = app.run_core(session, app.REPLICATES_UPLOAD, 0.05, files, "norm", False, 100, 10_000, SEED)
+    result = run["result"]
+    view = app.results_view(run)
+    assert rep.MSG_NO_JND not in view[0]
+    table = view[9].set_index("target")
+    for t in result.targets:
+        assert table.loc[t.target, "JND (SD across replicates)"] == pytest.approx(t.jnd_sd, abs=1e-4)
+        assert t.pse_ci is not None  # 5 replicate models: resampled for the interval
+    assert result.interval_units == "replicate models" and "bootstrap over the replicate models" in view[0]
+
+
+def _reading_lists(reading: str, side: str) -> list[str]:
+    found = re.search(rf"Leaning most to {side}: ([^.]*)\.", reading)
+    assert found, reading
+    return [] if found.group(1) == rep.MSG_NO_LEAN else found.group(1).split(", ")
+
+
+def test_a_reading_never_names_a_word_on_both_sides(glove):
+    """A 4-word reading named the same four words as leaning most to female and most to male."""
+    targets = ["nurse", "engineer", "teacher", "carpenter"]
+    session, *_ = app.confirm_spec_core(
+        app.new_session(), *custom_step1(", ".join(targets), "woman/man, she/he, girl/boy"), allow_paths=False
+    )
+    run = app.run_core(session, app.REPLICATES_NONE, 0.05, None, "norm", False, 100, 10_000, SEED)
+    reading = app.results_view(run)[0]
+    female, male = _reading_lists(reading, "female"), _reading_lists(reading, "male")
+    pairs = [("woman", "man"), ("she", "he"), ("girl", "boy")]
+    naive = {t: naive_target_pse(glove, t, pairs) for t in targets}
+    assert not set(female) & set(male)
+    assert female == sorted((t for t in targets if naive[t] > 0.5), key=lambda t: -naive[t])
+    assert male == sorted((t for t in targets if naive[t] < 0.5), key=lambda t: naive[t])
+    assert female and male  # GloVe: nurse and teacher lean female, engineer and carpenter male
+    # every word on one side: the other side says so
+    one_side = app.run_core(dict(session, spec=app.twoafc_spec_from_inputs(app.CUSTOM, "engineer, carpenter",
+                                                                         "woman/man, she/he", "female", "male")),
+                            app.REPLICATES_NONE, 0.05, None, "norm", False, 0, 10_000, SEED)
+    text = app.results_view(one_side)[0]
+    two = {t: naive_target_pse(glove, t, pairs[:2]) for t in ("engineer", "carpenter")}
+    assert all(v < 0.5 for v in two.values())
+    assert _reading_lists(text, "female") == []
+    assert _reading_lists(text, "male") == sorted(two, key=two.get)
+    assert f"Leaning most to female: {rep.MSG_NO_LEAN}." in text
+
+
+def test_weat_shows_the_interval_of_d_in_the_summary_table_csv_and_json(glove):
+    x, y, a, b, *names = app.fill_weat(WEAT_NAMES)
+    values = step1(kind=app.KIND_WEAT, weat=(WEAT_NAMES, x, y, a, b, *names))
+    session, *_ = app.confirm_spec_core(app.new_session(), *values, allow_paths=False)
+    run = app.run_core(session, app.REPLICATES_NONE, 0.05, None, "norm", False, 0, 1000, SEED, 500)
+    weat = run["weat"]
+    lo, hi = weat.effect_size_ci
+    assert weat.n_bootstrap == 500 and lo < weat.effect_size < hi
+    view = app.results_view(run)
+    assert f"d = {weat.effect_size:.2f} (95 % interval {lo:.2f} to {hi:.2f}, resampling the words)" in view[0]
+    assert (rep.MSG_WEAT_INTERVAL_HAS_ZERO if lo <= 0 else rep.MSG_WEAT_INTERVAL_READING) in view[0]
+    table = view[10].set_index("quantity")["value"]
+    assert table["d, 95 % interval low"] == pytest.approx(lo, abs=1e-6)
+    assert table["d, 95 % interval high"] == pytest.approx(hi, abs=1e-6)
+    every = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8")))
+    summary = [r for r in every if r["row_type"] == "summary"]
+    assert every[: len(summary)] == summary and len(summary) >= 5  # the CSV starts with them
+    d_row = summary[0]
+    assert d_row["measure"] == "WEAT effect size d" and float(d_row["estimate"]) == pytest.approx(weat.effect_size)
+    assert float(d_row["ci_low"]) == pytest.approx(lo) and float(d_row["ci_high"]) == pytest.approx(hi)
+    for key, want in (("confidence", "0.95"), ("seed", str(SEED)), ("embedding", "glove-6b-50d"),
+                      ("spec", WEAT_NAMES), ("n_resamples", "500")):
+        assert d_row[key] == want, key
+    assert d_row["method"].startswith("WEAT") and d_row["date"] == weat.provenance["created_at"]
+    assert json.loads(d_row["versions"])["numpy"] == np.__version__
+    p_row = next(r for r in summary if r["measure"].startswith("p-value, one-sided"))
+    assert float(p_row["p_value"]) == pytest.approx(weat.p_one_sided)
+    payload = json.loads(open(view[-1]["value"], encoding="utf-8").read())
+    assert payload["weat"]["effect_size_ci"] == pytest.approx([lo, hi])
+    # a resample count out of bounds is the user's mistake: inline, before anything runs
+    from biastest.options import BOUNDS, MSG_BAD_WHOLE
+
+    b = BOUNDS["n_resamples"]
+    with pytest.warns(UserWarning):
+        out = app.make_run_handler((), 16)(session, app.REPLICATES_NONE, 0.05, None, "norm", False, 0, 1000, SEED, 50)
+    assert out[1] == "⚠️ " + escape(MSG_BAD_WHOLE.format(label=b.label, low=int(b.low), high=int(b.high), value=50))
+
+
+def test_2afc_csv_alone_is_a_complete_record(paper_run):
+    session, view = paper_run
+    result, corr = session["result"], session["labour"]
+    every = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8")))
+    assert [r["row_type"] for r in every] == ["summary"] * 8 + ["target"] * 60
+    summary = {r["measure"]: r for r in every[:8]}
+    lean = summary["targets leaning to female (PSE > 0.5)"]
+    assert int(lean["estimate"]) == sum(1 for t in result.targets if t.pse > 0.5) and lean["n"] == "60"
+    above = summary["targets whose interval is wholly above 0.5 (female side)"]
+    assert int(above["estimate"]) == sum(1 for t in result.targets if t.pse_ci[0] > 0.5)
+    assert above["interval"] == rep.pse_interval_label(result)
+    r = summary["Pearson r: PSE vs % women (U.S. BLS)"]
+    assert float(r["estimate"]) == pytest.approx(corr.pearson_r) and float(r["p_value"]) == pytest.approx(
+        corr.pearson_p) and int(r["n"]) == corr.n
+    for row in every[:8]:
+        assert row["spec"] == PAPER and row["embedding"] == "glove-6b-50d" and row["seed"] == str(SEED)
+        assert row["mode"] == "thurstonian" and row["noise_sigma"] == "0.05" and row["n_resamples"] == "200"
+        assert row["method"].startswith("2AFC") and row["date"] == result.provenance["created_at"]
+        assert row["confidence"] == "0.95" and json.loads(row["versions"])["scipy"]

@@ -158,8 +158,11 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
             page.locator("#download-csv").click()
         path = tmp_path / "download.csv"
         info.value.save_as(path)
-        rows = list(csv.DictReader(path.open(encoding="utf-8")))
+        every = list(csv.DictReader(path.open(encoding="utf-8")))
+        rows = [r for r in every if r["row_type"] == "target"]
+        assert every[0]["row_type"] == "summary" and every[0]["spec"] == PAPER  # the summary rows come first
         assert [r["target"] for r in rows] == list(spec.targets)
+        assert all(r["fit_pse"] and r["fit_pse_ci_low"] and r["pse_ci_low"] for r in rows)
         for r in rows[:: max(1, len(rows) // 12)]:
             expected = np.mean([naive_pair_pse(glove, r["target"], c1, c2) for c1, c2 in spec.cue_pairs])
             assert float(r["pse"]) == pytest.approx(expected, abs=1e-5)
@@ -205,7 +208,7 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
         assert page.locator("#noise-sigma").is_visible() and not page.locator("#corpus-file").is_visible()
         assert page.locator("#replicate-mode input[value=none]").is_checked()
         page.locator("#n-bootstrap input").wait_for()  # its accordion is still open
-        assert page.locator("#n-bootstrap input").input_value() == "200"
+        assert page.locator("#n-bootstrap input").input_value() == "1000"
         assert page.locator("#sigmoid input").input_value() == "cumulative normal"
         assert not page.locator("#lapse input[type=checkbox]").is_checked()
         page.locator("#replicate-mode").get_by_text("Train replicates").click()

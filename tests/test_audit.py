@@ -205,6 +205,14 @@ def test_the_plan_leaves_out_what_does_not_apply_and_says_why(tmp_path, models) 
     assert len(lm_items) == 1  # frozen once, the same items for both language models
 
 
+def test_the_shipped_example_grid_is_valid(tmp_path) -> None:
+    grid = g.load_grid(REPO_ROOT / "examples" / "audit-embeddings.yaml")
+    plan = make_plan(grid, tmp_path)
+    assert [m.ref for m in grid.models] == ["glove-6b-50d", "minilm-l6-v2"]
+    assert len(plan.cells) == 2 * 12 and {c.method for c in plan.cells} == {"weat", "2afc"}
+    assert sum(c.method == "2afc" for c in plan.cells) == 4
+
+
 def test_keys_follow_the_content_not_the_labels_or_the_spelling_of_defaults(tmp_path, models) -> None:
     path = write_lm_grid(tmp_path / "g", models)
     doc = json.loads(path.read_text())
@@ -431,11 +439,12 @@ def test_embeddings_cells_equal_the_runners(tmp_path) -> None:
     assert table.loc["2afc", "n_scored"] == len(afc.targets) and bool(table.isna().loc["2afc", "score"])
 
 
-def test_a_vision_language_cell_equals_the_runner_on_a_folder_of_images(tmp_path) -> None:
+def test_vision_language_cells_equal_the_runner_in_process_and_behind_an_endpoint(tmp_path, monkeypatch) -> None:
     from biastest.cli import images_from_folder
     from biastest.runner.vlm import run_vlm_test
     from biastest.spec import BiasSpec
     from tests import vlm_helpers
+    from tests.chat_images_stub import ChatImagesStub
 
     spec = BiasSpec.from_terms(group1="red", group2="blue", stereotype1="doctor", antistereotype1="nurse, teacher",
                                name="colours")
@@ -445,23 +454,39 @@ def test_a_vision_language_cell_equals_the_runner_on_a_folder_of_images(tmp_path
     for img in vlm_helpers.colour_images(scratch, per_term=3, seed=11):  # one subfolder per image term
         (images / img.image_term).mkdir(parents=True, exist_ok=True)
         (images / img.image_term / Path(img.path).name).write_bytes((scratch / img.path).read_bytes())
-    doc = {"models": [{"name": "clip", "kind": "vlm", "id": "clip"}], "specs": ["spec.json"],
-           "data": {"vlm": {"from": "images", "images": "images"}}, "seeds": [2], "options": {"n_resamples": 200}}
+    secret = "sk-vlm-audit-secret-5555"
+    monkeypatch.setenv("AUDIT_VLM_KEY", secret)
     out = tmp_path / "out"
-    assert run_audit(parse_grid(doc, base=tmp_path), out, progress=False).computed == 1
-    row = read_table(out).iloc[0]
-    cell = json.loads((out / "cells" / f"{row.key}.json").read_text())
     recs, root = images_from_folder(images)
-    direct = run_vlm_test(images=recs, image_root=root, spec=spec, model_id=str(clip), seed=2, n_resamples=200)
-    got, want = without_time(cell["result"]), without_time(direct.to_dict())
-    for r in (got, want):  # records made twice carry their own creation time
-        for img in r["images"]:
-            img.pop("created_at", None)
-    assert got == want
-    assert (row.statistic, row.score, row.ci_low, row.n) == (STATISTICS["vlm"], direct.soft.score,
-                                                             direct.soft.ci_low, 6)
-    frozen = json.loads((out / row.items_file).read_text())
+    with ChatImagesStub(clip, served_name="tiny-llava") as stub:
+        doc = {"models": [{"name": "clip", "kind": "vlm", "id": "clip"},
+                          {"name": "served", "kind": "vlm", "endpoint": stub.base_url, "model": "tiny-llava",
+                           "api_key_env": "AUDIT_VLM_KEY", "options": {"concurrency": 2}}],
+               "specs": ["spec.json"], "data": {"vlm": {"from": "images", "images": "images"}}, "seeds": [2],
+               "options": {"n_resamples": 200}}
+        assert run_audit(parse_grid(doc, base=tmp_path), out, progress=False).computed == 2
+        assert {r["headers"].get("authorization") for r in stub.requests} == {f"Bearer {secret}"}
+        served = run_vlm_test(images=recs, image_root=root, spec=spec, model_id="tiny-llava", seed=2,
+                              n_resamples=200, endpoint=stub.base_url, api_key=secret, concurrency=2)
+    here = run_vlm_test(images=recs, image_root=root, spec=spec, model_id=str(clip), seed=2, n_resamples=200)
+    table = read_table(out).set_index("model")
+    assert table.loc["clip", "items_sha256"] == table.loc["served", "items_sha256"]  # the same frozen images
+    for name, direct in (("clip", here), ("served", served)):
+        cell = json.loads((out / "cells" / f"{table.loc[name, 'key']}.json").read_text())
+        got, want = without_time(cell["result"]), without_time(direct.to_dict())
+        for r in (got, want):  # records made twice carry their own creation time
+            for img in r["images"]:
+                img.pop("created_at", None)
+        assert got == want
+        summary = direct.soft if direct.soft is not None else direct.hard
+        assert (table.loc[name, "score"], table.loc[name, "ci_low"], table.loc[name, "n"]) == (
+            summary.score, summary.ci_low, 6)
+    assert table.loc["clip", "statistic"] == STATISTICS["vlm"]
+    frozen = json.loads((out / table.loc["clip", "items_file"]).read_text())
     assert sorted(i["sha256"] for i in frozen["images"]) == sorted(r.sha256 for r in recs)
+    for f in out.rglob("*"):
+        if f.is_file():
+            assert secret.encode() not in f.read_bytes(), f
 
 
 def test_a_model_behind_an_endpoint_runs_and_its_key_stays_in_the_environment(tmp_path, models, monkeypatch) -> None:

@@ -219,7 +219,11 @@ def test_weat_on_default_glove_equals_runner(tmp_path, capsys):
     _same(doc["result"], weat.to_dict())
     _same(doc["mac"], mac.to_dict())
     app_csv, _ = weat_exports(weat, mac, source="glove-6b-50d", spec=spec.to_dict())
-    assert rows.read_bytes() == app_csv.read_bytes()
+
+    def undated(path):  # the summary rows carry each run's own date (its provenance), all else is the same
+        return [{k: v for k, v in r.items() if k != "date"} for r in csv.DictReader(path.open(encoding="utf-8"))]
+
+    assert undated(rows) == undated(app_csv) and rows.read_text(encoding="utf-8").startswith("row_type,")
     assert f"d = {weat.effect_size:.3f}" in stdout
 
 
@@ -247,7 +251,9 @@ def test_2afc_spec_file_and_vector_file_equal_runner(tmp_path, capsys):
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["test"] == "2afc" and doc["result"]["provenance"]["seed"] == SEED
     _same(doc["result"], direct.to_dict())
-    got = list(csv.DictReader(rows.open(encoding="utf-8")))
+    every = list(csv.DictReader(rows.open(encoding="utf-8")))
+    got = [r for r in every if r["row_type"] == "target"]  # after the summary rows the CSV starts with
+    assert every[0]["row_type"] == "summary" and every[0]["seed"] == str(SEED)
     want = twoafc_csv_rows(direct, source=f"file:{vectors.resolve()}")
     assert [r["target"] for r in got] == [r["target"] for r in want] and len(got) == 4
     assert [float(r["pse"]) for r in got] == pytest.approx([r["pse"] for r in want])

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from biastest.report.export import private_dir, write_csv, write_json
+from biastest.report.export import private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import FONT, hover_safe
 
 __all__ = [
@@ -41,18 +41,31 @@ __all__ = [
     "labour_figure",
     "labour_markdown",
     "mac_frame",
-    "pse_error_bars",
+    "MSG_INTERVAL_COUNTS",
+    "MSG_NO_JND",
+    "MSG_NO_JND_SHORT",
+    "MSG_NO_LEAN",
+    "MSG_SIGMA_BAND",
     "pse_figure",
+    "pse_interval_label",
+    "sigma_band",
     "spectrum_figure",
     "spectrum_layout",
     "twoafc_csv_rows",
     "twoafc_exports",
     "twoafc_frame",
     "twoafc_interpretation",
+    "twoafc_summary_records",
     "weat_exports",
     "weat_figure",
     "weat_frame",
     "weat_interpretation",
+    "weat_interval_label",
+    "weat_summary_records",
+    "MSG_WEAT_INTERVAL_HAS_ZERO",
+    "MSG_WEAT_INTERVAL_READING",
+    "MSG_WEAT_INTERVAL_UNDEFINED",
+    "MSG_WEAT_NO_INTERVAL",
     "weat_words_frame",
 ]
 
@@ -91,26 +104,48 @@ def _esc(text: Any) -> str:
 
 
 # --------------------------------------------------------------------------- 2AFC
-def pse_error_bars(result) -> tuple[list[float | None], str]:
-    """Half-widths of the error bars of the PSE plot and what they are, by mode.
+MSG_NO_JND = (
+    "No JND: the JND is the spread (standard deviation) of the PSE across replicate embedding models, and this "
+    "run has one model. Choose “Several embedding files” or “Train replicates” in step 2 to get it."
+)
+MSG_NO_JND_SHORT = "none (one model, no replicates)"
+MSG_NO_LEAN = "none"
+MSG_SIGMA_BAND = (
+    "σ-implied spread ±{sd:.3f}: what your perceptual noise σ = {sigma:g} implies — an assumption about the "
+    "observer, not data"
+)
+MSG_INTERVAL_COUNTS = (
+    "Of the {n} words with an interval, {above} have a {level} interval wholly above 0.5 and {below} wholly below "
+    "(bootstrap over the {units}); with {n} intervals, about {expected:.0f} would exclude 0.5 by chance alone even "
+    "if no word leaned."
+)
 
-    ``replicates``: the JND (SD of the PSE across replicate models, the paper's
-    definition). ``thurstonian``: the spread of the psychometric curve implied
-    by the user's σ, averaged over cue pairs (an assumption, not data).
-    ``single``: no JND exists; the bars are the SD of the PSE across cue pairs.
+
+def _level(ci_level: float) -> str:
+    """A confidence level as a reader sees it: 0.95 → ``"95 %"`` (from the result, never a fixed level)."""
+    return f"{100 * float(ci_level):.4g} %"
+
+
+def pse_interval_label(result) -> str:
+    """What the PSE intervals are — their level from the result, the units resampled — or why there are none."""
+    if any(t.pse_ci is not None for t in result.targets):
+        return (f"{_level(result.ci_level)} interval of the PSE from the data: bootstrap over the "
+                f"{result.interval_units} ({result.n_bootstrap} resamples, seed {result.seed})")
+    notes = [t.pse_ci_note for t in result.targets if t.pse_ci_note]
+    return notes[0] if notes else "no interval"
+
+
+def sigma_band(result) -> tuple[list[float | None], str] | None:
+    """The spread the user's σ implies per target (mean over cue pairs) and its label; None without a σ.
+
+    It is drawn apart from the intervals from the data and labelled as the assumption it is
+    (:data:`MSG_SIGMA_BAND`).
     """
-    if result.mode == "replicates":
-        return [t.jnd_sd for t in result.targets], "JND = standard deviation of the PSE across replicate models"
-    if result.mode == "thurstonian":
-        out: list[float | None] = []
-        for t in result.targets:
-            sds = [p.curve_sd for p in result.pairs_of(t.target) if p.curve_sd is not None]
-            out.append(float(np.mean(sds)) if sds else None)
-        return out, f"spread implied by your perceptual noise σ = {result.noise_sigma:g} (an assumption, not data)"
-    return (
-        [t.pse_sd_over_pairs for t in result.targets],
-        "no JND with a single model: bars show the spread (SD) of the PSE across cue pairs",
-    )
+    if result.mode != "thurstonian":
+        return None
+    sds = [t.curve_sd for t in result.targets]
+    known = [v for v in sds if v is not None]
+    return sds, MSG_SIGMA_BAND.format(sd=float(np.mean(known)) if known else float("nan"), sigma=result.noise_sigma)
 
 
 def _pair_lines(result, target: str) -> str:
@@ -121,23 +156,42 @@ def _pair_lines(result, target: str) -> str:
     return "<br>".join(lines)
 
 
+def _interval_text(ci: tuple[float, float] | None) -> str:
+    return "—" if ci is None else f"{ci[0]:.3f} – {ci[1]:.3f}"
+
+
 def twoafc_frame(result) -> pd.DataFrame:
-    """One display row per target: PSE, saturation, spread, per-cue-pair PSEs."""
-    bars, _ = pse_error_bars(result)
+    """One display row per target: PSE with its interval, saturation, JND or σ band, fit, per-cue-pair PSEs.
+
+    Column names carry the result's confidence level. The JND column exists only with replicates (else the
+    reading says why, :data:`MSG_NO_JND`); the σ-implied spread only with a σ, named as an assumption.
+    """
+    level = _level(result.ci_level)
+    band = sigma_band(result)
     rows = []
-    for t, bar in zip(result.targets, bars, strict=True):
+    for i, t in enumerate(result.targets):
         row = {
             "target": t.target,
             "PSE": round(t.pse, 4),
+            f"PSE {level} low": None if t.pse_ci is None else round(t.pse_ci[0], 4),
+            f"PSE {level} high": None if t.pse_ci is None else round(t.pse_ci[1], 4),
             "saturated": _sat_text(t.saturated) or "no",
-            "JND (SD across replicates)": None if t.jnd_sd is None else round(t.jnd_sd, 4),
-            "error bar": None if bar is None else round(bar, 4),
-            "cue pairs": t.n_pairs,
-            "saturated cue pairs": t.n_saturated_pairs,
         }
+        if result.mode == "replicates":
+            row["JND (SD across replicates)"] = None if t.jnd_sd is None else round(t.jnd_sd, 4)
+        if band is not None:
+            sd = band[0][i]
+            row["σ-implied spread (assumption)"] = None if sd is None else round(sd, 4)
+        row["cue pairs"] = t.n_pairs
+        row["saturated cue pairs"] = t.n_saturated_pairs
         if t.fit is not None:
-            row["fitted PSE"] = None if t.fit.pse is None else round(t.fit.pse, 4)
-            row["fit status"] = t.fit.status
+            f = t.fit
+            row["fitted PSE"] = None if f.pse is None else round(f.pse, 4)
+            row[f"fitted PSE {level} low"] = None if f.pse_ci is None else round(f.pse_ci[0], 4)
+            row[f"fitted PSE {level} high"] = None if f.pse_ci is None else round(f.pse_ci[1], 4)
+            row["fit status"] = f.status
+        if any(x.fit_note or x.pse_ci_note for x in result.targets):
+            row["note"] = " ".join(dict.fromkeys(v for v in (t.pse_ci_note, t.fit_note) if v))
         for k, v in t.pair_pse.items():
             row[f"PSE {k}"] = round(v, 4)
         rows.append(row)
@@ -145,34 +199,46 @@ def twoafc_frame(result) -> pd.DataFrame:
 
 
 def twoafc_csv_rows(result, *, source: str) -> list[dict[str, Any]]:
-    """CSV rows: the result's per-target records plus the embedding, mode and seed."""
+    """CSV item rows: the result's per-target records plus the embedding, mode, level and seed."""
     out = []
     for rec in result.target_records():
         out.append({**rec, "embedding": source, "mode": result.mode, "noise_sigma": result.noise_sigma,
-                    "n_replicates": result.n_replicates, "seed": result.seed})
+                    "n_replicates": result.n_replicates, "confidence": result.ci_level, "seed": result.seed})
     return out
 
 
 def pse_figure(result) -> go.Figure:
-    """PSE per target with error bars (the paper's Fig. 3); hover shows every cue pair's PSE."""
+    """PSE per target with intervals from the data (the paper's Fig. 3); hover shows every cue pair's PSE.
+
+    The error bars are the percentile bootstrap intervals of the PSE (over the cue pairs or the replicate
+    models, at the result's level). With a perceptual noise σ the spread it implies is drawn as a separate,
+    lighter band named as an assumption (:func:`sigma_band`), never as the error bar.
+    """
     order = sorted(range(len(result.targets)), key=lambda i: result.targets[i].pse)
-    bars, bar_label = pse_error_bars(result)
     targets = [result.targets[i] for i in order]
-    errs = [bars[i] for i in order]
+    band = sigma_band(result)
+    band_sd = [band[0][i] for i in order] if band else [None] * len(targets)
+    interval_label = pse_interval_label(result)
+    level = _level(result.ci_level)
     x = [hover_safe(t.target) for t in targets]
+
+    def details(t, sd) -> str:
+        lines = [f"{level} interval: {_interval_text(t.pse_ci)}" if t.pse_ci is not None
+                 else f"no interval: {hover_safe(t.pse_ci_note)}"]
+        if result.mode == "replicates":
+            lines.append(f"JND (SD across replicates): {_fmt(t.jnd_sd)}")
+        if sd is not None:
+            lines.append(f"σ-implied spread (assumption): ±{sd:.3f}")
+        return "<br>".join(lines)
+
     custom = [
-        [
-            hover_safe(t.target),
-            f"{t.pse:.3f}",
-            _sat_text(t.saturated) or "no",
-            _fmt(err),
-            _pair_lines(result, t.target),
-        ]
-        for t, err in zip(targets, errs, strict=True)
+        [hover_safe(t.target), f"{t.pse:.3f}", _sat_text(t.saturated) or "no", details(t, sd),
+         _pair_lines(result, t.target)]
+        for t, sd in zip(targets, band_sd, strict=True)
     ]
     template = (
         "<b>%{customdata[0]}</b><br>PSE: %{customdata[1]}<br>saturated: %{customdata[2]}<br>"
-        "error bar: ±%{customdata[3]}<br><b>PSE per cue pair</b><br>%{customdata[4]}<extra></extra>"
+        "%{customdata[3]}<br><b>PSE per cue pair</b><br>%{customdata[4]}<extra></extra>"
     )
     fig = go.Figure()
     for sat, name, color, symbol in (
@@ -182,6 +248,7 @@ def pse_figure(result) -> go.Figure:
         idx = [i for i, t in enumerate(targets) if bool(t.saturated) == sat]
         if not idx and sat:
             continue
+        cis = [targets[i].pse_ci for i in idx]
         fig.add_trace(
             go.Scatter(
                 x=[x[i] for i in idx],
@@ -189,33 +256,52 @@ def pse_figure(result) -> go.Figure:
                 mode="markers",
                 name=name,
                 marker={"color": color, "size": 9, "symbol": symbol},
-                error_y={"type": "data", "array": [errs[i] or 0.0 for i in idx], "visible": True,
-                         "color": "#94a3b8"},
+                error_y={"type": "data", "symmetric": False, "visible": any(c is not None for c in cis),
+                         "array": [0.0 if c is None else c[1] - targets[i].pse for c, i in zip(cis, idx, strict=True)],
+                         "arrayminus": [0.0 if c is None else targets[i].pse - c[0]
+                                        for c, i in zip(cis, idx, strict=True)],
+                         "color": "#334155", "thickness": 1.5, "width": 3},
                 customdata=[custom[i] for i in idx],
                 hovertemplate=template,
             )
         )
+    if band is not None:
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[t.pse for t in targets],
+                mode="markers",
+                name="σ-implied spread (your assumption, not data)",
+                marker={"size": 1, "color": "rgba(234,88,12,0)"},
+                error_y={"type": "data", "array": [0.0 if v is None else v for v in band_sd], "visible": True,
+                         "color": "rgba(234,88,12,0.35)", "thickness": 7, "width": 0},
+                hoverinfo="skip",
+            )
+        )
     fig.add_hline(y=0.5, line_dash="dash", line_color="#64748b", annotation_text="0.5 = no preference",
                   annotation_position="bottom right")
-    lo = min([0.0, *(t.pse for t in targets)])
-    hi = max([1.0, *(t.pse for t in targets)])
+    lows = [t.pse_ci[0] for t in targets if t.pse_ci is not None]
+    highs = [t.pse_ci[1] for t in targets if t.pse_ci is not None]
+    lo = min([0.0, *(t.pse for t in targets), *lows])
+    hi = max([1.0, *(t.pse for t in targets), *highs])
     if lo < 0:
         fig.add_hrect(y0=lo - 0.05, y1=0, fillcolor=SAT_COLOR, opacity=0.06, line_width=0)
     if hi > 1:
         fig.add_hrect(y0=1, y1=hi + 0.05, fillcolor=SAT_COLOR, opacity=0.06, line_width=0)
+    subtitle = hover_safe(interval_label, width=110) + (f"<br>{hover_safe(band[1], width=110)}" if band else "")
     fig.update_layout(
         title=(
             f"PSE per target word: above 0.5 leans {hover_safe(result.cue1_label)}, below leans "
-            f"{hover_safe(result.cue2_label)}<br><sup>{bar_label}</sup>"
+            f"{hover_safe(result.cue2_label)}<br><sup>{subtitle}</sup>"
         ),
         yaxis_title="PSE (point of subjective equality)",
         font_family=FONT,
-        height=480,
-        margin={"l": 10, "r": 10, "t": 80, "b": 110},
+        height=500,
+        margin={"l": 10, "r": 10, "t": 100, "b": 110},
         xaxis={"tickangle": -60, "categoryorder": "array", "categoryarray": x},
         hovermode="x",
         hoverlabel={"align": "left"},
-        legend={"orientation": "h", "y": 1.02, "x": 0},
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
         yaxis={"range": [lo - 0.05, hi + 0.05]},
     )
     return fig
@@ -405,8 +491,10 @@ def spectrum_figure(spectrum) -> go.Figure:
     ys, where = spectrum_layout([r["position"] for r in rows], labels)
     n_rows = max(ys, default=0) + 1
     custom = [
-        [hover_safe(r["target"]), f"{r['pse']:.3f}", _sat_text(r["saturated"]) or "no", _fmt(r.get("jnd_sd")),
-         "<br>".join(f"{hover_safe(k)}: {v:.3f}" for k, v in r.get("pair_pse", {}).items())]
+        [hover_safe(r["target"]), f"{r['pse']:.3f}", _sat_text(r["saturated"]) or "no",
+         MSG_NO_JND_SHORT if r.get("jnd_sd") is None else _fmt(r["jnd_sd"]),
+         "<br>".join(f"{hover_safe(k)}: {v:.3f}" for k, v in r.get("pair_pse", {}).items()),
+         _interval_text(r.get("pse_ci"))]
         for r in rows
     ]
     fig = go.Figure()
@@ -429,8 +517,8 @@ def spectrum_figure(spectrum) -> go.Figure:
                         "symbol": "diamond" if sat else "circle"},
                 customdata=[custom[i] for i in idx],
                 hovertemplate=(
-                    "<b>%{customdata[0]}</b><br>PSE: %{customdata[1]}<br>saturated: %{customdata[2]}<br>"
-                    "JND: %{customdata[3]}<br>%{customdata[4]}<extra></extra>"
+                    "<b>%{customdata[0]}</b><br>PSE: %{customdata[1]}<br>interval: %{customdata[5]}<br>"
+                    "saturated: %{customdata[2]}<br>JND: %{customdata[3]}<br>%{customdata[4]}<extra></extra>"
                 ),
             )
         )
@@ -516,30 +604,57 @@ def labour_markdown(corr) -> str:
     return " ".join(lines)
 
 
+def _leaning(result) -> tuple[list, list, list]:
+    """Targets leaning to the first cue (PSE > 0.5, strongest first), to the second (PSE < 0.5), and at 0.5."""
+    first = sorted((t for t in result.targets if t.pse > 0.5), key=lambda t: (-t.pse, t.target))
+    second = sorted((t for t in result.targets if t.pse < 0.5), key=lambda t: (t.pse, t.target))
+    even = [t for t in result.targets if t.pse == 0.5]
+    return first, second, even
+
+
 def twoafc_interpretation(result, *, source: str) -> str:
-    """A plain-language reading of a 2AFC result."""
+    """A plain-language reading of a 2AFC result.
+
+    The words named as leaning most to a side are only words on that side (at most five each; "none" when
+    no word leans that way), so a word is never named on both sides. Interval counts carry the result's level.
+    """
     c1, c2 = _esc(result.cue1_label), _esc(result.cue2_label)
     n = len(result.targets)
-    lean1 = [t for t in result.targets if t.pse > 0.5]
+    first, second, even = _leaning(result)
+
+    def names(ts) -> str:
+        return ", ".join(_esc(t.target) for t in ts[:5]) or MSG_NO_LEAN
+
     sat = [t for t in result.targets if t.saturated]
-    ranked = sorted(result.targets, key=lambda t: t.pse)
-    top1 = ", ".join(_esc(t.target) for t in ranked[::-1][:5])
-    top2 = ", ".join(_esc(t.target) for t in ranked[:5])
     if result.mode == "replicates":
-        mode = (f"{result.n_replicates} replicate embedding models (error bars: JND, the SD of the PSE across "
+        mode = (f"{result.n_replicates} replicate embedding models (the JND is the SD of the PSE across "
                 "them)")
     elif result.mode == "thurstonian":
         mode = (f"one model with a perceptual noise σ = {result.noise_sigma:g} that you chose — an assumption "
-                "about the observer, not a measurement")
+                "about the observer, not a measurement; the spread it implies is drawn apart as a lighter band")
     else:
-        mode = "one model without noise (each answer is deterministic, so there is no JND)"
+        mode = "one model without noise (each answer is deterministic)"
+    at_half = f", and **{len(even)}** sit exactly at 0.5" if even else ""
     lines = [
-        f"### What this shows\nIn the embedding `{_esc(source)}`, **{len(lean1)} of {n}** target words lean towards "
-        f"**{c1}** (PSE above 0.5) and **{n - len(lean1)}** towards **{c2}**. Leaning most to {c1}: {top1}. "
-        f"Leaning most to {c2}: {top2}.",
-        f"The PSE is the mix of the two cues at which the embedding is equally likely to answer either; 0.5 means "
-        f"no preference. Noise: {mode}.",
+        f"### What this shows\nIn the embedding `{_esc(source)}`, **{len(first)} of {n}** target words lean towards "
+        f"**{c1}** (PSE above 0.5) and **{len(second)}** towards **{c2}** (PSE below 0.5){at_half}. "
+        f"Leaning most to {c1}: {names(first)}. Leaning most to {c2}: {names(second)}.",
     ]
+    with_ci = [t for t in result.targets if t.pse_ci is not None]
+    if with_ci:
+        above = sum(1 for t in with_ci if t.pse_ci[0] > 0.5)
+        below = sum(1 for t in with_ci if t.pse_ci[1] < 0.5)
+        lines.append(MSG_INTERVAL_COUNTS.format(above=above, below=below, level=_level(result.ci_level),
+                                                units=_esc(result.interval_units), n=len(with_ci),
+                                                expected=(1 - result.ci_level) * len(with_ci)))
+    else:
+        lines.append(f"No intervals: {_esc(pse_interval_label(result))}")
+    lines.append(
+        f"The PSE is the mix of the two cues at which the embedding is equally likely to answer either; 0.5 means "
+        f"no preference. Noise: {mode}."
+    )
+    if result.mode != "replicates":
+        lines.append(MSG_NO_JND)
     if sat:
         lines.append(
             f"<span class='bt-warn'>⚠ {len(sat)} target(s) are **saturated**: the embedding picks the same side "
@@ -555,11 +670,80 @@ def twoafc_interpretation(result, *, source: str) -> str:
     return "\n\n".join(lines)
 
 
+def _record_fields(provenance: Mapping[str, Any] | None, spec: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The record columns every summary row ends with: spec, method, versions and date (from the result)."""
+    prov = dict(provenance or {})
+    name = (spec or {}).get("name")
+    if name is None and isinstance(prov.get("spec"), Mapping):
+        name = prov["spec"].get("name")
+    return {"spec": name, "method": prov.get("method"), "versions": prov.get("versions"),
+            "date": prov.get("created_at")}
+
+
+def twoafc_summary_records(result, *, source: str, corr=None,
+                           spec: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The summary rows the 2AFC CSV starts with: leaning counts, interval counts, JND or σ, labour statistics.
+
+    Each row: ``measure``, ``estimate``, ``ci_low``/``ci_high`` with ``confidence``, ``interval`` (how it was
+    made, or why there is none), ``p_value``, ``n``; then the record: embedding, mode, σ, replicates, cue
+    pairs, resamples, seed, spec, method, versions, date.
+    """
+    first, second, _even = _leaning(result)
+    n = len(result.targets)
+    with_ci = [t for t in result.targets if t.pse_ci is not None]
+    how = pse_interval_label(result)
+    record = {
+        "embedding": source, "mode": result.mode, "noise_sigma": result.noise_sigma,
+        "n_replicates": result.n_replicates, "n_cue_pairs": len(result.cue_pairs),
+        "n_resamples": result.n_bootstrap, "seed": result.seed,
+        **_record_fields(result.provenance, spec),
+    }
+
+    def row(measure: str, estimate: Any, **values: Any) -> dict[str, Any]:
+        out = {"measure": measure, "estimate": estimate, "unit": None, "ci_low": None, "ci_high": None,
+               "confidence": result.ci_level, "interval": None, "p_value": None, "n": n}
+        out.update(values)
+        out.update(record)
+        return out
+
+    rows = [
+        row(f"targets leaning to {result.cue1_label} (PSE > 0.5)", len(first), unit="targets"),
+        row(f"targets leaning to {result.cue2_label} (PSE < 0.5)", len(second), unit="targets"),
+        row(f"targets whose interval is wholly above 0.5 ({result.cue1_label} side)",
+            sum(1 for t in with_ci if t.pse_ci[0] > 0.5) if with_ci else None, unit="targets", interval=how),
+        row(f"targets whose interval is wholly below 0.5 ({result.cue2_label} side)",
+            sum(1 for t in with_ci if t.pse_ci[1] < 0.5) if with_ci else None, unit="targets", interval=how),
+    ]
+    if result.mode == "replicates":
+        jnds = [t.jnd_sd for t in result.targets if t.jnd_sd is not None]
+        rows.append(row("JND (SD of the PSE across replicate models), mean over targets",
+                        float(np.mean(jnds)) if jnds else None, unit="α"))
+    else:
+        rows.append(row("JND", None, interval=MSG_NO_JND))
+    band = sigma_band(result)
+    if band is not None:
+        sds = [v for v in band[0] if v is not None]
+        rows.append(row("σ-implied spread (an assumption, not data), mean over targets",
+                        float(np.mean(sds)) if sds else None, unit="α", interval=band[1]))
+    if corr is not None:
+        rows.append(row("Pearson r: PSE vs % women (U.S. BLS)", corr.pearson_r, p_value=corr.pearson_p, n=corr.n,
+                        interval=f"saturated PSEs: {corr.saturated_policy}"))
+        rows.append(row("Spearman ρ: PSE vs % women (U.S. BLS)", corr.spearman_rho, p_value=corr.spearman_p,
+                        n=corr.n))
+    return rows
+
+
 def twoafc_exports(result, *, source: str, corr=None, spec: Mapping[str, Any] | None = None,
                    directory: Path | None = None) -> tuple[Path, Path]:
-    """CSV (one row per target) and JSON (everything, with provenance) in ``directory`` (default: a fresh folder)."""
+    """CSV and JSON (everything, with provenance) in ``directory`` (default: a fresh folder).
+
+    The CSV is a complete record on its own: summary rows first (:func:`twoafc_summary_records`,
+    ``row_type`` ``summary``), then one row per target (``row_type`` ``target``, :func:`twoafc_csv_rows`).
+    """
     folder = Path(directory) if directory is not None else private_dir("biastest-2afc-")
-    csv_path = write_csv(twoafc_csv_rows(result, source=source), folder / "psychophysics_2afc.csv")
+    rows = summary_first(twoafc_summary_records(result, source=source, corr=corr, spec=spec),
+                         twoafc_csv_rows(result, source=source), item_type="target")
+    csv_path = write_csv(rows, folder / "psychophysics_2afc.csv")
     payload = {"test": "2afc", "embedding": source, "spec": dict(spec) if spec else None, "result": result.to_dict(),
                "labour_statistics": corr.to_dict() if corr is not None else None}
     json_path = write_json(payload, folder / "psychophysics_2afc.json")
@@ -567,14 +751,42 @@ def twoafc_exports(result, *, source: str, corr=None, spec: Mapping[str, Any] | 
 
 
 # --------------------------------------------------------------------------- WEAT / MAC
+MSG_WEAT_NO_INTERVAL = "No interval for d: no resamples of the words were asked for."
+MSG_WEAT_INTERVAL_UNDEFINED = (
+    "No interval for d: fewer than two resamples of the words had a defined d (their associations were all equal)."
+)
+MSG_WEAT_INTERVAL_HAS_ZERO = (
+    "The interval of d includes 0: with other words of the same kinds, the difference could vanish or reverse. "
+    "The permutation p-value holds these words fixed, so it can be small while this interval is wide."
+)
+MSG_WEAT_INTERVAL_READING = (
+    "The interval of d excludes 0: resampling the target and attribute words keeps the direction of the effect."
+)
+
+
+def weat_interval_label(weat) -> str:
+    """How the interval of d was made, with the result's level, or why there is none."""
+    if weat.effect_size_ci is None:
+        return MSG_WEAT_NO_INTERVAL if not weat.n_bootstrap else MSG_WEAT_INTERVAL_UNDEFINED
+    return (f"{_level(weat.ci_level)} interval, bootstrap over the words: X, Y, A and B each resampled with "
+            f"replacement ({weat.n_bootstrap:,} resamples, seed {weat.seed})")
+
+
 def weat_frame(weat, mac) -> pd.DataFrame:
-    """The headline numbers, each named (the test statistic and the effect size are different things)."""
+    """The headline numbers, each named (the test statistic and the effect size are different things).
+
+    The effect size's row carries its interval over the words (level from the result).
+    """
     perm = weat.permutation
     how = (f"exact: all {perm.n_partitions:,} partitions" if perm.exact
            else f"sampled: {perm.n_evaluated:,} of {perm.n_partitions:,} partitions, seed {perm.seed}")
+    ci = weat.effect_size_ci
     rows = [
         ("WEAT effect size d", weat.effect_size,
          "Difference of the mean associations of X and Y, in standard deviations (0 = none; |d| ≥ 0.8 is large)."),
+        (f"d, {_level(weat.ci_level)} interval low", None if ci is None else ci[0], weat_interval_label(weat)),
+        (f"d, {_level(weat.ci_level)} interval high", None if ci is None else ci[1],
+         "With other words of the same kinds, d would likely fall in this interval."),
         ("WEAT test statistic s(X, Y, A, B)", weat.test_statistic,
          "Sum over X minus sum over Y of each word's association; not the effect size."),
         ("p-value, one-sided (X more associated with A)", weat.p_one_sided, f"Permutation test ({how})."),
@@ -586,7 +798,7 @@ def weat_frame(weat, mac) -> pd.DataFrame:
         rows.append((f"MAC for attribute list '{r['class']}'", r["mean_distance"],
                      "Mean cosine distance of all target words to this list."))
     return pd.DataFrame(
-        [{"quantity": q, "value": round(float(v), 6), "what it means": m} for q, v, m in rows]
+        [{"quantity": q, "value": None if v is None else round(float(v), 6), "what it means": m} for q, v, m in rows]
     )
 
 
@@ -667,10 +879,15 @@ def weat_interpretation(weat, mac, *, source: str) -> str:
     size = "small" if abs(d) < 0.5 else ("medium" if abs(d) < 0.8 else "large")
     direction = f"{x} is closer to {a} (and {y} to {b})" if d > 0 else f"{x} is closer to {b} (and {y} to {a})"
     sig = "unlikely to be chance" if weat.p_one_sided < 0.05 else "could well be chance"
+    ci = weat.effect_size_ci
+    interval = (f" ({_level(weat.ci_level)} interval {ci[0]:.2f} to {ci[1]:.2f}, resampling the words)"
+                if ci is not None else "")
     lines = [
-        f"### What this shows\nIn the embedding `{_esc(source)}`, **{direction}**: WEAT effect size d = {d:.2f} "
-        f"({size}; 0 = no difference, ±2 is the maximum). The one-sided permutation p-value is "
+        f"### What this shows\nIn the embedding `{_esc(source)}`, **{direction}**: WEAT effect size d = {d:.2f}"
+        f"{interval} ({size}; 0 = no difference, ±2 is the maximum). The one-sided permutation p-value is "
         f"{_p(weat.p_one_sided)}, so the pattern is {sig} given these word lists.",
+        (MSG_WEAT_INTERVAL_HAS_ZERO if ci[0] <= 0 <= ci[1] else MSG_WEAT_INTERVAL_READING)
+        if ci is not None else weat_interval_label(weat),
         f"MAC, the mean cosine distance of the target words to the attribute words, is {mac.mac:.3f} "
         "(lower = closer). Unlike WEAT it does not compare the two groups; see the per-word table.",
         "Both are averages of averages: they hide how much single words vary. The Bayesian estimate below uses "
@@ -683,9 +900,49 @@ def weat_interpretation(weat, mac, *, source: str) -> str:
     return "\n\n".join(lines)
 
 
+def weat_summary_records(weat, mac, *, source: str, spec: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The summary rows the WEAT/MAC CSV starts with: d with its interval, the test statistic, p-values, MAC.
+
+    Each row: ``measure``, ``estimate``, ``ci_low``/``ci_high`` with ``confidence``, ``interval`` (how it was
+    made), ``p_value``, ``n`` (target words); then the record: embedding, seed, permutations, resamples,
+    spec, method, versions, date.
+    """
+    perm = weat.permutation
+    record = {
+        "embedding": source, "seed": weat.seed, "n_permutations": perm.n_evaluated,
+        "permutations_exact": perm.exact, "n_resamples": weat.n_bootstrap, **_record_fields(weat.provenance, spec),
+    }
+    n = len(weat.x) + len(weat.y)
+    ci = weat.effect_size_ci
+
+    def row(measure: str, estimate: Any, **values: Any) -> dict[str, Any]:
+        out = {"measure": measure, "estimate": estimate, "ci_low": None, "ci_high": None,
+               "confidence": weat.ci_level, "interval": None, "p_value": None, "n": n}
+        out.update(values)
+        out.update(record)
+        return out
+
+    rows = [
+        row("WEAT effect size d", weat.effect_size, ci_low=None if ci is None else ci[0],
+            ci_high=None if ci is None else ci[1], interval=weat_interval_label(weat)),
+        row("WEAT test statistic s(X, Y, A, B)", weat.test_statistic),
+        row("p-value, one-sided (X more associated with A), permutation", weat.p_one_sided,
+            p_value=weat.p_one_sided),
+        row("p-value, two-sided, permutation", weat.p_two_sided, p_value=weat.p_two_sided),
+        row("MAC (mean cosine distance)", mac.mac, n=len(mac.words)),
+    ]
+    rows += [row(f"MAC for attribute list '{r['class']}'", r["mean_distance"], n=len(mac.words))
+             for r in mac.per_class]
+    return rows
+
+
 def weat_exports(weat, mac, *, source: str, spec: Mapping[str, Any] | None = None,
                  directory: Path | None = None) -> tuple[Path, Path]:
-    """CSV (per target word: WEAT association, MAC distances) and JSON in ``directory`` (default: a fresh folder)."""
+    """CSV and JSON in ``directory`` (default: a fresh folder).
+
+    The CSV starts with the summary rows (:func:`weat_summary_records`, ``row_type`` ``summary``), then one row
+    per target word (``row_type`` ``word``: its WEAT association and MAC distances), so it is a complete record.
+    """
     folder = Path(directory) if directory is not None else private_dir("biastest-weat-")
     mac_by_word: dict[str, dict[str, float]] = {}
     for r in mac.per_word_class:
@@ -697,6 +954,7 @@ def weat_exports(weat, mac, *, source: str, spec: Mapping[str, Any] | None = Non
                      **mac_by_word.get(r["word"], {}), "weat_effect_size_d": weat.effect_size,
                      "weat_test_statistic": weat.test_statistic, "p_one_sided": weat.p_one_sided,
                      "p_two_sided": weat.p_two_sided, "mac": mac.mac, "embedding": source, "seed": weat.seed})
+    rows = summary_first(weat_summary_records(weat, mac, source=source, spec=spec), rows, item_type="word")
     csv_path = write_csv(rows, folder / "weat_mac.csv")
     json_path = write_json({"test": "weat_mac", "embedding": source, "spec": dict(spec) if spec else None,
                             "weat": weat.to_dict(), "mac": mac.to_dict()}, folder / "weat_mac.json")

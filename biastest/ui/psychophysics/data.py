@@ -219,10 +219,15 @@ def run_core(
     n_boot: Any,
     n_perm: Any,
     seed: Any,
+    n_boot_d: Any = 2_000,
     *,
     progress=None,
 ) -> dict[str, Any]:
-    """Run the test of the session's spec; return the session with ``result`` (and ``labour``) set."""
+    """Run the test of the session's spec; return the session with ``result`` (and ``labour``) set.
+
+    ``n_boot`` sets the 2AFC resamples (PSE intervals and psychometric fits), ``n_boot_d`` the resamples of
+    the words behind the interval of the WEAT effect size d.
+    """
     session = need_session(session)
     spec = session["spec"]
     seed_i = option_value("seed", seed)
@@ -246,7 +251,9 @@ def run_core(
         new.update(result=result, labour=_labour(result, spec), weat=None, mac=None)
         return new
     n_permutations = option_value("n_permutations", n_perm)
-    weat = run_weat(spec=spec, source=session["source"], seed=seed_i, n_permutations=n_permutations, progress=progress)
+    n_resamples = option_value("n_resamples", n_boot_d)
+    weat = run_weat(spec=spec, source=session["source"], seed=seed_i, n_permutations=n_permutations,
+                    n_bootstrap=n_resamples, progress=progress)
     mac = run_mac(spec=spec, source=session["source"])
     new.update(result=weat, weat=weat, mac=mac)
     return new
@@ -262,11 +269,12 @@ def make_run_handler(stale: tuple, n_results: int):
     """
 
     @user_errors
-    def run_handler(session, rep_mode, sigma, files, sigmoid, lapse, n_boot, n_perm, seed, progress=gr.Progress()):
+    def run_handler(session, rep_mode, sigma, files, sigmoid, lapse, n_boot, n_perm, seed, n_boot_d=2_000,
+                    progress=gr.Progress()):
         """Step 2 → results: run, render, unlock the results tab."""
         try:
             new = run_core(
-                session, rep_mode, sigma, files, sigmoid, lapse, n_boot, n_perm, seed,
+                session, rep_mode, sigma, files, sigmoid, lapse, n_boot, n_perm, seed, n_boot_d,
                 progress=progress_callback(progress),
             )
         except USER_MISTAKES as exc:
@@ -335,8 +343,11 @@ def build() -> Section:
                     elem_id="sigmoid",
                 ), "norm")
                 sec.add("lapse", gr.Checkbox(False, label="Fit a lapse rate", elem_id="lapse"), False)
-                sec.add("n_boot", gr.Number(200, label="Bootstrap samples for the intervals", precision=0,
-                                            elem_id="n-bootstrap"), 200)
+                sec.add("n_boot", gr.Number(
+                    1000, label="Bootstrap samples for the intervals", precision=0, elem_id="n-bootstrap",
+                    info="Resamples of the cue pairs (one model) or of the replicate models behind the PSE "
+                         "intervals, and refits of the psychometric function; more give steadier interval ends.",
+                ), 1000)
     with sec.add("weat_box", gr.Column(visible=False), gr.update(visible=False)):
         sec.add("n_perm", gr.Number(
             10_000,
@@ -345,6 +356,13 @@ def build() -> Section:
             info="Exact enumeration when there are fewer partitions than this.",
             elem_id="n-permutations",
         ), 10_000)
+        sec.add("n_boot_d", gr.Number(
+            2_000,
+            precision=0,
+            label="Bootstrap resamples of the words (interval of the effect size d)",
+            info="Each resample draws the target and attribute lists again from themselves, with replacement.",
+            elem_id="n-bootstrap-d",
+        ), 2_000)
     sec.add("seed", gr.Number(0, precision=0, label="Seed (repeat it to get the same numbers)", elem_id="seed"), 0)
     sec.add("message", gr.Markdown("", elem_id="run-message"), "")
     with gr.Row():
@@ -367,6 +385,7 @@ def wire(sec: Section, session: Any, *, tabs: Any, tab3: Any, results: Section,
     # a new run makes earlier Bayesian/posterior outputs stale: the run clears them (a refused run does not)
     sec.run.click(
         make_run_handler(tuple(v for _, v in stale), len(results.outputs)),
-        [session, sec.rep_mode, sec.sigma, sec.rep_files, sec.sigmoid, sec.lapse, sec.n_boot, sec.n_perm, sec.seed],
+        [session, sec.rep_mode, sec.sigma, sec.rep_files, sec.sigmoid, sec.lapse, sec.n_boot, sec.n_perm, sec.seed,
+         sec.n_boot_d],
         [session, sec.message, tabs, tab3, *(c for c, _ in stale), *results.outputs],
     )
