@@ -313,6 +313,7 @@ def summary_markdown(result: VLMResult) -> str:
             f"- **How:** model `{_esc(result.model_id)}` ({_esc(result.model_kind)}, {_esc(result.architecture)}) "
             f"looked at **{result.n_images}** images; each got the probability of {t1} and of {t2}, read from "
             f"{how}.",
+            *_where(result),
         ]),
     ]
     lines += _notes(result)
@@ -333,6 +334,18 @@ def summary_markdown(result: VLMResult) -> str:
 def _asked(result: VLMResult) -> str:
     """The question as a model behind an endpoint read it (the first line of the text sent), else the template."""
     return result.prompts[0].split("\n")[0] if result.prompts else str(result.question or "")
+
+
+def _where(result: VLMResult) -> list[str]:
+    """A bullet naming the endpoint a served model was asked through (none for a model in this process)."""
+    served = result.provenance.get("model") if isinstance(result.provenance, Mapping) else None
+    if not isinstance(served, Mapping) or served.get("served_by") != "endpoint":
+        return []
+    reported = f", which answered as `{_esc(served.get('served_model'))}`" if served.get("served_model") else ""
+    version = f" (server version {_esc(served.get('server_version'))})" if served.get("server_version") else ""
+    n = (served.get("requests") or {}).get("chat", 0)
+    return [f"- **Where:** asked through the endpoint `{_esc(served.get('endpoint'))}`{version}{reported}; "
+            f"{n} request(s)."]
 
 
 def _notes(result: VLMResult) -> list[str]:
@@ -373,6 +386,7 @@ def _summary_hard_only(result: VLMResult, lab: Labels) -> str:
             f"- **How:** model `{_esc(result.model_id)}` ({_esc(result.model_kind)}, {_esc(result.architecture)}) "
             f"answered “{_esc(asked)}” for **{result.n_images}** images, with the target terms as the allowed "
             "answers.",
+            *_where(result),
         ]),
         *_notes(result),
         "A lean shows what the model associates with the pictures; it does not say whether that association is "

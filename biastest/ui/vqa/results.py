@@ -6,6 +6,12 @@ per-image grid with its hover card, the picked-image panel, the table and the
 downloads); :func:`wire_run` connects the Run button to both. The report layer
 (:mod:`biastest.report.vqa`) turns the typed result into text, tables and
 figures; this module only wires components.
+
+The model runs on this server (the model list), or behind an endpoint: an
+OpenAI-compatible chat server that reads images (vLLM serving LLaVA or
+Qwen-VL, a hosted GPT-4o-class model), given by its address, the served
+model's name and an optional key. The key goes from its password box to that
+run's requests only: it is never put in the session, a file, a log or a result.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any
 import gradio as gr
 
 from biastest import public
-from biastest.errors import DataError, MethodError
+from biastest.errors import DataError, EndpointError, MethodError, OptionError
 from biastest.metrics.vlm_score import (
     COMBINE_CHOICES,
     DEFAULT_PROMPT_TEMPLATE,
@@ -41,7 +47,10 @@ from biastest.ui.model_picker import build_model_picker
 from biastest.ui.vqa.session import MSG_NO_IMAGES_YET, _copy, _spec, session_root
 
 __all__ = [
+    "MODEL_ENDPOINT",
+    "MODEL_HERE",
     "MODEL_SUGGESTIONS",
+    "MODEL_WHERE_CHOICES",
     "ModelSection",
     "ResultsTab",
     "build_model_section",
@@ -59,6 +68,20 @@ MODEL_SUGGESTIONS = CATALOGS["vlm"].hub_ids
 MSG_NO_MODEL = "Type or choose the model to test (a Hugging Face Hub id such as {example}, or a local folder)."
 MSG_NO_TEMPLATE = "Choose at least one prompt template, or type your own with {{term}}."
 MSG_RUN_FIRST = "Run the test in step 2 first."
+#: Where the model to test runs (step 2's choice): loaded on this server, or served elsewhere.
+MODEL_HERE = "here"
+MODEL_ENDPOINT = "endpoint"
+MODEL_WHERE_CHOICES = [("A model on this server", MODEL_HERE), ("A model behind an endpoint", MODEL_ENDPOINT)]
+MSG_ENDPOINT_HINT = (
+    "The model is asked the question about each picture where it is served, through the OpenAI chat protocol with "
+    "images (vLLM serving LLaVA or Qwen-VL, or a hosted model such as GPT-4o), with the target terms as the allowed "
+    "answers. Its answers always give a score; the score from probabilities needs the answers' log-probabilities "
+    "(vLLM and OpenAI give them). Prompt templates and the settings for several terms apply to CLIP-like models on "
+    "this server only. The key is used for this session's requests only: it is never stored, logged or written to "
+    "the results."
+)
+MSG_RUN_PARTIAL = "⚠️ Tested {n} of {total} images with {model}: the results in step 3 are partial. {why}"
+MSG_TOAST_PARTIAL = "The endpoint stopped early: the results are partial (step 2 says why)."
 
 
 # --------------------------------------------------------------------------- run
@@ -81,14 +104,26 @@ def run_core(
     seed: Any,
     batch_size: Any,
     n_resamples: Any,
+    where: str | None = MODEL_HERE,
+    endpoint_url: str | None = None,
+    endpoint_model: str | None = None,
+    endpoint_key: str | None = None,
     *,
     progress=None,
 ) -> dict[str, Any]:
-    """Run the test on the session's images; returns the session with its result."""
+    """Run the test on the session's images; returns the session with its result.
+
+    With ``where`` :data:`MODEL_ENDPOINT` the model is the one served at ``endpoint_url`` under
+    ``endpoint_model`` (``model_id``, the templates, ``combine`` and ``batch_size`` do not apply); the address and
+    the name are checked before anything is read or sent, and ``endpoint_key`` goes to the run's requests only.
+    """
     from biastest.runner.vlm import run_vlm_test
 
     new = _copy(session)
     spec = _spec(new)
+    if where == MODEL_ENDPOINT:
+        return _run_endpoint(new, spec, endpoint_url, endpoint_model, endpoint_key, question, seed, n_resamples,
+                             progress=progress)
     model_id = (model_id or "").strip()
     if not model_id:
         raise MethodError(MSG_NO_MODEL.format(example=MODEL_SUGGESTIONS[0]))
@@ -110,6 +145,34 @@ def run_core(
     return new
 
 
+def _run_endpoint(new: dict[str, Any], spec, url: str | None, name: str | None, key: str | None, question: str | None,
+                  seed: Any, n_resamples: Any, *, progress=None) -> dict[str, Any]:
+    """:func:`run_core` for a model behind an endpoint (the key reaches the runner only, never ``new``)."""
+    from biastest.models.endpoint_lm import MSG_NO_MODEL_NAME, check_endpoint_url, safe_base_url
+    from biastest.runner.services import MSG_NEED_ENDPOINT_URL
+    from biastest.runner.vlm import run_vlm_test
+
+    url = str(url or "").strip()
+    if not url:
+        raise OptionError(MSG_NEED_ENDPOINT_URL)
+    url = check_endpoint_url(url)  # a web address, and in public mode a public one: before anything is sent
+    name = str(name or "").strip()
+    if not name:
+        raise OptionError(MSG_NO_MODEL_NAME)
+    if not new["images"]:
+        raise DataError(MSG_NO_IMAGES_YET)
+    settings = {
+        "model_id": name,
+        "question": (question or "").strip() or DEFAULT_QUESTION,
+        "seed": option_value("seed", seed),
+        "n_resamples": option_value("n_resamples", n_resamples),
+    }
+    result = run_vlm_test(images=list(new["images"]), image_root=session_root(new), spec=spec, progress=progress,
+                          endpoint=url, api_key=str(key or "").strip() or None, **settings)
+    new.update(result=result, settings={**settings, "endpoint": safe_base_url(url)})
+    return new
+
+
 def _image_choices(result) -> list[tuple[str, int]]:
     lab = rep.labels(result)
     return [
@@ -128,7 +191,7 @@ def image_detail(session: dict[str, Any], index: Any) -> tuple[str | None, str]:
     probs = ", ".join(f"P({escape(t)}) = {p:.3f}" for t, p in img.term_probabilities.items())
     # the same lines, in the same words, as the grid's hover label (rep.image_facts)
     md = "\n".join(f"- **{escape(field)}:** {escape(value)}" for field, value in rep.image_facts(result, img))
-    md += f"\n\nPer target term: {probs}"
+    md += f"\n\nPer target term: {probs}" if probs else f"\n\nNo probability: {escape(img.note or 'none given')}."
     return (str(path) if path is not None and path.is_file() else None), md
 
 
@@ -155,15 +218,32 @@ def results_view(session: dict[str, Any]) -> tuple:
 
 @user_errors
 def run_handler(session, model_id, templates, custom_template, combine, question, seed, batch_size, n_resamples,
-                progress=gr.Progress()):
-    """Step 2 → results: run, render, unlock the results tab; a mistake the user can fix stays inline in step 2."""
+                where=MODEL_HERE, endpoint_url=None, endpoint_model=None, endpoint_key=None, progress=gr.Progress()):
+    """Step 2 → results: run, render, unlock the results tab; a mistake the user can fix stays inline in step 2.
+
+    The endpoint's fields come last, with defaults, so a call through the API that names a model on this server
+    keeps its order. What an endpoint answers that keeps it from answering (another model, a refused key, a server
+    that keeps failing) is shown next to the button; a run a limit stopped keeps what was answered and says so.
+    """
     try:
         new = run_core(session, model_id, templates, custom_template, combine, question, seed, batch_size,
-                       n_resamples, progress=progress_callback(progress))
-    except USER_MISTAKES as exc:
+                       n_resamples, where, endpoint_url, endpoint_model, endpoint_key,
+                       progress=progress_callback(progress))
+    except (*USER_MISTAKES, EndpointError) as exc:  # an endpoint's answer: what to check is in the message
         return (session, warn_inline(exc), *(gr.skip(),) * 11)
     tabs, tab3 = unlock_step("results")
-    return (new, "", tabs, tab3, *results_view(new))
+    result, message = new["result"], ""
+    if result.not_scored:
+        why = result.provenance.get("model", {}).get("stop_message") or ""
+        message = escape(MSG_RUN_PARTIAL.format(n=result.n_images, total=result.n_images + len(result.not_scored),
+                                                model=result.model_id, why=why))
+        gr.Warning(MSG_TOAST_PARTIAL)
+    return (new, message, tabs, tab3, *results_view(new))
+
+
+def model_where_visibility(where: str) -> tuple[Any, Any]:
+    """Show the model list for a model on this server, the endpoint's fields for one behind an endpoint."""
+    return gr.Column(visible=where != MODEL_ENDPOINT), gr.Column(visible=where == MODEL_ENDPOINT)
 
 
 @user_errors
@@ -245,12 +325,26 @@ class ModelSection:
 def build_model_section() -> ModelSection:
     """Lay out the model, prompts, question and settings of step 2, the Run and New bias test buttons."""
     gr.Markdown("### The model to test")
-    # the honest model list: this machine first, then Hub ids marked as downloads (or as needing the internet)
-    picker = build_model_picker("vlm", label="Model (Hugging Face Hub id or local folder)",
-                                info="CLIP-like, visual question answering (ViLT) or image-to-text (BLIP, GIT); "
-                                     "its kind is read from its configuration.",
-                                elem_id="model-id", note_id="model-note")
+    where = gr.Radio(MODEL_WHERE_CHOICES, value=MODEL_HERE, label="Where the model to test runs",
+                     elem_id="model-where")
+    with gr.Column() as here_box:
+        # the honest model list: this machine first, then Hub ids marked as downloads (or as needing the internet)
+        picker = build_model_picker("vlm", label="Model (Hugging Face Hub id or local folder)",
+                                    info="CLIP-like, visual question answering (ViLT) or image-to-text (BLIP, GIT); "
+                                         "its kind is read from its configuration.",
+                                    elem_id="model-id", note_id="model-note")
     model_id = picker.dropdown
+    with gr.Column(visible=False) as endpoint_box:
+        with gr.Row():
+            endpoint_url = gr.Textbox("", label="Endpoint address", placeholder="http://localhost:8000/v1",
+                                      elem_id="endpoint-url")
+            endpoint_model = gr.Textbox("", label="Served model name", placeholder="llava-hf/llava-1.5-7b-hf",
+                                        info="As the server lists it (vLLM: the model or --served-model-name).",
+                                        elem_id="endpoint-model")
+            endpoint_key = gr.Textbox("", label="API key (optional; this session only, never stored)",
+                                      type="password", elem_id="endpoint-key")
+        gr.Markdown(MSG_ENDPOINT_HINT, elem_id="endpoint-hint", elem_classes=["bt-hint"])
+    where.change(model_where_visibility, where, [here_box, endpoint_box], queue=False, show_progress="hidden")
     with gr.Row():
         templates = gr.CheckboxGroup(
             [(f"{label}: “{tpl}”", tpl) for tpl, label in PROMPT_TEMPLATES.items()],
@@ -283,9 +377,12 @@ def build_model_section() -> ModelSection:
     resets = [
         (model_id, picker.default), (templates, [DEFAULT_PROMPT_TEMPLATE]), (custom_template, ""),
         (question, DEFAULT_QUESTION), (combine, COMBINE_CHOICES[0]), (seed, 0), (batch, 16), (n_boot, 10_000),
-        (run_md, ""),
+        (run_md, ""), (where, MODEL_HERE), (here_box, gr.Column(visible=True)),
+        (endpoint_box, gr.Column(visible=False)), (endpoint_url, ""), (endpoint_model, ""), (endpoint_key, ""),
     ]
-    return ModelSection(inputs=[model_id, templates, custom_template, combine, question, seed, batch, n_boot],
+    # the endpoint's fields come last: run_handler's API order for a model on this server is unchanged
+    return ModelSection(inputs=[model_id, templates, custom_template, combine, question, seed, batch, n_boot, where,
+                                endpoint_url, endpoint_model, endpoint_key],
                         run_btn=run_btn, run_md=run_md, new_btn=new_btn, resets=resets)
 
 
