@@ -150,7 +150,7 @@ RHAT_MAX = 1.01
 """Largest rank-normalised split R-hat of a converged run (Vehtari et al. 2021)."""
 MIN_ESS_PER_CHAIN = 100
 """Smallest bulk and tail effective sample size per chain of a converged run (Vehtari et al. 2021)."""
-STOP_REASONS = ("converged", "time_limit", "max_attempts", "settings_limit")
+STOP_REASONS = ("converged", "time_limit", "max_attempts", "settings_limit", "one_chain")
 """Why a fit stopped sampling (``diagnostics["stop_reason"]``)."""
 
 MSG_UNKNOWN_MODEL = "There is no Bayesian model called '{name}'. Choose one of: {choices}."
@@ -180,6 +180,7 @@ MSG_BAD_ATTEMPTS = "The number of sampler attempts must be a whole number from 1
 MSG_PROBLEM_RHAT = "largest R-hat {value} > {limit}"
 MSG_PROBLEM_RHAT_UNDEFINED = "R-hat undefined for {count} quantities (their draws do not vary)"
 MSG_PROBLEM_DIVERGENCES = "{count} divergent transitions"
+MSG_PROBLEM_ONE_CHAIN = "R-hat cannot be computed from 1 chain (it compares 2 or more)"
 MSG_PROBLEM_ESS_BULK = "smallest bulk ESS {value:.0f} < {limit}"
 MSG_PROBLEM_ESS_TAIL = "smallest tail ESS {value:.0f} < {limit}"
 MSG_CONVERGED = (
@@ -201,6 +202,10 @@ MSG_STOP_TIME_LIMIT = (
 MSG_STOP_MAX_ATTEMPTS = (
     "Sampling stopped after {attempts} attempt(s), the most allowed (the last had {draws} draws and {tune} tuning "
     "steps per chain). Start with more draws and tuning steps."
+)
+MSG_STOP_ONE_CHAIN = (
+    "Sampling stopped: with 1 chain convergence cannot be checked (R-hat compares chains), so running again would "
+    "not help. Run 2 or more chains."
 )
 MSG_STOP_SETTINGS_LIMIT = (
     "Sampling stopped: the draws ({draws}), tuning steps ({tune}) and target acceptance ({target_accept}) are at the "
@@ -766,7 +771,10 @@ class BayesResult:
         finds nothing: R-hat ≤ 1.01, no divergent transition, bulk and tail
         ESS ≥ 100 per chain); and over the whole fit: ``attempts``,
         ``divergences_all_attempts``, ``stop_reason`` (:data:`STOP_REASONS`),
-        ``time_limit``, ``seconds``, ``problems`` (why it is not converged,
+        ``stop_message`` (why sampling stopped unconverged, in words),
+        ``stop_details`` (at the time limit: ``elapsed`` and ``predicted``
+        seconds, the next attempt's settings), ``time_limit``,
+        ``max_attempts``, ``seconds``, ``problems`` (why it is not converged,
         in words; empty when converged).
     reading : tuple of str
         Plain-language reading of the result.
@@ -882,26 +890,23 @@ def level_percent(prob: float) -> str:
 
 
 def _summaries(arrays: dict[str, np.ndarray], hdi_prob: float) -> dict[str, dict[str, np.ndarray]]:
-    """ArviZ mean/HDI/R-hat/ESS for arrays of shape (chain, draw, ...)."""
-    import arviz as az
+    """Mean, sd, HDI, R-hat, bulk/tail ESS for arrays of shape (chain, draw, ...), each stat shaped like one draw.
 
-    ds = az.convert_to_dataset({k: v for k, v in arrays.items()})
-    hdi = az.hdi(ds, hdi_prob=hdi_prob)
-    rhat = az.rhat(ds)
-    ess_bulk = az.ess(ds, method="bulk")
-    ess_tail = az.ess(ds, method="tail")
-    out = {}
-    for k, v in arrays.items():
-        h = np.asarray(hdi[k].values)
-        out[k] = {
-            "mean": v.mean(axis=(0, 1)),
-            "sd": v.std(axis=(0, 1), ddof=1),
-            "hdi_low": h[..., 0],
-            "hdi_high": h[..., 1],
-            "rhat": np.asarray(rhat[k].values),
-            "ess_bulk": np.asarray(ess_bulk[k].values),
-            "ess_tail": np.asarray(ess_tail[k].values),
-        }
+    All arrays go through :func:`biastest.stats.mcmc.summarise_draws` in one call (the estimators of
+    ArviZ's ``hdi``, ``rhat`` and ``ess``, which the tests compare value by value, without ArviZ's
+    per-quantity loop).
+    """
+    from biastest.stats.mcmc import summarise_draws
+
+    chains, draws = next(iter(arrays.values())).shape[:2]
+    shapes = {k: v.shape[2:] for k, v in arrays.items()}
+    stacked = np.concatenate([v.reshape(chains, draws, -1) for v in arrays.values()], axis=2)
+    flat = summarise_draws(stacked, hdi_prob)
+    out, at = {}, 0
+    for k, shape in shapes.items():
+        size = int(np.prod(shape, dtype=np.int64))
+        out[k] = {stat: values[at: at + size].reshape(shape) for stat, values in flat.items()}
+        at += size
     return out
 
 
@@ -1047,10 +1052,13 @@ def convergence_problems(diag: Mapping[str, Any], *, chains: int) -> list[str]:
     """
     min_ess = MIN_ESS_PER_CHAIN * chains
     out = []
-    if not diag["max_rhat"] <= RHAT_MAX:
-        out.append(MSG_PROBLEM_RHAT.format(value=diag["max_rhat"], limit=RHAT_MAX))
-    if diag.get("rhat_undefined", 0):
-        out.append(MSG_PROBLEM_RHAT_UNDEFINED.format(count=diag["rhat_undefined"]))
+    if chains < 2:
+        out.append(MSG_PROBLEM_ONE_CHAIN)
+    else:
+        if not diag["max_rhat"] <= RHAT_MAX:
+            out.append(MSG_PROBLEM_RHAT.format(value=diag["max_rhat"], limit=RHAT_MAX))
+        if diag.get("rhat_undefined", 0):
+            out.append(MSG_PROBLEM_RHAT_UNDEFINED.format(count=diag["rhat_undefined"]))
     if diag["divergences"] > 0:
         out.append(MSG_PROBLEM_DIVERGENCES.format(count=diag["divergences"]))
     if not diag["min_ess_bulk"] >= min_ess:
@@ -1189,7 +1197,7 @@ def fit_bayes(
     )
     attempts: list[dict[str, Any]] = []
     settings = (int(draws), int(tune), float(target_accept))
-    stop_reason, stop_message = "", ""
+    stop_reason, stop_message, stop_details = "", "", {}
     for k in range(max_attempts):
         a_draws, a_tune, a_ta = settings
         a_seed = (seed + k) % 2**32
@@ -1216,6 +1224,9 @@ def fit_bayes(
         if not problems:
             stop_reason, stop_message = "converged", ""
             break
+        if chains < 2:
+            stop_reason, stop_message = "one_chain", MSG_STOP_ONE_CHAIN
+            break
         if k + 1 == max_attempts:
             stop_reason = "max_attempts"
             stop_message = MSG_STOP_MAX_ATTEMPTS.format(attempts=k + 1, draws=a_draws, tune=a_tune)
@@ -1225,10 +1236,13 @@ def fit_bayes(
             stop_reason = "settings_limit"
             stop_message = MSG_STOP_SETTINGS_LIMIT.format(draws=a_draws, tune=a_tune, target_accept=a_ta)
             break
-        elapsed = time.perf_counter() - t0
-        predicted = attempts[-1]["seconds"] * (nxt[0] + nxt[1]) / (a_draws + a_tune) * (1.5 if nxt[2] > a_ta else 1.0)
+        elapsed = round(time.perf_counter() - t0, 3)
+        scale = (nxt[0] + nxt[1]) / (a_draws + a_tune) * (1.5 if nxt[2] > a_ta else 1.0)
+        predicted = round(attempts[-1]["seconds"] * scale, 3)
         if elapsed + predicted > time_limit:
             stop_reason = "time_limit"
+            stop_details = {"elapsed": elapsed, "predicted": predicted, "next_draws": nxt[0], "next_tune": nxt[1],
+                            "next_target_accept": nxt[2]}
             stop_message = MSG_STOP_TIME_LIMIT.format(limit=time_limit, attempts=k + 1, elapsed=elapsed,
                                                       draws=nxt[0], tune=nxt[1], predicted=predicted)
             break
@@ -1285,6 +1299,7 @@ def fit_bayes(
         "divergences_all_attempts": int(sum(a["divergences"] for a in attempts)),
         "stop_reason": stop_reason,
         "stop_message": stop_message,
+        "stop_details": stop_details,
         "time_limit": time_limit,
         "max_attempts": max_attempts,
         "seconds": seconds,
