@@ -409,7 +409,7 @@ def test_panel_without_a_dataset_says_sync_is_off_and_how_to_share(tmp_path):
     state = _custom_state()
     panel = app.panel_handler(state, dataset=ds)
     assert panel.startswith(escape(S.MSG_SUMMARY_PUBLIC.format(repo=PUBLIC_BIASTESTGPT_REPO,
-                                                                   pulled="pulled just now")))
+                                                                   pulled=S.MSG_NEVER_PULLED.format(ago="just now"))))
     assert "BIASTEST_HF_DATASET" in panel and "HF_TOKEN" in panel  # how to turn sharing on
     assert escape(S.MSG_UNREACHABLE.format(problem="offline")) in panel  # said plainly
     assert panel.endswith(escape(app.MSG_PANEL_NONE_SAVED))

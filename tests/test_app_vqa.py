@@ -563,8 +563,8 @@ def test_panel_without_a_dataset_says_sync_is_off_and_generated_pictures_stay_lo
     handlers = app.VQAApp(dataset=ds)
     session = _session()
     panel = handlers.panel(session)
-    assert panel.startswith(app.escape(S.MSG_SUMMARY_PUBLIC.format(repo=PUBLIC_BIASTESTGPT_REPO,
-                                                                   pulled="pulled just now")))
+    assert panel.startswith(app.escape(S.MSG_SUMMARY_PUBLIC.format(
+        repo=PUBLIC_BIASTESTGPT_REPO, pulled=S.MSG_NEVER_PULLED.format(ago="just now"))))  # tried, never reached
     assert "BIASTEST_HF_DATASET" in panel and "HF_TOKEN" in panel  # how to turn sharing on
     assert app.escape(S.MSG_UNREACHABLE.format(problem="offline")) in panel  # said plainly
     assert panel.endswith(app.escape(app.MSG_PANEL_NONE_SAVED))

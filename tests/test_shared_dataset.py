@@ -108,9 +108,33 @@ def test_without_a_token_everything_stays_local_and_step_2_says_how_to_share(tmp
     report = svc.store.add(_sentences("x", 2))
     assert svc.item_state(report.shards) == {report.shards[0]: (S.ITEM_LOCAL, "")}
     summary = svc.summary()
-    assert summary.startswith(S.MSG_SUMMARY_PUBLIC.format(repo=PUBLIC_BIASTESTGPT_REPO, pulled="pulled just now"))
+    never = S.MSG_NEVER_PULLED.format(ago="just now")  # tried, never reached: not "pulled just now"
+    assert summary.startswith(S.MSG_SUMMARY_PUBLIC.format(repo=PUBLIC_BIASTESTGPT_REPO, pulled=never))
     assert "BIASTEST_HF_DATASET" in summary and "HF_TOKEN" in summary
     assert summary.endswith(S.MSG_UNREACHABLE.format(problem="offline"))
+    svc.stop()
+
+
+def test_step_2_says_when_the_dataset_was_last_reached_not_last_tried(tmp_path, hub):
+    clock = Clock()
+    hub.add_file(REPO, "README.md", b"a dataset card")
+    hub.down = 503
+    svc = _service(DatasetStore(tmp_path / "s"), hub, repo_id=REPO, token="", clock=clock, pull_interval_s=3600)
+    assert svc.start().wait_pulled(20) and svc.pulls.ok is False
+    assert svc.summary().startswith(S.MSG_SUMMARY_READ.format(repo=REPO, pulled=S.MSG_NEVER_PULLED.format(
+        ago="just now")))
+    hub.down = None
+    clock.t += 60
+    svc.refresh()
+    assert svc.wait_pulled(20) and svc.pulls.ok
+    clock.t += 180
+    hub.down = 503  # down again: the store still holds what the pull 3 minutes ago brought
+    svc.refresh()
+    assert svc.wait_pulled(20) and svc.pulls.ok is False
+    summary = svc.summary()
+    assert summary.startswith(S.MSG_SUMMARY_READ.format(repo=REPO, pulled="pulled 3 min ago")), summary
+    assert "cannot be reached right now" in summary
+    hub.down = None
     svc.stop()
 
 

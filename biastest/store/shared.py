@@ -66,6 +66,7 @@ ITEM_FAILED = "failed, will retry"
 
 MSG_NOT_CREATED = "The dataset {repo} does not exist yet: it is created with the first upload."
 MSG_NOT_PULLED_YET = "not pulled yet (the first pull is under way)"
+MSG_NEVER_PULLED = "not pulled yet: the last try was {ago}"
 MSG_PULLED_AGO = "pulled {ago}"
 MSG_SUMMARY_SYNC = (
     "Shared dataset **{repo}**: {pulled}. What users generate here is saved locally first and then shared "
@@ -106,9 +107,13 @@ def _ago(seconds: float) -> str:
 
 @dataclass
 class PullState:
-    """The last pull: when, whether it reached the dataset, what it said, what it brought."""
+    """The last pull: when it was tried, whether it reached the dataset, what it said, what it brought.
+
+    ``ok_at`` is when a pull last reached the dataset: what the store holds from it is that recent.
+    """
 
     at: float | None = None
+    ok_at: float | None = None
     ok: bool | None = None
     message: str = ""
     files: int = 0
@@ -116,7 +121,8 @@ class PullState:
     history: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"at": self.at, "ok": self.ok, "message": self.message, "files": self.files, "problem": self.problem}
+        return {"at": self.at, "ok_at": self.ok_at, "ok": self.ok, "message": self.message, "files": self.files,
+                "problem": self.problem}
 
 
 class SharedDataset:
@@ -206,6 +212,8 @@ class SharedDataset:
             ok, files, message, problem = False, 0, "", type(exc).__name__
         with self._lock:
             self.pulls.at = self.clock()
+            if ok:
+                self.pulls.ok_at = self.pulls.at
             self.pulls.ok, self.pulls.files, self.pulls.message, self.pulls.problem = ok, files, message, problem
             self.pulls.history.append(self.pulls.to_dict())
             del self.pulls.history[:-20]
@@ -259,9 +267,12 @@ class SharedDataset:
 
     # ------------------------------------------------------------ telling
     def _pulled_text(self) -> str:
+        """When the dataset was last pulled: the last pull that reached it (a failed try is not a pull)."""
         with self._lock:
-            at = self.pulls.at
-        return MSG_NOT_PULLED_YET if at is None else MSG_PULLED_AGO.format(ago=_ago(self.clock() - at))
+            at, ok_at = self.pulls.at, self.pulls.ok_at
+        if ok_at is not None:
+            return MSG_PULLED_AGO.format(ago=_ago(self.clock() - ok_at))
+        return MSG_NOT_PULLED_YET if at is None else MSG_NEVER_PULLED.format(ago=_ago(self.clock() - at))
 
     def summary(self) -> str:
         """One Markdown paragraph for step 2: which dataset, last pull, what is queued, how to share."""
