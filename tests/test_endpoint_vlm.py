@@ -581,3 +581,72 @@ def test_cli_endpoint_failure_exits_1(stub, cli_files, tmp_path, capsys):
     rc, _, stderr = _cli(capsys, *_vlm_args(cli_files, stub, "--out", str(tmp_path / "r.json")))
     assert rc == 1
     assert stderr.strip().splitlines()[-1] == V.MSG_GARBLED.format(where=stub.base_url)
+
+
+# ----------------------------------------------------------------------------- the app's handler (step 2)
+@pytest.fixture
+def app_session(base, images):
+    from biastest.ui import vqa as app
+    from biastest.ui.spec_step import CUSTOM
+
+    session, _ = app.confirm_spec(app.new_session(), CUSTOM, "red", "blue", "doctor", "nurse")
+    for img in images:
+        app.add_image(session, base / "store" / img.path, name=Path(img.path).name, term=img.image_term,
+                      generator="test", source_kind="upload")
+    yield session
+    app.discard_session(session)
+
+
+def _handler(session, *endpoint):
+    from biastest.ui import vqa as app
+
+    return app.run_handler(session, "", ["a photo of a {term}"], "", "sum-prob", None, SEED, 16, 500, *endpoint)
+
+
+def test_the_app_runs_through_the_endpoint_and_keeps_the_key_out_of_the_session(stub, app_session, here):
+    from biastest.ui.vqa.results import MODEL_ENDPOINT
+
+    out = _handler(app_session, MODEL_ENDPOINT, f" {stub.base_url} ", f" {SERVED} ", KEY)
+    new, message = out[0], out[1]
+    assert message == "" and new["result"] is not None
+    assert new["result"].soft.score == pytest.approx(here.soft.score, abs=1e-4)
+    assert new["settings"] == {"model_id": SERVED, "question": "Is this person a {T1} or a {T2}?", "seed": SEED,
+                               "n_resamples": 500, "endpoint": stub.base_url}
+    assert KEY not in repr(new) and KEY not in json.dumps(new["result"].to_dict())
+    assert "Where:" in out[4] and stub.base_url in out[4]  # the summary names the endpoint
+    assert {r["headers"].get("authorization") for r in stub.requests} == {f"Bearer {KEY}"}
+
+
+@pytest.mark.parametrize("url, name, message", [
+    ("", SERVED, "need_url"), ("localhost:8000", SERVED, "bad_url"), ("{url}", " ", "no_name"),
+])
+def test_the_app_checks_the_endpoint_before_anything_is_sent(stub, app_session, url, name, message):
+    from biastest.models.endpoint_lm import MSG_BAD_ENDPOINT, MSG_NO_MODEL_NAME
+    from biastest.runner.services import MSG_NEED_ENDPOINT_URL
+    from biastest.ui.vqa.results import MODEL_ENDPOINT
+
+    want = {"need_url": MSG_NEED_ENDPOINT_URL, "bad_url": MSG_BAD_ENDPOINT.format(value="localhost:8000"),
+            "no_name": MSG_NO_MODEL_NAME}[message]
+    with pytest.warns(UserWarning, match="."):  # the yellow toast (outside a Gradio event: a warning)
+        out = _handler(app_session, MODEL_ENDPOINT, url.format(url=stub.base_url), name, KEY)
+    assert out[0] is app_session and out[1] == "⚠️ " + html.escape(want, quote=True)
+    assert stub.requests == []
+
+
+def test_the_app_shows_what_the_endpoint_answered_inline_and_a_partial_run_as_partial(stub, app_session):
+    from biastest.ui.vqa.results import MODEL_ENDPOINT, MSG_RUN_PARTIAL
+
+    stub.always(Action("model", model="gpt-4o"))
+    with pytest.warns(UserWarning):
+        out = _handler(app_session, MODEL_ENDPOINT, stub.base_url, SERVED, "")
+    assert out[1] == "⚠️ " + html.escape(V.MSG_MODEL_MISMATCH.format(where=stub.base_url, served="gpt-4o",
+                                                                       model=SERVED), quote=True)
+    stub.reset()
+    stub.script(Action("ok"), Action("ok"))
+    stub.always(Action("status", 503))
+    with pytest.warns(UserWarning):
+        out = _handler(app_session, MODEL_ENDPOINT, stub.base_url, SERVED, "")
+    result = out[0]["result"]
+    assert result.n_images == 2 and len(result.not_scored) == N - 2
+    stop = result.provenance["model"]["stop_message"]
+    assert out[1] == html.escape(MSG_RUN_PARTIAL.format(n=2, total=N, model=SERVED, why=stop), quote=True)
