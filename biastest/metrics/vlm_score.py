@@ -57,6 +57,49 @@ Per image term the same two scores over that term's images. Per target term
 ``q_t`` for images of group k and ``1 − q_t`` for the other group (soft only;
 for ``mean-embedding``, ``t``'s own mean embedding against the other group's).
 
+Uncertainty that respects how the images were made (:mod:`biastest.stats.clusters`).
+Images come in families that lean together — several pictures generated from
+one prompt, all the pictures of one image term — so the result also carries a
+**cluster-aware** summary. The clusters are chosen by ``clusters``
+(:data:`CLUSTERINGS`): ``"image-prompt"`` (images generated from the same
+prompt, :attr:`ImageScore.image_prompt`), ``"image-term"``, ``"image"``
+(independent images), or ``"auto"`` (the default, :func:`resolve_clusters`:
+the image prompt when every image has one — generated images — else the image
+term, else the image). An image without the chosen key is a cluster of its
+own. For the soft score (values ``p_stereotyped``, test: cluster means of
+``p_stereotyped`` against 0.5) and the hard score (values 1 for a stereotyped
+verdict, else 0; test: cluster means of the signs +1 stereotyped, −1
+anti-stereotyped, 0 neither/tie against 0) the cluster-aware summary gives the
+same estimate, a cluster bootstrap interval (none below
+:data:`~biastest.stats.clusters.MIN_CLUSTERS_FOR_INTERVAL` clusters, with the
+reason), the design effect and an exact sign test on cluster means. The
+headline is the soft score, or the hard one when no image has a probability
+(:attr:`VLMResult.headline`); when the clusters are not single images its
+cluster-aware summary is the headline (:attr:`VLMResult.cluster_aware`), the
+image-level bootstrap and tests staying beside it.
+
+**Magnitude** beside the share: the per-image **log-odds of the stereotyped
+list**, ``ℓ_i = log(p_i / (1 − p_i))`` with ``p_i = p_stereotyped`` (natural
+log; for a two-way choice it is the log-probability difference ``log
+P(stereotyped list | i) − log P(other list | i)``, the image counterpart of the
+language models' Δ log-probability; 0 = no preference). A probability within
+:data:`LOG_ODDS_EPS` of 0 or 1 (a saturated softmax, often float32 rounding)
+is counted at ``±log((1 − ε)/ε) ≈ ±13.8`` and the number of such images is
+recorded (:attr:`VLMResult.n_log_odds_capped`). Its mean (cluster bootstrap
+interval, sign test of cluster-mean ℓ against 0) and median (cluster bootstrap
+percentile interval) are reported overall, and the mean (with interval) and
+median per image term and per target term (there of ``q_t`` read as above).
+A result without probabilities has no magnitude.
+
+**Many comparisons**: the per-term p-values (the cluster sign test of the soft
+score within the term, or of the hard score when the term has no
+probabilities) carry Holm-adjusted p-values and Benjamini–Hochberg q-values
+(:mod:`biastest.stats.multiple`), image terms and target terms adjusted as two
+families. Within an image term images are clustered by prompt when the overall
+clustering is by prompt and treated as independent otherwise (clustering by
+image term makes each term a single cluster); a target term's score is over
+every image, clustered as the overall score.
+
 References
 ----------
 Kocielnik, R., Prabhumoye, S., Zhang, V., Jiang, R., Alvarez, R. M., &
@@ -84,16 +127,18 @@ from __future__ import annotations
 import json
 import string
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from biastest.errors import DataError, MethodError
+from biastest.errors import DataError, MethodError, OptionError
 from biastest.provenance import provenance as make_provenance
 from biastest.records import TestImage
 from biastest.spec import BiasSpec, terms_regex
+from biastest.stats.clusters import ClusterSummary, summarize_cluster_means, summarize_clusters
+from biastest.stats.multiple import benjamini_hochberg, holm
 from biastest.stats.proportion import (
     ANTI,
     STEREOTYPED,
@@ -104,7 +149,10 @@ from biastest.stats.proportion import (
 )
 
 __all__ = [
+    "CLUSTERINGS",
+    "CLUSTER_LABELS",
     "COMBINE_CHOICES",
+    "DEFAULT_CLUSTERS",
     "DEFAULT_PROMPT_TEMPLATE",
     "DEFAULT_QUESTION",
     "METHODS",
@@ -119,12 +167,16 @@ __all__ = [
     "VLMResult",
     "VLMTermSummary",
     "answer_side",
+    "check_clusters",
     "check_prompt_template",
+    "cluster_keys",
     "check_question",
     "clip_term_scores",
     "fill_question",
     "generative_term_scores",
+    "log_odds",
     "method_for_kind",
+    "resolve_clusters",
     "summarize_vlm",
     "vqa_classifier_term_scores",
 ]
@@ -188,6 +240,20 @@ MSG_BAD_PROBABILITIES = (
 )
 MSG_BAD_VERDICT = "Unknown verdict {value!r}; each verdict must be one of: {choices}."
 MSG_BAD_RESULT_FILE = "This file is not a saved vision-language test result ({problem})."
+
+#: How images group into independent clusters for the cluster-aware interval and test.
+CLUSTERINGS = ("auto", "image-prompt", "image-term", "image")
+DEFAULT_CLUSTERS = "auto"
+#: Plain words for each clustering (reports, the app's choice).
+CLUSTER_LABELS = {
+    "auto": "automatic (image prompt, else image term)",
+    "image-prompt": "image prompt",
+    "image-term": "image term",
+    "image": "none (images independent)",
+}
+MSG_BAD_CLUSTERS = "Unknown clustering '{value}'. Choose one of: {choices}."
+#: Probabilities within this of 0 or 1 count at ±log((1 − ε)/ε) in the log-odds magnitude (:func:`log_odds`).
+LOG_ODDS_EPS = 1e-6
 
 
 # ----------------------------------------------------------------------------- templates and questions
@@ -533,6 +599,9 @@ class ImageScore:
         How the image was made.
     note : str
         Why the image has no probability ("" when it has one).
+    term_vs_other : dict
+        Target term → ``q_t`` (the term against the other list alone; empty when ``p_t1`` is None, and in
+        results saved before it was kept): what the per-target-term scores are made of.
     """
 
     index: int
@@ -552,6 +621,7 @@ class ImageScore:
     image_prompt: str = ""
     source: str = ""
     note: str = ""
+    term_vs_other: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -572,6 +642,18 @@ class VLMTermSummary:
     hard : ProportionSummary or None
         None for target terms (their hard decision is the sign of the soft one,
         already tested in ``soft``).
+    soft_clustered, hard_clustered : ClusterSummary or None
+        Cluster-aware soft and hard scores (percent) within the term: cluster bootstrap interval (or the reason
+        there is none), design effect, sign test on cluster means. None where the plain one is None, and in
+        results saved before clusters existed.
+    magnitude : ClusterSummary or None
+        Mean log-odds of the stereotyped list over the term's images with a probability, with its cluster
+        bootstrap interval (None without probabilities).
+    median_log_odds : float or None
+        Median log-odds of the term's images with a probability.
+    p_holm, q_bh : float or None
+        Holm-adjusted p-value and Benjamini–Hochberg q-value of :attr:`p_value` within its family (image terms,
+        or target terms).
     """
 
     term: str
@@ -579,6 +661,28 @@ class VLMTermSummary:
     n_images: int
     soft: ProportionSummary | None
     hard: ProportionSummary | None
+    soft_clustered: ClusterSummary | None = None
+    hard_clustered: ClusterSummary | None = None
+    magnitude: ClusterSummary | None = None
+    median_log_odds: float | None = None
+    p_holm: float | None = None
+    q_bh: float | None = None
+
+    @property
+    def clustered(self) -> ClusterSummary | None:
+        """The term's cluster-aware headline: the soft score's, or the hard one's without probabilities."""
+        return self.soft_clustered if self.soft_clustered is not None else self.hard_clustered
+
+    @property
+    def p_value(self) -> float | None:
+        """The term's test: the sign test on cluster means of its headline (single images: the image-level test).
+
+        Results saved before clusters existed: the soft score's sign test, else the hard score's binomial test.
+        """
+        if self.clustered is not None:
+            return self.clustered.p_value
+        plain = self.soft if self.soft is not None else self.hard
+        return plain.p_value if plain is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -587,17 +691,38 @@ class VLMTermSummary:
             "n_images": self.n_images,
             "soft": self.soft.to_dict() if self.soft is not None else None,
             "hard": self.hard.to_dict() if self.hard is not None else None,
+            "soft_clustered": _cluster_dict(self.soft_clustered),
+            "hard_clustered": _cluster_dict(self.hard_clustered),
+            "magnitude": _cluster_dict(self.magnitude),
+            "median_log_odds": self.median_log_odds,
+            "p_holm": self.p_holm,
+            "q_bh": self.q_bh,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> VLMTermSummary:
+        """Rebuild from :meth:`to_dict` (results saved before clusters existed read with the new fields None)."""
         return cls(
             term=data["term"],
             side=int(data["side"]),
             n_images=int(data["n_images"]),
             soft=ProportionSummary.from_dict(data["soft"]) if data.get("soft") is not None else None,
             hard=ProportionSummary.from_dict(data["hard"]) if data.get("hard") is not None else None,
+            soft_clustered=_cluster_summary(data.get("soft_clustered")),
+            hard_clustered=_cluster_summary(data.get("hard_clustered")),
+            magnitude=_cluster_summary(data.get("magnitude")),
+            median_log_odds=data.get("median_log_odds"),
+            p_holm=data.get("p_holm"),
+            q_bh=data.get("q_bh"),
         )
+
+
+def _cluster_dict(c: ClusterSummary | None) -> dict[str, Any] | None:
+    return None if c is None else c.to_dict()
+
+
+def _cluster_summary(data: dict[str, Any] | None) -> ClusterSummary | None:
+    return None if data is None else ClusterSummary.from_dict(data)
 
 
 @dataclass(frozen=True)
@@ -643,6 +768,17 @@ class VLMResult:
         What a reader must know about how the scores were obtained (no
         probabilities, answers that named neither list, a run that stopped
         early), in the user's words.
+    clusters : str
+        The clustering used (:data:`CLUSTERINGS`, never ``"auto"``: resolved); ``"image"`` in results saved
+        before clusters existed.
+    soft_clustered, hard_clustered : ClusterSummary or None
+        Cluster-aware soft and hard scores (percent): cluster bootstrap interval or the reason there is none,
+        design effect, sign test on cluster means. ``soft_clustered`` is None when ``soft`` is.
+    magnitude, magnitude_median : ClusterSummary or None
+        Mean and median log-odds of the stereotyped list over the images with a probability, with cluster
+        bootstrap intervals (see the module docstring); None without probabilities.
+    n_log_odds_capped : int
+        Images whose probability was within :data:`LOG_ODDS_EPS` of 0 or 1, counted at the cap in the log-odds.
     """
 
     model_id: str
@@ -668,6 +804,74 @@ class VLMResult:
     provenance: dict[str, Any]
     not_scored: tuple[dict[str, Any], ...] = ()
     notes: tuple[str, ...] = ()
+    clusters: str = "image"
+    soft_clustered: ClusterSummary | None = None
+    hard_clustered: ClusterSummary | None = None
+    magnitude: ClusterSummary | None = None
+    magnitude_median: ClusterSummary | None = None
+    n_log_odds_capped: int = 0
+
+    @property
+    def headline(self) -> str:
+        """Which score is the headline: ``"soft"`` (probabilities), or ``"hard"`` when no image has one."""
+        return "soft" if self.soft is not None else "hard"
+
+    @property
+    def headline_clustered(self) -> ClusterSummary | None:
+        """The cluster-aware summary of the headline score (None in results saved before clusters existed)."""
+        return self.soft_clustered if self.headline == "soft" else self.hard_clustered
+
+    @property
+    def cluster_aware(self) -> bool:
+        """Whether the headline interval and test are the cluster-aware ones (clusters that are not single images)."""
+        return self.headline_clustered is not None and self.clusters != "image"
+
+    def with_clusters(self, clusters: str) -> VLMResult:
+        """The same scored images summarised with another clustering (no model runs).
+
+        Only what depends on the clusters changes: the cluster-aware summaries, the magnitude, the per-term tests
+        and their adjustments, and the clustering recorded in the provenance; the image-level scores, intervals
+        and tests stay as they are. A result saved before ``q_t`` was kept per image gets its target terms'
+        values from the term probabilities (exact except for ``mean-embedding``, whose target terms are then
+        left without cluster-aware summaries).
+
+        Raises
+        ------
+        OptionError
+            An unknown ``clusters``.
+        """
+        clusters = check_clusters(clusters)
+        spec = BiasSpec.from_dict(self.spec)
+        terms = spec.attribute_terms
+        sides = _sides(spec)
+        n = len(self.images)
+        has_soft = np.array([img.p_t1 is not None for img in self.images], dtype=bool)
+        p_st = np.array([0.5 if img.p_stereotyped is None else img.p_stereotyped for img in self.images])
+        vs = np.full((n, len(terms)), 0.5)
+        for i, img in enumerate(self.images):
+            if not has_soft[i]:
+                continue
+            if img.term_vs_other:
+                vs[i] = [img.term_vs_other[t] for t in terms]
+            else:  # saved before q_t was kept: from the term probabilities
+                row = np.array([[img.term_probabilities[t] for t in terms]])
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    vs[i] = _vs_other(row, sides)[0]
+        exact = self.combine != "mean-embedding" or all(
+            img.term_vs_other for img in self.images if img.p_t1 is not None)
+        parts = _cluster_parts(
+            self.images, clusters, has_soft=has_soft, p_st=p_st, outcomes=[img.outcome for img in self.images],
+            groups=np.array([img.image_group for img in self.images]), sides=sides, vs=vs if exact else None,
+            terms=terms, seed=self.seed, n_resamples=self.hard.n_resamples, confidence=self.hard.confidence,
+        )
+        prov = {**(self.provenance or {}), "clusters": parts.resolved, "clusters_requested": clusters}
+        return replace(
+            self,
+            per_image_term=parts.apply(self.per_image_term, parts.image_terms),
+            per_target_term=parts.apply(self.per_target_term, parts.target_terms),
+            provenance=prov, clusters=parts.resolved, soft_clustered=parts.soft, hard_clustered=parts.hard,
+            magnitude=parts.magnitude, magnitude_median=parts.median, n_log_odds_capped=parts.n_capped,
+        )
 
     @property
     def score(self) -> float | None:
@@ -706,11 +910,20 @@ class VLMResult:
             "provenance": self.provenance,
             "not_scored": [dict(x) for x in self.not_scored],
             "notes": list(self.notes),
+            "clusters": self.clusters,
+            "soft_clustered": _cluster_dict(self.soft_clustered),
+            "hard_clustered": _cluster_dict(self.hard_clustered),
+            "magnitude": _cluster_dict(self.magnitude),
+            "magnitude_median": _cluster_dict(self.magnitude_median),
+            "n_log_odds_capped": self.n_log_odds_capped,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> VLMResult:
-        """Rebuild a result from :meth:`to_dict`'s output."""
+        """Rebuild a result from :meth:`to_dict`'s output.
+
+        Results saved before clusters existed read with ``clusters`` ``"image"`` and the cluster-aware fields None.
+        """
         try:
             if data.get("kind") != "vlm-score":
                 raise KeyError("kind")
@@ -738,6 +951,12 @@ class VLMResult:
                 provenance=data["provenance"],
                 not_scored=tuple(dict(x) for x in data.get("not_scored") or ()),
                 notes=tuple(str(x) for x in data.get("notes") or ()),
+                clusters=data.get("clusters", "image"),
+                soft_clustered=_cluster_summary(data.get("soft_clustered")),
+                hard_clustered=_cluster_summary(data.get("hard_clustered")),
+                magnitude=_cluster_summary(data.get("magnitude")),
+                magnitude_median=_cluster_summary(data.get("magnitude_median")),
+                n_log_odds_capped=int(data.get("n_log_odds_capped") or 0),
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise DataError(MSG_BAD_RESULT_FILE.format(problem=f"missing or bad field {exc}")) from None
@@ -763,21 +982,28 @@ class VLMResult:
         """One flat dict per image (for tables and CSV): image id and path, never pixels.
 
         Columns: the :class:`ImageScore` fields (``term_probabilities`` as
-        ``P(<term>)`` columns) plus ``model_id, model_revision, method, seed``.
+        ``P(<term>)`` columns, ``term_vs_other`` left out), ``log_odds`` (of
+        the stereotyped list, :func:`log_odds`; None without a probability),
+        plus ``model_id, model_revision, method, seed, clusters, cluster``
+        (the image's cluster label under :attr:`clusters`).
         Text is returned as-is: escaping is the exporter's job.
         """
         rows = []
-        for img in self.images:
+        for img, key in zip(self.images, cluster_keys(self.images, self.clusters), strict=True):
             row = img.to_dict()
             probs = row.pop("term_probabilities")
+            row.pop("term_vs_other", None)
             for term, p in probs.items():
                 row[f"P({term})"] = p
             row.update(
                 {
+                    "log_odds": None if img.p_stereotyped is None else float(log_odds([img.p_stereotyped])[0][0]),
                     "model_id": self.model_id,
                     "model_revision": self.model_revision,
                     "method": self.method,
                     "seed": self.seed,
+                    "clusters": self.clusters,
+                    "cluster": key,
                 }
             )
             rows.append(row)
@@ -820,6 +1046,210 @@ def _outcome(verdict: str, group: int) -> str:
     return TIE
 
 
+# ----------------------------------------------------------------------------- clusters and magnitude
+def check_clusters(clusters: Any) -> str:
+    """Validate a clustering name (:data:`CLUSTERINGS`; spaces and underscores read as hyphens).
+
+    Raises
+    ------
+    OptionError
+        :data:`MSG_BAD_CLUSTERS`.
+    """
+    name = clusters.strip().lower().replace(" ", "-").replace("_", "-") if isinstance(clusters, str) else None
+    if name not in CLUSTERINGS:
+        raise OptionError(MSG_BAD_CLUSTERS.format(value=clusters, choices=", ".join(CLUSTERINGS)),
+                          option="clusters", value=clusters)
+    return name
+
+
+def resolve_clusters(images: Sequence[Any], clusters: str = DEFAULT_CLUSTERS) -> str:
+    """The clustering ``"auto"`` stands for, given the images (other names are returned as they are).
+
+    ``"image-prompt"`` when every image has a prompt (generated images), else ``"image-term"`` when every image
+    has an image term, else ``"image"``. ``images`` are :class:`ImageScore` (or anything with ``image_prompt``
+    and ``image_term``).
+    """
+    clusters = check_clusters(clusters)
+    if clusters != "auto":
+        return clusters
+    images = list(images)
+    if images and all(str(img.image_prompt or "").strip() for img in images):
+        return "image-prompt"
+    if images and all(str(img.image_term or "").strip() for img in images):
+        return "image-term"
+    return "image"
+
+
+def cluster_keys(images: Sequence[Any], clusters: str) -> list[str]:
+    """One cluster label per image: its prompt, its image term (both case-folded, spaces collapsed) or its index.
+
+    An image without the chosen key (no prompt, e.g. an upload) is a cluster of its own.
+    """
+    clusters = resolve_clusters(images, clusters)
+    out = []
+    for img in images:
+        prompt = " ".join(str(img.image_prompt or "").split())
+        term = " ".join(str(img.image_term or "").split())
+        if clusters == "image-prompt" and prompt:
+            out.append("image prompt: " + prompt.casefold())
+        elif clusters == "image-term" and term:
+            out.append("image term: " + term.casefold())
+        else:
+            out.append(f"image #{img.index}")
+    return out
+
+
+def log_odds(probabilities: Sequence[float] | np.ndarray) -> tuple[np.ndarray, int]:
+    """Log-odds ``log(p / (1 − p))`` of each probability, and how many were capped.
+
+    Formula: ``p`` is clipped to ``[ε, 1 − ε]`` with ``ε =`` :data:`LOG_ODDS_EPS` first, so a probability of 0
+    or 1 (a saturated softmax) counts as ``∓log((1 − ε)/ε) ≈ ∓13.8`` instead of an infinite value; the second
+    value is the number of probabilities outside ``[ε, 1 − ε]``.
+
+    >>> [round(float(x), 4) for x in log_odds([0.5, 0.75])[0]]
+    [0.0, 1.0986]
+    """
+    p = np.asarray(probabilities, dtype=np.float64)
+    q = np.clip(p, LOG_ODDS_EPS, 1.0 - LOG_ODDS_EPS)
+    return np.log(q) - np.log1p(-q), int(np.count_nonzero((p < LOG_ODDS_EPS) | (p > 1.0 - LOG_ODDS_EPS)))
+
+
+@dataclass(frozen=True)
+class _ClusterParts:
+    """What depends on the clustering: the cluster-aware summaries, the magnitude and the per-term updates."""
+
+    resolved: str
+    soft: ClusterSummary | None
+    hard: ClusterSummary
+    magnitude: ClusterSummary | None
+    median: ClusterSummary | None
+    n_capped: int
+    image_terms: dict[str, dict[str, Any]]
+    target_terms: dict[str, dict[str, Any]]
+
+    @staticmethod
+    def apply(summaries: Sequence[VLMTermSummary], updates: dict[str, dict[str, Any]]) -> tuple[VLMTermSummary, ...]:
+        return tuple(replace(t, **updates.get(t.term, {})) for t in summaries)
+
+
+def _signs(outcomes: Sequence[str]) -> np.ndarray:
+    return np.fromiter((1.0 if o == STEREOTYPED else -1.0 if o == ANTI else 0.0 for o in outcomes),
+                       dtype=np.float64, count=len(outcomes))
+
+
+def _soft_part(
+    p: np.ndarray, keys: Sequence[str], cluster_by: str, kw: dict[str, Any], outcomes: Sequence[str] | None = None
+) -> tuple[ClusterSummary, ClusterSummary, np.ndarray, ClusterSummary | None]:
+    """Cluster-aware soft share (percent; sign test of cluster means of p against 0.5), mean log-odds, the
+    log-odds, and with ``outcomes`` (of the same images) the hard share (:func:`_hard_part`).
+
+    All from the same cluster draws (:func:`biastest.stats.clusters.summarize_cluster_means`, equal column by
+    column to separate :func:`~biastest.stats.clusters.summarize_clusters` calls with the same seed).
+    """
+    lo, _ = log_odds(p)
+    columns, tests, nulls = [p, lo], [p, None], [0.5, 0.0]
+    if outcomes is not None:
+        signs = _signs(outcomes)
+        columns.append((signs > 0).astype(np.float64))
+        tests.append(signs)
+        nulls.append(0.0)
+    out = summarize_cluster_means(columns, keys, cluster_by=cluster_by, test_values=tests, nulls=nulls, **kw)
+    return out[0].scaled(100.0), out[1], lo, (out[2].scaled(100.0) if outcomes is not None else None)
+
+
+def _hard_part(outcomes: Sequence[str], keys: Sequence[str], cluster_by: str, kw: dict[str, Any]) -> ClusterSummary:
+    """Cluster-aware hard share (percent); sign test of cluster means of the signs (+1, −1, 0 neither/tie)."""
+    signs = _signs(outcomes)
+    return summarize_clusters((signs > 0).astype(np.float64), keys, cluster_by=cluster_by, test_values=signs,
+                              null=0.0, **kw).scaled(100.0)
+
+
+def _shares(
+    ix: Sequence[int], has_soft: np.ndarray, p_st: np.ndarray, outcomes: Sequence[str], keys: np.ndarray,
+    cluster_by: str, kw: dict[str, Any],
+) -> tuple[ClusterSummary | None, ClusterSummary | None, np.ndarray | None, ClusterSummary]:
+    """Soft share, mean log-odds, log-odds (over the images of ``ix`` with a probability) and hard share (over
+    all of ``ix``); one pass of cluster draws when every image has a probability."""
+    ix = list(ix)
+    sx = [i for i in ix if has_soft[i]]
+    hard_outcomes = [outcomes[i] for i in ix]
+    if sx and len(sx) == len(ix):
+        soft, mean, lo, hard = _soft_part(p_st[sx], list(keys[sx]), cluster_by, kw, hard_outcomes)
+        assert hard is not None
+        return soft, mean, lo, hard
+    hard = _hard_part(hard_outcomes, list(keys[ix]), cluster_by, kw)
+    if not sx:
+        return None, None, None, hard
+    soft, mean, lo, _ = _soft_part(p_st[sx], list(keys[sx]), cluster_by, kw)
+    return soft, mean, lo, hard
+
+
+def _cluster_parts(
+    images: Sequence[ImageScore],
+    clusters: str,
+    *,
+    has_soft: np.ndarray,
+    p_st: np.ndarray,
+    outcomes: Sequence[str],
+    groups: np.ndarray,
+    sides: np.ndarray,
+    vs: np.ndarray | None,
+    terms: Sequence[str],
+    seed: int,
+    n_resamples: int,
+    confidence: float,
+) -> _ClusterParts:
+    """The cluster-aware parts of a result (see the module docstring); ``vs`` None leaves target terms without."""
+    kw = {"seed": seed, "n_resamples": n_resamples, "confidence": confidence}
+    resolved = resolve_clusters(images, clusters)
+    cluster_by = CLUSTER_LABELS[resolved]
+    keys = np.array(cluster_keys(images, resolved), dtype=object)
+    # within one image term: prompts, or (when the term itself is the cluster) independent images
+    within, within_by = ((np.array(cluster_keys(images, "image"), dtype=object), CLUSTER_LABELS["image"])
+                         if resolved == "image-term" else (keys, cluster_by))
+    soft_ix = np.flatnonzero(has_soft)
+    soft, magnitude, lo, hard = _shares(range(len(images)), has_soft, p_st, outcomes, keys, cluster_by, kw)
+    median = None
+    n_capped = 0
+    if lo is not None:
+        n_capped = log_odds(p_st[soft_ix])[1]
+        median = summarize_clusters(lo, list(keys[soft_ix]), cluster_by=cluster_by, statistic="median", null=0.0,
+                                    **kw)
+    image_terms: dict[str, dict[str, Any]] = {}
+    by_term: dict[str, list[int]] = {}
+    for i, img in enumerate(images):
+        by_term.setdefault(" ".join(img.image_term.split()), []).append(i)
+    for term, ix in by_term.items():
+        t_soft, t_mean, t_lo, t_hard = _shares(ix, has_soft, p_st, outcomes, within, within_by, kw)
+        image_terms[term] = {"soft_clustered": t_soft, "hard_clustered": t_hard, "magnitude": t_mean,
+                             "median_log_odds": None if t_lo is None else float(np.median(t_lo))}
+    target_terms: dict[str, dict[str, Any]] = {}
+    for j, term in enumerate(terms):
+        upd: dict[str, Any] = {"soft_clustered": None, "hard_clustered": None, "magnitude": None,
+                               "median_log_odds": None}
+        if vs is not None and soft and lo is not None:
+            q = np.clip(vs[soft_ix, j], 0.0, 1.0)
+            stereo = np.where(groups[soft_ix] == sides[j], q, 1.0 - q)
+            if np.array_equal(stereo, p_st[soft_ix]):  # one term per list: the overall score, already computed
+                share, mean, t_lo = soft, magnitude, lo
+            else:
+                share, mean, t_lo, _ = _soft_part(stereo, list(keys[soft_ix]), cluster_by, kw)
+            upd.update(soft_clustered=share, magnitude=mean, median_log_odds=float(np.median(t_lo)))
+        target_terms[term] = upd
+    for family in (image_terms, target_terms):
+        names = list(family)
+        ps = [_term_p(family[t]) for t in names]
+        for t, h, q in zip(names, holm(ps), benjamini_hochberg(ps), strict=True):
+            family[t].update(p_holm=h, q_bh=q)
+    return _ClusterParts(resolved=resolved, soft=soft, hard=hard, magnitude=magnitude, median=median,
+                         n_capped=n_capped, image_terms=image_terms, target_terms=target_terms)
+
+
+def _term_p(upd: dict[str, Any]) -> float | None:
+    c = upd.get("soft_clustered") or upd.get("hard_clustered")
+    return None if c is None else c.p_value
+
+
 def summarize_vlm(
     *,
     images: Sequence[TestImage],
@@ -847,6 +1277,7 @@ def summarize_vlm(
     image_notes: Sequence[str] | None = None,
     not_scored: Sequence[dict[str, Any]] = (),
     notes: Sequence[str] = (),
+    clusters: str = DEFAULT_CLUSTERS,
 ) -> VLMResult:
     """Turn per-image target-term probabilities and verdicts into a :class:`VLMResult`.
 
@@ -885,11 +1316,21 @@ def summarize_vlm(
         Per image: why it has no probability (:attr:`ImageScore.note`).
     not_scored, notes :
         Recorded in the result (:attr:`VLMResult.not_scored`, :attr:`VLMResult.notes`).
+    clusters : {"auto", "image-prompt", "image-term", "image"}
+        How images group into independent clusters for the cluster-aware intervals and tests
+        (:func:`resolve_clusters`); recorded resolved. The magnitude, the per-term Holm and Benjamini–Hochberg
+        adjustments: see the module docstring.
 
     Returns
     -------
     VLMResult
+
+    Raises
+    ------
+    OptionError
+        An unknown ``clusters``.
     """
+    clusters = check_clusters(clusters)
     spec.check_testable()
     images = list(images)
     n = len(images)
@@ -974,8 +1415,11 @@ def summarize_vlm(
                 image_prompt=img.prompt,
                 source=img.source,
                 note="" if has_soft[i] else str(notes_per_image[i]),
+                term_vs_other={t: float(vs[i, j]) for j, t in enumerate(terms)} if has_soft[i] else {},
             )
         )
+    parts = _cluster_parts(rows, clusters, has_soft=has_soft, p_st=p_st, outcomes=outcomes, groups=groups,
+                           sides=sides, vs=vs, terms=terms, **stats)
     prov = make_provenance(
         model_id=model_id,
         model_revision=model_revision,
@@ -992,6 +1436,8 @@ def summarize_vlm(
         spec=spec.name,
         spec_fingerprint=spec.fingerprint(),
         n_images=n,
+        clusters=parts.resolved,
+        clusters_requested=clusters,
         **(extra_provenance or {}),
     )
     return VLMResult(
@@ -1007,8 +1453,8 @@ def summarize_vlm(
         seed=seed,
         soft=soft,
         hard=hard,
-        per_image_term=tuple(per_image_term),
-        per_target_term=tuple(per_target_term),
+        per_image_term=parts.apply(per_image_term, parts.image_terms),
+        per_target_term=parts.apply(per_target_term, parts.target_terms),
         images=tuple(rows),
         n_images=n,
         n_neither=sum(v == VERDICT_NEITHER for v in verdicts),
@@ -1018,4 +1464,10 @@ def summarize_vlm(
         provenance=prov,
         not_scored=tuple(dict(x) for x in not_scored),
         notes=tuple(notes),
+        clusters=parts.resolved,
+        soft_clustered=parts.soft,
+        hard_clustered=parts.hard,
+        magnitude=parts.magnitude,
+        magnitude_median=parts.median,
+        n_log_odds_capped=parts.n_capped,
     )
