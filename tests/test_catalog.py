@@ -207,7 +207,8 @@ def test_offline_the_hub_ids_are_marked_as_needing_the_internet(cache, folder):
     assert [s.value for s in rest] == list(C.CATALOGS["vlm"].hub_ids[1:])
     assert all(not s.works_now and s.label == C.LABEL_HUB_OFFLINE.format(ref=s.value) for s in rest)
     note = C.picker_note("vlm", entries, down)
-    assert note == C.MSG_PICKER_OFFLINE.format(why=C.MSG_WHY_OFFLINE_ENV, works=C.MSG_WORKS_OFFLINE_LOCAL)
+    assert note == " ".join([C.MSG_PICKER_OFFLINE.format(why=C.MSG_WHY_OFFLINE_ENV, works=C.MSG_WORKS_OFFLINE_LOCAL),
+                             C.MSG_NO_EMBEDDED.format(what="vision-language model")])
 
 
 def test_the_embedding_app_lists_its_embedded_defaults_and_says_it_has_no_hub_models(tmp_path):
@@ -223,7 +224,8 @@ def test_with_nothing_local_and_no_hub_the_note_says_nothing_can_be_tested_but_t
     entries = C.suggestions("lm", hub=down, public=False, cache_dir=tmp_path / "none", folder=tmp_path / "none")
     works = C.MSG_NOTHING_OFFLINE.format(what="language model", or_endpoint=" (or test one behind an endpoint)")
     assert C.picker_note("lm", entries, down) == " ".join(
-        [C.MSG_PICKER_OFFLINE.format(why="x", works=works), C.CATALOGS["lm"].endpoint_note])
+        [C.MSG_PICKER_OFFLINE.format(why="x", works=works), C.MSG_NO_EMBEDDED.format(what="language model"),
+         C.CATALOGS["lm"].endpoint_note])
     assert C.picker_note("lm", entries, None).startswith(C.MSG_PICKER_ONLINE)
 
 

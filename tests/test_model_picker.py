@@ -83,6 +83,7 @@ def test_on_page_load_the_hub_ids_are_marked_as_needing_the_internet(machine):
     assert choices[0] == (C.LABEL_CACHED.format(ref="distilgpt2", kind="causal"), "distilgpt2")
     works = C.MSG_WORKS_OFFLINE_LOCAL
     assert note == md_escape(" ".join([C.MSG_PICKER_OFFLINE.format(why=C.MSG_WHY_OFFLINE_ENV, works=works),
+                                       C.MSG_NO_EMBEDDED.format(what="language model"),
                                        C.CATALOGS["lm"].endpoint_note]))
     assert set(update.constructor_args) == {"choices"}  # the value the user chose or typed is left alone
 

@@ -112,6 +112,7 @@ MSG_NOTHING_OFFLINE = (
 )
 MSG_PICKER_ONLINE = "Models marked 'on this machine' load at once; Hub ids download when first used."
 MSG_NO_HUB_MODELS = "This app loads no models from the Hub: its embedded defaults and your files work offline."
+MSG_NO_EMBEDDED = "biastest ships no {what} of its own that works offline."
 
 LABEL_CACHED = "{ref} · on this machine ({kind})"
 LABEL_FOLDER = "{name} · on this machine, models folder ({kind})"
@@ -627,6 +628,8 @@ def picker_note(app: str | AppModels, entries: list[Suggestion], hub: HubStatus 
         parts.append(MSG_PICKER_OFFLINE.format(why=hub.why, works=works))
     else:
         parts.append(MSG_PICKER_ONLINE)
+    if not catalog.embedded():
+        parts.append(MSG_NO_EMBEDDED.format(what=catalog.what))
     if catalog.endpoint_note:
         parts.append(catalog.endpoint_note)
     return " ".join(parts)
