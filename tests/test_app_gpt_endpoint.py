@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from biastest import public, workdir
-from biastest.generate.base import STOP_BUDGET, STOP_RATE_LIMITED, STOP_UNAVAILABLE, RetryPolicy
+from biastest.generate.base import STOP_BUDGET, STOP_RATE_LIMITED, STOP_TIME, STOP_UNAVAILABLE, RetryPolicy
 from biastest.metrics.stereotype_score import StereotypeResult
 from biastest.models import endpoint_lm as E
 from biastest.report import gpt as report
@@ -252,3 +252,10 @@ def test_the_key_is_never_written_to_a_file_a_download_a_log_or_the_output(stub,
     assert all(KEY not in r.getMessage() for r in caplog.records)
     printed = capfd.readouterr()
     assert KEY not in printed.out and KEY not in printed.err
+
+
+def test_a_server_that_never_answers_ends_at_the_time_limit_with_a_message(stub, gpt2_dir):
+    stub.always(Action("hang", seconds=5))  # bounded: the stub closes a held request after 5 s
+    out = app.run_test("", "causal-sum", 1, _state(), _table(), endpoint=_endpoint(stub, gpt2_dir, time_limit=1.0))
+    assert out[0] == _inline(E.MSG_ENDPOINT_FAILED.format(where=stub.base_url,
+                                                          why=E.MSG_WHY[STOP_TIME].format(seconds=1.0)))
