@@ -155,7 +155,7 @@ def test_the_clusters_choice_reaches_the_run_and_recomputes_without_the_model(ti
     again = new_state["result"]
     assert again["clusters"] == "template" and again["overall"] == result["overall"]  # same pairs, same score
     assert again["pairs"] == result["pairs"] and again["provenance"]["scored_at"] == result["provenance"]["created_at"]
-    assert "in 2 clusters** (by template)" in summary and "fewer than the 10" in summary
+    assert "in 2 clusters** (by template)" in summary and "fewer than the 5" in summary
     assert attr.data and group.data and "cannot tell" in reading
     assert dl_csv.value["path"] != out[9].value["path"] and dl_json.value["path"] != out[10].value["path"]
     assert app.recluster("template", app._fresh_state()) == (gr.skip(),) * app.RECLUSTER_OUTPUTS

@@ -227,10 +227,10 @@ def test_too_few_clusters_give_no_interval_and_say_why():
     # signs per cluster: a (+1, −1) and c (−1, +1) sit at the null, b and d lean to the stereotype
     assert (s.n_clusters_above, s.n_clusters_below, s.n_clusters_at_null) == (2, 0, 2)
     assert s.p_value == pytest.approx(binomtest(2, 2, 0.5).pvalue)
-    nine = cl.summarize_clusters(list(range(18)), [k // 2 for k in range(18)], seed=0, n_resamples=200)
-    assert nine.n_clusters == 9 and not nine.interval_shown
-    ten = cl.summarize_clusters(list(range(20)), [k // 2 for k in range(20)], seed=0, n_resamples=200)
-    assert ten.interval_shown and ten.reason is None and ten.low < ten.estimate < ten.high
+    assert cl.MIN_CLUSTERS_FOR_INTERVAL == 5
+    five = cl.summarize_clusters(list(range(10)), [k // 2 for k in range(10)], seed=0, n_resamples=200)
+    assert five.n_clusters == 5 and five.interval_shown and five.reason is None
+    assert five.low < five.estimate < five.high
 
 
 def test_summary_round_trip_and_scaling():
