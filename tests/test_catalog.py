@@ -208,7 +208,7 @@ def test_offline_the_hub_ids_are_marked_as_needing_the_internet(cache, folder):
     assert all(not s.works_now and s.label == C.LABEL_HUB_OFFLINE.format(ref=s.value) for s in rest)
     note = C.picker_note("vlm", entries, down)
     assert note == " ".join([C.MSG_PICKER_OFFLINE.format(why=C.MSG_WHY_OFFLINE_ENV, works=C.MSG_WORKS_OFFLINE_LOCAL),
-                             C.MSG_NO_EMBEDDED.format(what="vision-language model")])
+                             C.MSG_NO_EMBEDDED.format(what="vision-language model"), C.CATALOGS["vlm"].endpoint_note])
 
 
 def test_the_embedding_app_lists_its_embedded_defaults_and_says_it_has_no_hub_models(tmp_path):

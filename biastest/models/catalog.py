@@ -229,7 +229,10 @@ CATALOGS: dict[str, AppModels] = {
             "Salesforce/blip-vqa-base",
             "microsoft/git-base-vqav2",
         ),
-        endpoint_note="",
+        endpoint_note=(
+            "A model served elsewhere (LLaVA or Qwen-VL on vLLM, a GPT-4o-class model) can be tested there: choose "
+            "'A model behind an endpoint'."
+        ),
         kind_of=_vlm_kind,
     ),
     "embeddings": AppModels(
