@@ -246,13 +246,18 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
             page.mouse.move(0, 0)
         hover = hovers[0]
         assert "Stereotyped:" in hover and "Anti-stereotyped:" in hover and "Model preferred:" in hover
+        # generated pairs carry templates: the headline counts them as clusters, too few here for an interval
+        summary_text = page.locator("#results-summary").inner_text()
+        assert "scored pairs in 4 clusters (by template)" in summary_text and "design effect" in summary_text
+        assert "no interval: too few clusters" in summary_text and "Magnitude: mean Δ log-probability" in summary_text
         _close_toasts(page)
         page.screenshot(path=str(SCREENSHOTS / "gpt_results.png"), full_page=True)
         with page.expect_download() as dl:
             page.click("#download-csv")
         with open(dl.value.path(), newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
-        assert len(rows) == 4
+            every = list(csv.DictReader(fh))
+        rows = [r for r in every if r["row_type"] == "pair"]  # after the summary rows the CSV starts with
+        assert len(rows) == 4 and every[0]["row_type"] == "summary" and every[0]["seed"] == "42"
         pairs = [
             SentencePair(
                 stereotyped=r["stereotyped"],
@@ -270,6 +275,10 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
             assert row["verdict"] == exp.verdict
             assert row["method"] == "causal-sum" and row["seed"] == "42"
         assert {r["group_term_stereotyped"] for r in rows} <= {"he", "man", "she", "woman"}
+        # step 3's clusters choice recomputes the summary without the model
+        page.locator("#clusters input").first.click()
+        page.get_by_role("option", name="None: treat every pair as independent", exact=True).click()
+        page.locator("#results-summary").get_by_text("the 4 pairs are treated as independent").wait_for()
 
         # a second user sees none of the first user's table
         other = browser.new_context().new_page()
