@@ -533,8 +533,10 @@ def test_the_in_process_path_never_imports_ray_and_ray_lives_in_one_module(tmp_p
     assert done.stdout.strip() == "False"
 
 
-def test_the_command_line_reports_grid_mistakes_with_exit_status_2(tmp_path, capsys) -> None:
-    from biastest.cli import MSG_RAY_CPUS_WITHOUT_LOCAL, main
+def test_the_command_line_reports_grid_mistakes_with_exit_status_2(tmp_path, capsys, monkeypatch) -> None:
+    import importlib.util
+
+    from biastest.cli import MSG_RAY_CPUS_WITHOUT_LOCAL, MSG_RAY_MISSING, main
 
     path = tmp_path / "g.yaml"
     path.write_text("models: []\nspecs: [x]\n", encoding="utf-8")
@@ -542,3 +544,7 @@ def test_the_command_line_reports_grid_mistakes_with_exit_status_2(tmp_path, cap
     assert capsys.readouterr().err.strip().endswith(g.MSG_EMPTY_LIST.format(key="models", where="the grid"))
     assert main(["audit", str(path), "--out", str(tmp_path / "o"), "--ray-cpus", "2"]) == 2
     assert capsys.readouterr().err.strip().endswith(MSG_RAY_CPUS_WITHOUT_LOCAL)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    assert main(["audit", str(path), "--out", str(tmp_path / "o"), "--ray", "local"]) == 2  # the extra is missing
+    assert capsys.readouterr().err.strip().endswith(MSG_RAY_MISSING)

@@ -179,3 +179,19 @@ def test_a_killed_worker_on_a_ray_cluster_leaves_every_cell_once_and_the_in_proc
     assert len(pids["tiny-a"]) == 1 and killed not in pids["tiny-a"]  # the restarted worker ran all of tiny-a's
     assert len(pids["tiny-b"]) == 1  # one worker ran all of a model's cells
     assert pids["tiny-a"] != pids["tiny-b"] and os.getpid() not in pids["tiny-a"] | pids["tiny-b"]
+
+
+def test_an_address_where_nothing_answers_is_a_message_in_seconds_not_minutes_of_retries(tmp_path, capsys) -> None:
+    from biastest.audit.ray_runner import MSG_NOTHING_AT
+    from biastest.cli import main
+
+    grid = tmp_path / "g.yaml"
+    grid.write_text(json.dumps({"models": [{"kind": "embeddings", "id": "glove-6b-50d"}],
+                                "specs": ["WEAT 1: Flowers vs insects, pleasant vs unpleasant"]}))
+    address = f"127.0.0.1:{_free_port()}"  # nothing listens there
+    t = time.monotonic()
+    assert main(["audit", str(grid), "--out", str(tmp_path / "o"), "--ray", address, "--no-progress"]) == 1
+    assert time.monotonic() - t < 60
+    err = capsys.readouterr().err
+    assert MSG_NOTHING_AT.format(address=address, problem="Connection refused") in err
+    assert not list((tmp_path / "o" / "cells").glob("*.json"))

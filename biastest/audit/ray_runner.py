@@ -44,7 +44,7 @@ import ray
 
 from biastest.audit.cells import failed_document, run_cell
 
-__all__ = ["DEFAULT_MAX_RETRIES", "MSG_RAY_CONNECT", "MSG_WORKER_LOST", "CellWorker", "run_on_ray"]
+__all__ = ["DEFAULT_MAX_RETRIES", "MSG_NOTHING_AT", "MSG_RAY_CONNECT", "MSG_WORKER_LOST", "CellWorker", "run_on_ray"]
 
 DEFAULT_MAX_RETRIES = 2
 MSG_RAY_CONNECT = "Could not {what} Ray ({problem}). {hint}"
@@ -53,6 +53,8 @@ MSG_RAY_HINT_ADDRESS = (
     "Check the address (host:port of the head node, as 'ray start --head' printed it) and that the cluster runs "
     "the same Ray version ({version})."
 )
+MSG_NOTHING_AT = "nothing answers at {address}: {problem}"
+PROBE_TIMEOUT = 5.0
 MSG_WORKER_LOST = (
     "The Ray worker running this cell stopped and the retries are spent ({retries} retries): {problem}"
 )
@@ -69,10 +71,28 @@ class CellWorker:
         return {"host": socket.gethostname(), "pid": os.getpid()}
 
 
+def _probe(address: str) -> str | None:
+    """Why nothing can be reached at ``host:port`` (None when something answers, or the address is not host:port).
+
+    ``ray.init`` retries an address where nothing listens for minutes; this answers in seconds.
+    """
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not host or "/" in host:
+        return None
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT):
+            return None
+    except OSError as exc:
+        return MSG_NOTHING_AT.format(address=address, problem=exc.strerror or type(exc).__name__)
+
+
 def _connect(address: str, num_cpus: int | None) -> None:
     from biastest.errors import BiastestError
 
     kwargs: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False}
+    if address != "local" and (problem := _probe(address)) is not None:
+        raise BiastestError(MSG_RAY_CONNECT.format(what=f"connect to the cluster at {address} with", problem=problem,
+                                                   hint=MSG_RAY_HINT_ADDRESS.format(version=ray.__version__)))
     try:
         if address == "local":
             ray.init(num_cpus=num_cpus or os.cpu_count() or 1, **kwargs)
