@@ -202,6 +202,7 @@ MSG_TWOAFC_CUES = "PSEs are averaged over the {n} cue pair(s) every embedding us
 MSG_NOT_SCORED = "not scored ({reason})"
 
 _CHUNK_ELEMENTS = 2_000_000
+_CLUSTER_FIELD = "__cluster__"
 
 
 # ----------------------------------------------------------------------------- records
@@ -292,6 +293,10 @@ class PairedComparison:
     discordant: dict[str, int] | None
     n_items: int
     design_effect: float | None = None
+
+    def flipped(self) -> PairedComparison:
+        """The same comparison read the other way round: B against A (difference and interval negated)."""
+        return _flip(self)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -551,9 +556,14 @@ def _compare_items(
     labels: Sequence[str] | None,
     what: str,
     cluster_by: str | None,
+    cluster_name: str | None = None,
     **kw: Any,
 ) -> Comparison:
-    """Match the models' items, then compare them on the items every model scored (:func:`_compare_matrix`)."""
+    """Match the models' items, then compare them on the items every model scored (:func:`_compare_matrix`).
+
+    ``cluster_by`` names the item field that holds each item's cluster (read from the first model's records);
+    ``cluster_name`` is what the clusters are called in the comparison (default ``cluster_by``).
+    """
     if len(models) < 2:
         raise DataError(MSG_TOO_FEW_MODELS.format(n=len(models)))
     labels = _check_labels(labels, model_labels([m.model_id for m in models], [m.method for m in models]))
@@ -580,8 +590,8 @@ def _compare_items(
         }
         for m, label in zip(models, labels, strict=True)
     ]
-    return _compare_matrix(x, meta, clusters=_cluster_labels(models[0], keys, cluster_by), cluster_by=cluster_by,
-                           **kw)
+    return _compare_matrix(x, meta, clusters=_cluster_labels(models[0], keys, cluster_by),
+                           cluster_by=cluster_name or cluster_by, **kw)
 
 
 def compare_arrays(
@@ -774,6 +784,7 @@ def compare_stereotype(
     n_resamples: int = 10_000,
     confidence: float = 0.95,
     labels: Sequence[str] | None = None,
+    clusters: str | None = None,
     cluster_by: str | None = None,
 ) -> Comparison:
     """Compare language models' stereotype scores on the same sentence pairs.
@@ -793,9 +804,12 @@ def compare_stereotype(
     confidence : float
     labels : sequence of str, optional
         Display names (default: :func:`model_labels`).
+    clusters : {"auto", "template", "attribute-term", "pair"}, optional
+        The pairs that lean together, as a single test's results choose them
+        (:data:`biastest.metrics.stereotype_score.CLUSTERINGS`; ``"auto"`` resolved on the first result's pairs,
+        :func:`~biastest.metrics.stereotype_score.cluster_keys`); ``"pair"`` or None: pairs are independent.
     cluster_by : str, optional
-        A pair field whose values form the clusters (``"attribute_term"``, ``"template"`` …); default: pairs are
-        independent.
+        Instead of ``clusters``: a pair field whose values form the clusters (``"attribute_term"`` …).
 
     Returns
     -------
@@ -822,10 +836,22 @@ def compare_stereotype(
                 records={k: p.to_dict() for k, p in zip(keys, r.pairs, strict=True)},
             )
         )
+    cluster_name = None
+    if clusters is not None:
+        from biastest.metrics.stereotype_score import CLUSTER_LABELS, cluster_keys, resolve_clusters
+
+        first = _as_stereotype(results[0], 0)
+        resolved = resolve_clusters(first.pairs, clusters)
+        if resolved != "pair":
+            for k, label in zip(_keyed([p.pair_id for p in first.pairs]), cluster_keys(first.pairs, resolved),
+                                strict=True):
+                items[0].records[k] = {**items[0].records[k], _CLUSTER_FIELD: label}
+            cluster_by, cluster_name = _CLUSTER_FIELD, CLUSTER_LABELS[resolved]
     return _compare_items(
         items, labels=labels, kind=KIND_STEREOTYPE, what="sentence pairs",
         measure="stereotype score: % of sentence pairs where the stereotyped sentence is preferred",
         binary=True, seed=seed, n_resamples=n_resamples, confidence=confidence, cluster_by=cluster_by,
+        cluster_name=cluster_name,
     )
 
 
@@ -900,7 +926,7 @@ def compare_vlm(
     return _compare_items(
         items, labels=labels, kind=KIND_VLM_SOFT if score == "soft" else KIND_VLM_HARD, what="images",
         measure=measure, binary=score == "hard", seed=seed, n_resamples=n_resamples, confidence=confidence,
-        cluster_by=cluster_by,
+        cluster_by=cluster_by, cluster_name=None if cluster_by is None else cluster_by.replace("_", " "),
     )
 
 

@@ -44,6 +44,7 @@ from biastest.report import gpt as report
 from biastest.report.text import md_escape
 from biastest.runner import services
 from biastest.spec import BiasSpec
+from biastest.ui import compare
 from biastest.ui.common import USER_MISTAKES as COMMON_USER_MISTAKES
 from biastest.ui.common import (
     end_session_files_on_unload,
@@ -699,6 +700,7 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, d
                 with gr.Row():
                     dl_csv = gr.DownloadButton("Download pairs (CSV)", visible=False, elem_id="download-csv")
                     dl_json = gr.DownloadButton("Download result (JSON)", visible=False, elem_id="download-json")
+                compare_ui = compare.build_lm_compare(method_choices=method_choices())
                 restart3 = gr.Button("New bias test", variant="secondary", elem_id="restart")
 
         spec_boxes = [inputs.library, *inputs.term_boxes]
@@ -747,6 +749,8 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, d
             show_progress_on=[run_msg],
         )
         failed.append((running, run_msg))
+        compare.wire_lm_compare(compare_ui, state, slot=model_slot, clusters=clusters,
+                                clear_on=[run_btn, restart2, restart3])
         clusters.input(recluster, [clusters, state], [state, summary, reading, attr_plot, group_plot, dl_csv, dl_json],
                        concurrency_id="gpt-recluster", show_progress_on=[summary])
         for event, box in failed:  # Gradio 6.31 runs ``.failure`` listeners (not ``.then``) after an error

@@ -30,6 +30,7 @@ from typing import Any
 
 import gradio as gr
 
+from biastest.ui import compare
 from biastest.ui.common import end_session_files_on_unload, gated_tabs_reset, gradio_cache_policy, user_errors
 from biastest.ui.psychophysics import bayes, data, posterior, results, spec
 from biastest.ui.psychophysics.bayes import (
@@ -183,6 +184,7 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
                 step2 = data.build()
             with gr.Tab("3 · Results", id="results", interactive=False, elem_id="tab-results") as tab3:
                 step3 = results.build()
+                compare_ui = compare.build_embedding_compare(allow_paths=allow_paths)
                 with gr.Accordion("Bayesian estimate with control groups", open=False, elem_id="bayes-section"):
                     bayes_ui = bayes.build()
                 with gr.Accordion(
@@ -195,12 +197,14 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
         data.wire(step2, session, tabs=tabs, tab3=tab3, results=step3,
                   stale=[*bayes_ui.resets(), *post_ui.resets()])
         results.wire(step3, session)
+        compare.wire_embedding_compare(compare_ui, session, allow_paths=allow_paths,
+                                       clear_on=[step2.run])
         bayes.wire(bayes_ui, session)
         posterior.wire(post_ui, session)
 
         # New bias test: back to step 1, every input and output cleared, a fresh session
         resets: list[tuple[Any, Any]] = [
-            *(pair for sec in (step1, step2, step3, bayes_ui, post_ui) for pair in sec.resets())
+            *(pair for sec in (step1, step2, step3, compare_ui, bayes_ui, post_ui) for pair in sec.resets())
         ]
         reset_outputs = [session, tabs, tab2, tab3, *(c for c, _ in resets)]
 

@@ -21,6 +21,7 @@ from typing import Any
 import gradio as gr
 
 from biastest.runner.services import GENERATION_MAX_SECONDS
+from biastest.ui import compare
 from biastest.ui.common import (
     end_session_files_on_unload,
     escape,
@@ -246,6 +247,7 @@ def build_demo(*, store=None, use_store: bool = True, dataset=None,
                 model = build_model_section()
             with gr.Tab("3 · Results", id="results", interactive=False, elem_id="tab-results") as tab3:
                 results = build_results_tab(session)
+                vqa_compare = compare.build_vlm_compare()
 
         # step 1: the library fills the boxes; each box is checked as the user leaves it
         spec_boxes = [spec_in.library, *spec_in.term_boxes]
@@ -257,11 +259,12 @@ def build_demo(*, store=None, use_store: bool = True, dataset=None,
                                       [session, spec_in.message, tabs, tab2, tab3, images.upload_term,
                                        *images.views]))
         wire_run(session, model, results, tabs, tab3)
+        compare.wire_vlm_compare(vqa_compare, session, clear_on=[model.run_btn])
 
         # New bias test: back to step 1, every input and output cleared, a fresh session (old images deleted)
         resets: list[tuple[Any, Any]] = [
             (spec_in.library, CUSTOM), *((b, "") for b in spec_in.term_boxes), (spec_in.message, ""),
-            *images.resets, *model.resets, *results.resets,
+            *images.resets, *model.resets, *results.resets, *vqa_compare.resets(),
         ]
         reset_outputs = [session, tabs, tab2, tab3, *(c for c, _ in resets)]
 
