@@ -158,6 +158,44 @@ def test_new_bias_test_resets_every_control_to_its_initial_value():
     assert values[demo.blocks[by_elem["n-bootstrap"]]._id] == 1000  # one of those that were left as set
     assert values[next(c._id for c in reset.outputs if isinstance(c, gr.State))] == app.new_session()
 
+def _writes_a_value(update) -> bool:
+    if update is None or update == gr.skip():
+        return False
+    if isinstance(update, gr.components.Component):
+        return "value" in update.constructor_args
+    return not isinstance(update, dict) or "value" in update
+
+
+def test_new_bias_test_sets_off_no_listener_that_writes_what_the_user_types():
+    """The library dropdowns' fill ran on .change: "New bias test" set them back to Custom, which ran fill + validate
+    after the reset: its timer showed in the spec message (the browser walk read "0.6s" there) and, on a slow
+    server, the lists the user had started typing were emptied. A listener that the reset's values set off may
+    show or hide boxes, never write a value into a box the user types in."""
+    demo = app.build_demo(allow_server_paths=False)
+    by_elem = {b.elem_id: k for k, b in demo.blocks.items() if getattr(b, "elem_id", None)}
+    buttons = {by_elem[f"new-test-{i}"] for i in (1, 2, 3)}
+    reset = next(f for f in demo.fns.values() if {t[0] for t in f.targets} & buttons)
+    values = dict(zip((c._id for c in reset.outputs), reset.fn(), strict=True))
+    assert {by_elem["twoafc-library"], by_elem["weat-library"]} <= set(values)
+
+    typed = (gr.Textbox, gr.Number, gr.Slider, gr.Dropdown, gr.Radio, gr.Checkbox, gr.CheckboxGroup, gr.File)
+    set_off = [f for f in demo.fns.values() if any(t[0] in values and t[1] == "change" for t in f.targets)]
+    assert set_off  # the kind and source radios show their boxes this way
+    writes = []
+    for f in set_off:
+        args = [_reset_value(values[b._id]) if b._id in values else b.value for b in f.inputs]
+        out = f.fn(*args)
+        out = out if len(f.outputs) != 1 else (out,)
+        writes += [(f.fn.__name__, c.elem_id) for c, u in zip(f.outputs, out, strict=True)
+                   if isinstance(c, typed) and _writes_a_value(u)]
+    assert writes == []
+    # the lists are filled by the user's pick of a library entry
+    fills = {f.fn.__name__: f.targets for f in demo.fns.values()
+             if f.fn and f.fn.__name__ in {"fill_twoafc", "fill_weat"}}
+    assert fills == {"fill_twoafc": [(by_elem["twoafc-library"], "input")],
+                     "fill_weat": [(by_elem["weat-library"], "input")]}
+
+
 
 # --------------------------------------------------------------------------- step 2
 def test_found_and_missing_words_are_reported_per_word():

@@ -492,10 +492,13 @@ def wire(sec: Section, session: Any, *, allow_paths: bool, tabs: Any, tab2: Any,
 
     sec.kind.change(on_kind, sec.kind, [sec.twoafc_box, sec.weat_box], queue=False)
     sec.source.change(on_source, sec.source, [sec.upload, sec.path], queue=False)
-    sec.lib2.change(user_errors(fill_twoafc), sec.lib2, twoafc_inputs[1:], queue=False).then(
+    # .input, not .change: only the user's pick fills the lists. "New bias test" sets the dropdowns back to Custom;
+    # a .change would then run fill + validate after the reset, show its timer in the message and, on a slow server,
+    # empty the lists the user had started typing.
+    sec.lib2.input(user_errors(fill_twoafc), sec.lib2, twoafc_inputs[1:], queue=False).then(
         user_errors(validate_step1), [sec.kind, *twoafc_inputs, *weat_inputs], sec.message, queue=False
     )
-    sec.libw.change(user_errors(fill_weat), sec.libw, weat_inputs[1:], queue=False).then(
+    sec.libw.input(user_errors(fill_weat), sec.libw, weat_inputs[1:], queue=False).then(
         user_errors(validate_step1), [sec.kind, *twoafc_inputs, *weat_inputs], sec.message, queue=False
     )
     # one queued listener, one event at a time, last wins: answers cannot overtake each other
