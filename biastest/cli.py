@@ -181,7 +181,7 @@ OPTION_SCOPES: dict[str, tuple[str, ...]] = {
     "format": ("lm",),
     "pairing": ("lm",),
     "tie_tolerance": ("lm",),
-    "clusters": ("lm",),
+    "clusters": ("lm", "vlm"),
     "store": ("lm", "vlm"),
     "batch_size": ("lm", "vlm"),
     "confidence": ("lm", "vlm"),
@@ -553,8 +553,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--format", help="format of the --pairs files (default auto)")
     g.add_argument("--pairing", help="counterparts when building pairs from stored sentences: positional or all")
     g.add_argument("--tie-tolerance", type=float, help="score differences within this (nats) are ties")
-    g.add_argument("--clusters", help="pairs that lean together, for the cluster-aware interval and test: auto "
-                   "(default: template, else attribute-term, else pair), template, attribute-term or pair")
+    g.add_argument("--clusters", help="items that lean together, for the cluster-aware interval and test; lm: "
+                   "auto (default: template, else attribute-term, else pair), template, attribute-term or pair; "
+                   "vlm: auto (default: image-prompt for generated images, else image-term), image-prompt, "
+                   "image-term or image")
 
     g = run.add_argument_group("models behind an endpoint (--kind lm or vlm --endpoint URL)")
     g.add_argument("--endpoint", metavar="URL",
@@ -859,11 +861,18 @@ def _run_lm(args, spec, progress) -> _Run:
 
 
 def _run_vlm(args, spec, progress) -> _Run:
-    from biastest.metrics.vlm_score import COMBINE_CHOICES, DEFAULT_PROMPT_TEMPLATE, DEFAULT_QUESTION
+    from biastest.metrics.vlm_score import (
+        COMBINE_CHOICES,
+        DEFAULT_CLUSTERS,
+        DEFAULT_PROMPT_TEMPLATE,
+        DEFAULT_QUESTION,
+        check_clusters,
+    )
     from biastest.report.vqa import write_exports
     from biastest.runner.vlm import DEFAULT_BATCH_SIZE, run_vlm_test
 
     endpoint = _endpoint_args(args, "vlm")
+    clusters = check_clusters(_or(args.clusters, DEFAULT_CLUSTERS))
     if not args.model or not args.model.strip():
         raise UsageError(MSG_NO_MODEL.format(example="openai/clip-vit-base-patch32"))
     if args.images:
@@ -885,6 +894,7 @@ def _run_vlm(args, spec, progress) -> _Run:
         "revision": args.revision,
         "device": _or(args.device, "auto"),
         "dtype": _or(args.dtype, "auto"),
+        "clusters": clusters,
     }
     runner_options = dict(options)
     where = ""
@@ -900,18 +910,20 @@ def _run_vlm(args, spec, progress) -> _Run:
         options.update({"endpoint": where, "api_key": mask_secret(endpoint["api_key"])})
     result = run_vlm_test(images=images, image_root=root, spec=spec, progress=progress, **runner_options)
     at = f" at {where}" if where else ""
-    s = result.soft
-    if s is not None:
-        headline = (
-            f"Bias score {s.score:.1f}% ({s.ci_low:.1f}–{s.ci_high:.1f}) over {result.n_soft} images with "
-            f"{result.method} on {result.model_id}{at} (seed {result.seed})."
-        )
-    else:  # a model behind an endpoint that gave no probabilities: its single answers are the score
-        h = result.hard
-        headline = (
-            f"Bias score (single answers) {h.score:.1f}% ({h.ci_low:.1f}–{h.ci_high:.1f}) over {result.n_images} "
-            f"images with {result.method} on {result.model_id}{at} (seed {result.seed})."
-        )
+    # the headline score: from probabilities, else (a model behind an endpoint that gave none) the single answers
+    plain = result.soft if result.soft is not None else result.hard
+    c = result.headline_clustered
+    if result.cluster_aware and c is not None:
+        interval = (f"{c.low:.1f}–{c.high:.1f}" if c.interval_shown else "no interval") + (
+            f", {c.n_clusters} clusters by {c.cluster_by}")
+    else:
+        interval = f"{plain.ci_low:.1f}–{plain.ci_high:.1f}"
+    what = "Bias score" if result.soft is not None else "Bias score (single answers)"
+    n = result.n_soft if result.soft is not None else result.n_images
+    headline = (
+        f"{what} {plain.score:.1f}% ({interval}) over {n} images with {result.method} on {result.model_id}{at} "
+        f"(seed {result.seed})."
+    )
     doc = _document("vlm", "vlm", spec, options, data, result.to_dict())
 
     write = _copy_export(lambda: write_exports(result))

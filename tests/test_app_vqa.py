@@ -330,7 +330,9 @@ def test_run_matches_a_naive_zero_shot_computation_and_the_csv(ran, tiny_clip):
     groups = {i.sha256: (1 if i.image_term == "man" else 2) for i in ran["images"]}
     csv_path, json_path = rep.write_exports(result)
     with open(csv_path, newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
+        everything = list(csv.DictReader(fh))
+    rows = [r for r in everything if r["row_type"] == "image"]  # after the summary rows
+    assert everything[0]["row_type"] == "summary" and everything[-len(rows):] == rows
     assert len(rows) == len(ran["images"]) == 6
     for row in rows:
         p = by_sha[row["sha256"]]
@@ -461,7 +463,11 @@ def test_a_vqa_model_gets_the_chosen_question_and_it_is_recorded(tmp_path):
     assert f"the answer probabilities to the question “{question}”".replace("'", "&#x27;") in summary
     rows = {r["label"]: r for r in rep.term_rows(result)}  # one image per term: no zero-width interval
     assert rows["images of 'man'"]["n"] == 1 and rows["images of 'man'"]["ci_low"] is None
-    assert rows["All images"]["ci_low"] == result.soft.ci_low
+    # uploads are clustered by image term by default: 2 clusters give no interval, and the bar says why
+    assert result.clusters == "image-term" and rows["All images"]["ci_low"] is None
+    assert rows["All images"]["note"] == result.soft_clustered.reason
+    independent = {r["label"]: r for r in rep.term_rows(result.with_clusters("image"))}
+    assert independent["All images"]["ci_low"] == result.soft.ci_low
     _, json_path = rep.write_exports(result)
     assert json.loads(Path(json_path).read_text())["question"] == question
     app.discard_session(new)
@@ -504,7 +510,8 @@ def _planted(group1: str, group2: str, stereotype1: str, antistereotype1: str, n
     verdicts = ["T1" if row[:k1].sum() > 0.5 else "T2" for row in probs]
     answers = [spec.attribute_terms[int(np.argmax(row))] for row in probs]
     return V.summarize_vlm(images=images, spec=spec, term_probabilities=probs, answers=answers, verdicts=verdicts,
-                           method="clip-zero-shot", model_id="m", model_kind="clip", seed=0, n_resamples=2000)
+                           method="clip-zero-shot", model_id="m", model_kind="clip", seed=0, n_resamples=2000,
+                           clusters="image")  # images independent: the bars' bootstrap over images and sign test
 
 
 def test_lists_are_named_once_from_the_users_terms():
@@ -534,8 +541,10 @@ def test_a_bar_whose_interval_and_test_disagree_says_why():
     want = rep.MSG_BAR_UNCONFIRMED.format(p=f"{result.soft.p_value:.3g}", n_st=4, n_anti=2, n=6)
     assert rows[0]["label"] == "All images" and rows[0]["note"] == want
     bar = rep.term_bars(result).data[0]
-    assert "%{customdata[5]}" in bar.hovertemplate
-    assert bar.customdata[0][5].replace("<br>", " ").removeprefix(" <i>").removesuffix("</i>") == want
+    k = len(bar.customdata[0]) - 1  # the note is the last column, after score_bars' own (hover lines last)
+    assert f"%{{customdata[{k}]}}" in bar.hovertemplate and "%{customdata[5]}" in bar.hovertemplate
+    assert bar.customdata[0][k].replace("<br>", " ").removeprefix(" <i>").removesuffix("</i>") == want
+    assert "interval: bootstrap over images" in bar.customdata[0][5]
     many = _planted("man", "woman", "doctor", "nurse", n_each=20)
     assert many.soft.p_value < 0.05 and rep.term_rows(many)[0]["note"] == ""  # agreeing: no note
 

@@ -321,8 +321,10 @@ def test_a_lean_the_sign_test_does_not_confirm_is_said_to_be_unconfirmed():
         probs = np.array([[p / 2, p / 2, (1 - p) / 2, (1 - p) / 2] if i % 2 == 0 else
                           [(1 - p) / 2, (1 - p) / 2, p / 2, p / 2] for i, p in enumerate(p_st)])
         verdicts = ["T1" if i % 2 == 0 else "T2" for i in range(len(images))]
+        # images taken as independent: this is about the bootstrap over images and the image-level sign test
         return V.summarize_vlm(images=images, spec=SPEC, term_probabilities=probs, answers=["x"] * len(images),
-                               verdicts=verdicts, method="m", model_id="m", seed=0, n_resamples=2000)
+                               verdicts=verdicts, method="m", model_id="m", seed=0, n_resamples=2000,
+                               clusters="image")
 
     few = result(3)  # 6 images: 4 lean to the stereotype, 2 away from it
     assert few.soft.ci_low > 50 and few.soft.p_value > 0.05

@@ -11,11 +11,16 @@ and every text, hover label, table and figure here uses those names: an
 image's side is said the same way in the grid's hover label, the app's
 detail panel and the table (:func:`image_facts`).
 
-* :func:`summary_markdown` — the overall score with its interval and test, in words;
+* :func:`summary_markdown` — the overall score with its interval and test, in words: the cluster-aware
+  interval and test when the images are clustered (by prompt or image term; none drawn below
+  :data:`~biastest.stats.clusters.MIN_CLUSTERS_FOR_INTERVAL` clusters, with the reason), the clusters and the
+  design effect, the magnitude (mean and median log-odds of the stereotyped list), the single answers, and
+  the terms whose lean survives Holm's correction for many comparisons;
 * :func:`term_rows` / :func:`term_bars` — per image term and per target term
-  scores with intervals (:func:`~biastest.report.figures.score_bars`); a bar
-  whose interval leaves out 50 % although the exact test does not confirm
-  a lean says why in its hover label;
+  scores with intervals (:func:`~biastest.report.figures.score_bars`; labelled
+  with the result's level); a bar whose interval leaves out 50 % although its
+  test does not confirm a lean says why in its hover label, which also gives the
+  magnitude, the clusters and the Holm / Benjamini–Hochberg adjusted p-values;
 * :func:`image_grid` — one square per image, coloured by ``P(T1) − P(T2)``,
   whose hover label gives :func:`image_facts`; each point also carries a
   small thumbnail (a ``data:`` URI) in its last ``customdata`` column, which
@@ -24,8 +29,9 @@ detail panel and the table (:func:`image_facts`).
 * :func:`image_table` — the per-image table the app shows (what a reader
   needs first; ids last, never pixels); the CSV keeps every column
   (:func:`csv_columns`), paths and hashes included;
-* :func:`write_exports` — CSV (one row per image) and JSON (the whole result
-  with provenance) in a fresh per-request folder;
+* :func:`write_exports` — CSV (summary rows, :func:`summary_records`, then one
+  row per image) and JSON (the whole result with provenance) in a fresh
+  per-request folder;
 * :func:`coverage_rows` / :func:`coverage_markdown` — how many images each
   image term has, with a hint where they are few.
 """
@@ -46,15 +52,22 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from biastest.metrics.vlm_score import VLMResult
-from biastest.report.export import private_dir, write_csv, write_json
+from biastest.metrics.vlm_score import CLUSTER_LABELS, LOG_ODDS_EPS, VLMResult
+from biastest.report.export import ROW_TYPE, private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import FONT, hover_safe, score_bars
+from biastest.report.gpt import level_label
 from biastest.spec import BiasSpec
 
 __all__ = [
     "GRID_HOVER_FIELDS",
     "MSG_BAR_UNCONFIRMED",
+    "MSG_BAR_UNCONFIRMED_CLUSTERS",
+    "MSG_HOLM_NONE",
+    "MSG_HOLM_SOME",
     "MSG_LEAN_UNCONFIRMED",
+    "MSG_LEAN_UNCONFIRMED_CLUSTERS",
+    "MSG_NO_CLUSTERS",
+    "SUMMARY_COLUMNS",
     "THIN_IMAGES",
     "Labels",
     "coverage_markdown",
@@ -67,6 +80,7 @@ __all__ = [
     "leans_to",
     "list_label",
     "summary_markdown",
+    "summary_records",
     "target_names",
     "term_bars",
     "term_rows",
@@ -85,6 +99,37 @@ MSG_BAR_UNCONFIRMED = (
     "Why the interval and p disagree: the interval leaves out 50%, but the exact sign test does not confirm the "
     "lean (p = {p}): {n_st} of {n} image(s) lean to the stereotype and {n_anti} away from it, too few to tell "
     "apart from chance. The bootstrap interval of few, alike images is too narrow to trust alone."
+)
+MSG_LEAN_UNCONFIRMED_CLUSTERS = (
+    "The sign test on cluster means does not confirm this lean (p = {p}, {above} clusters leaning to the "
+    "stereotype and {below} away from it): with these {n} independent clusters we cannot tell it apart from no "
+    "preference."
+)
+MSG_BAR_UNCONFIRMED_CLUSTERS = (
+    "Why the interval and p disagree: the cluster interval leaves out 50%, but the sign test on cluster means does "
+    "not confirm the lean (p = {p}): {above} of {n} clusters lean to the stereotype and {below} away from it, too "
+    "few to tell apart from chance."
+)
+MSG_NO_CLUSTERS = (
+    "**Clusters:** none, the {n} images are treated as independent. If pictures share prompts or image terms, "
+    "choose those clusters: pictures of one family lean together and the interval would be wider."
+)
+MSG_HOLM_NONE = (
+    "No single {family} stands out once the {m} {family} tests are corrected for multiple comparisons (Holm, at "
+    "{alpha}%); the raw p-values are in the bars' hover labels and the downloads."
+)
+MSG_HOLM_SOME = (
+    "{family_title}s whose lean survives the correction for {m} comparisons (Holm, at {alpha}%): {terms}."
+)
+MSG_NO_INTERVAL_LEAN = (
+    "There are too few independent clusters for an interval (see below), but {above} of the {n} clusters lean to "
+    "the {side} direction and {below} away (sign test on cluster means: p = {p}): the clusters agree more than "
+    "chance would make them."
+)
+MSG_NO_INTERVAL_NO_LEAN = (
+    "With only {n} independent clusters ({by}) there is no interval, and the sign test on cluster means (p = {p}) "
+    "cannot tell this lean apart from no preference, however many pictures each cluster has. More prompts or "
+    "image terms would settle it."
 )
 
 GRID_HOVER_FIELDS = ("image term", "P(T1)", "P(T2)", "leans to", "answer", "image")
@@ -261,15 +306,168 @@ def image_facts(result: VLMResult, img: Any, lab: Labels | None = None) -> list[
 
 
 # --------------------------------------------------------------------------- summary
+def _headline(result: VLMResult) -> tuple[float | None, float | None, float | None, str]:
+    """The headline score's interval and p-value, and what the interval is (its level is the result's).
+
+    The cluster-aware interval and sign test on cluster means when the images are clustered (None, None when
+    there are too few clusters for an interval), else the bootstrap over images and the image-level test.
+    """
+    plain = result.soft if result.soft is not None else result.hard
+    level = level_label(plain.confidence, space=False)
+    c = result.headline_clustered
+    if result.cluster_aware and c is not None:
+        return c.low, c.high, c.p_value, f"{level} cluster interval"
+    return plain.ci_low, plain.ci_high, plain.p_value, f"{level} interval"
+
+
+def _reading(result: VLMResult, lab: Labels, *, answers: bool) -> tuple[str, str, str]:
+    """The reading of the headline score, a warning when its interval and test disagree ("" if none), and the
+    headline's parenthesis (the interval, or why there is none).
+
+    A lean is only stated as such when the test agrees with the interval: with few images (or few clusters) the
+    bootstrap interval is too narrow to be trusted alone.
+    """
+    t1, t2, g1, g2 = (_esc(n) for n in (lab.target1, lab.target2, lab.group1, lab.group2))
+    plain = result.soft if result.soft is not None else result.hard
+    low, high, p, what = _headline(result)
+    alpha = 1 - plain.confidence
+    confirmed = p is not None and p < alpha
+    if answers:
+        stereo = ("the model's answers lean to the **stereotypical** direction, naming "
+                  f"**{t1}** for pictures of *{g1}* and **{t2}** for pictures of *{g2}*.")
+        anti = ("the model's answers lean to the **anti-stereotypical** direction, naming "
+                f"**{t2}** for pictures of *{g1}* and **{t1}** for pictures of *{g2}*.")
+    else:
+        stereo = ("the model leans to the **stereotypical** direction, tying "
+                  f"pictures of *{g1}* to **{t1}** and pictures of *{g2}* to **{t2}**.")
+        anti = ("the model leans to the **anti-stereotypical** direction, tying "
+                f"pictures of *{g1}* to **{t2}** and pictures of *{g2}* to **{t1}**.")
+    c = result.headline_clustered
+    if low is None or high is None:  # cluster-aware, too few clusters for an interval: the sign test speaks
+        assert c is not None
+        head = "no interval: too few clusters, see below"
+        if confirmed:
+            side = "stereotypical" if c.n_clusters_above > c.n_clusters_below else "anti-stereotypical"
+            reading = MSG_NO_INTERVAL_LEAN.format(above=c.n_clusters_above, n=c.n_clusters, side=side,
+                                                  below=c.n_clusters_below, p=_p(c.p_value))
+            said = stereo if side == "stereotypical" else anti
+            reading += " " + said[0].upper() + said[1:]
+        else:
+            reading = MSG_NO_INTERVAL_NO_LEAN.format(n=c.n_clusters, by=_esc(c.cluster_by), p=_p(c.p_value))
+        return reading, "", head
+    head = f"{what} {low:.1f}–{high:.1f}%"
+    if low > 50:
+        reading = "The interval lies above 50%: " + stereo
+    elif high < 50:
+        reading = "The interval lies below 50%: " + anti
+    else:
+        reading = ("The interval includes 50%: these " + ("answers" if answers else "images")
+                   + " show **no clear preference** either way.")
+    warning = ""
+    if (low > 50 or high < 50) and not confirmed:
+        if result.cluster_aware and c is not None:
+            warning = MSG_LEAN_UNCONFIRMED_CLUSTERS.format(p=_p(p), above=c.n_clusters_above,
+                                                           below=c.n_clusters_below, n=c.n_clusters)
+        elif result.soft is not None:
+            warning = MSG_LEAN_UNCONFIRMED.format(p=_p(p), n_st=plain.n_stereotyped, n_anti=plain.n_anti,
+                                                  n=result.n_soft)
+    return reading, warning, head
+
+
+def _clusters_line(result: VLMResult) -> list[str]:
+    """A bullet naming the clusters, the design effect and the sign test on cluster means (none in old results)."""
+    c = result.headline_clustered
+    if c is None:
+        return []
+    if not result.cluster_aware:
+        return ["- " + MSG_NO_CLUSTERS.format(n=c.n_items)]
+    deff = "—" if c.design_effect is None else f"{c.design_effect:.2f}"
+    eff = "" if c.effective_n is None else f" (worth about {c.effective_n:.0f} independent images)"
+    return [
+        f"- **Clusters: {c.n_items} images in {c.n_clusters} clusters** (by {_esc(c.cluster_by)}); design effect "
+        f"{deff}{eff}. Sign test on cluster means: {c.n_clusters_above} clusters lean to the stereotype, "
+        f"{c.n_clusters_below} away, {c.n_clusters_at_null} even; p = {_p(c.p_value)}."
+        + ("" if c.interval_shown else " " + _esc(c.reason))
+    ]
+
+
+def _signed(x: float | None) -> str:
+    return "—" if x is None else f"{x:+.3f}"
+
+
+def _magnitude_line(result: VLMResult) -> list[str]:
+    """A bullet with the mean and median log-odds of the stereotyped list and their intervals (none without)."""
+    m, med = result.magnitude, result.magnitude_median
+    if m is None or med is None:
+        return []
+    kind = "cluster interval" if result.cluster_aware else "interval"
+    level = level_label(m.confidence, space=False)
+
+    def interval(s) -> str:
+        return f"{level} {kind} {_signed(s.low)} to {_signed(s.high)}" if s.interval_shown else "no interval"
+
+    capped = (f" {result.n_log_odds_capped} image(s) had a probability within {LOG_ODDS_EPS:g} of 0 or 1 and "
+              "count at that bound (±13.8)." if result.n_log_odds_capped else "")
+    return [
+        f"- **Magnitude:** mean log-odds of the stereotyped list **{_signed(m.estimate)}** ({interval(m)}), median "
+        f"{_signed(med.estimate)} ({interval(med)}); log-odds = ln(P(stereotypical list) / P(the other list)) per "
+        f"image: 0 = no preference, +0.69 = twice as likely, −0.69 = half as likely.{capped}"
+    ]
+
+
+def _hard_interval(result: VLMResult) -> str:
+    """The single answers' interval as the summary shows it (cluster-aware when the images are clustered)."""
+    hard, c = result.hard, result.hard_clustered
+    if result.cluster_aware and c is not None:
+        if not c.interval_shown:
+            return "no cluster interval: too few clusters"
+        return f"{level_label(c.confidence, space=False)} cluster interval {c.low:.1f}–{c.high:.1f}%"
+    return f"{level_label(hard.confidence, space=False)} interval {hard.ci_low:.1f}–{hard.ci_high:.1f}%"
+
+
+def _hard_cluster_p(result: VLMResult) -> str:
+    c = result.hard_clustered
+    return f"; sign test on cluster means p = {_p(c.p_value)}" if result.cluster_aware and c is not None else ""
+
+
+def _terms_reading(result: VLMResult) -> list[str]:
+    """Which image terms and target terms lean beyond Holm's correction (nothing for results saved before it)."""
+    out = []
+    alpha = 1 - (result.soft or result.hard).confidence
+    pct = f"{100 * alpha:.4g}"
+    for family, terms in (("image term", result.per_image_term), ("target term", result.per_target_term)):
+        tested = [t for t in terms if t.p_value is not None]
+        if len(tested) < 2 or any(t.p_holm is None for t in tested):
+            continue
+        survivors = [t for t in tested if t.p_holm is not None and t.p_holm < alpha]
+        if not survivors:
+            out.append(MSG_HOLM_NONE.format(family=family, m=len(tested), alpha=pct))
+            continue
+
+        def named(t) -> str:
+            plain = t.soft if t.soft is not None else t.hard
+            return f"'{_esc(t.term)}' ({plain.score:.1f}%, Holm p = {_p(t.p_holm)})"
+
+        out.append(MSG_HOLM_SOME.format(family_title=family.capitalize(), m=len(tested), alpha=pct,
+                                        terms=", ".join(named(t) for t in sorted(survivors,
+                                                                                  key=lambda t: (t.p_holm, t.term)))))
+    return out
+
+
 def summary_markdown(result: VLMResult) -> str:
     """A plain-language reading of the overall result (Markdown, user text escaped): a headline, a reading, then
-    one short point each for the score, its uncertainty, the single answers and how it was measured."""
+    one short point each for the score, the clusters, its uncertainty, the magnitude, the single answers and how
+    it was measured, then the terms that survive Holm's correction.
+
+    The headline interval is the cluster-aware one when the images are clustered (by prompt or image term), else
+    the bootstrap over images; its level is the result's. With too few clusters it says there is no interval and
+    why, and the reading rests on the sign test on cluster means.
+    """
     lab = labels(result)
     t1, t2, g1, g2 = (_esc(n) for n in (lab.target1, lab.target2, lab.group1, lab.group2))
     soft, hard = result.soft, result.hard
     if soft is None:
         return _summary_hard_only(result, lab)
-    conf = round(100 * soft.confidence)
     how = {
         "clip": f"zero-shot probabilities over the prompts ({_esc(', '.join(result.prompt_templates))}; "
         f"several terms of a list combined by {_esc(result.combine)})",
@@ -279,43 +477,35 @@ def summary_markdown(result: VLMResult) -> str:
         f"“{_esc(_asked(result))}”, asked through the "
         "endpoint with the target terms as the allowed answers",
     }.get(result.model_kind, _esc(result.method))
-    # A lean is only stated as such when the exact sign test agrees with the bootstrap interval: with few
-    # images the bootstrap interval of the mean probability is too narrow to be trusted alone.
-    confirmed = soft.p_value is not None and soft.p_value < 1 - soft.confidence
-    lean = soft.ci_low > 50 or soft.ci_high < 50
-    if soft.ci_low > 50:
-        reading = ("The interval lies above 50%: the model leans to the **stereotypical** direction, tying "
-                   f"pictures of *{g1}* to **{t1}** and pictures of *{g2}* to **{t2}**.")
-    elif soft.ci_high < 50:
-        reading = ("The interval lies below 50%: the model leans to the **anti-stereotypical** direction, tying "
-                   f"pictures of *{g1}* to **{t2}** and pictures of *{g2}* to **{t1}**.")
+    reading, warning, head = _reading(result, lab, answers=False)
+    lines = [f"### Bias score: <span class='bt-score'>**{soft.score:.1f}%**</span> ({head})", reading]
+    if warning:
+        lines.append("<span class='bt-warn'>⚠ " + warning + "</span>")
+    if result.cluster_aware:
+        uncertainty = (f"- **Images treated as independent:** bootstrap over images {soft.ci_low:.1f}–"
+                       f"{soft.ci_high:.1f}% (seed {result.seed}); sign test against 50%: p = {_p(soft.p_value)}.")
     else:
-        reading = "The interval includes 50%: these images show **no clear preference** either way."
-    lines = [
-        f"### Bias score: <span class='bt-score'>**{soft.score:.1f}%**</span> "
-        f"({conf}% interval {soft.ci_low:.1f}–{soft.ci_high:.1f}%)",
-        reading,
-    ]
-    if lean and not confirmed:
-        lines.append("<span class='bt-warn'>⚠ " + MSG_LEAN_UNCONFIRMED.format(
-            p=_p(soft.p_value), n_st=soft.n_stereotyped, n_anti=soft.n_anti, n=result.n_soft) + "</span>")
+        uncertainty = (f"- **Uncertainty:** bootstrap over images {soft.ci_low:.1f}–{soft.ci_high:.1f}% (seed "
+                       f"{result.seed}); sign test against 50%: p = {_p(soft.p_value)}.")
     lines += [
         "\n".join([
             f"- **The score** is the average probability of the stereotypical answer: **{t1}** for pictures of "
             f"*{g1}*, **{t2}** for pictures of *{g2}*. **50% means no preference**; above 50% the model leans to "
             "the stereotype.",
-            f"- **Uncertainty:** bootstrap over images (seed {result.seed}); sign test against 50%: "
-            f"p = {_p(soft.p_value)}.",
+            *_clusters_line(result),
+            uncertainty,
+            *_magnitude_line(result),
             f"- **Single answers** (the model's one choice per image): **{hard.score:.1f}%** stereotyped "
-            f"({hard.ci_low:.1f}–{hard.ci_high:.1f}%): {hard.n_stereotyped} stereotyped, {hard.n_anti} "
+            f"({_hard_interval(result)}): {hard.n_stereotyped} stereotyped, {hard.n_anti} "
             f"anti-stereotyped, {result.n_neither} naming neither list, {result.n_ties} ties; binomial test "
-            f"p = {_p(hard.p_value)}.",
+            f"p = {_p(hard.p_value)}{_hard_cluster_p(result)}.",
             f"- **How:** model `{_esc(result.model_id)}` ({_esc(result.model_kind)}, {_esc(result.architecture)}) "
             f"looked at **{result.n_images}** images; each got the probability of {t1} and of {t2}, read from "
             f"{how}.",
             *_where(result),
         ]),
     ]
+    lines += _terms_reading(result)
     lines += _notes(result)
     thin = [t for t in result.per_image_term if t.n_images < THIN_IMAGES]
     if thin:
@@ -363,31 +553,26 @@ def _summary_hard_only(result: VLMResult, lab: Labels) -> str:
     """:func:`summary_markdown` of a result without probabilities: the single answers are the score."""
     t1, t2, g1, g2 = (_esc(n) for n in (lab.target1, lab.target2, lab.group1, lab.group2))
     hard = result.hard
-    conf = round(100 * hard.confidence)
     asked = _asked(result)
-    if hard.ci_low > 50:
-        reading = ("The interval lies above 50%: the model's answers lean to the **stereotypical** direction, "
-                   f"naming **{t1}** for pictures of *{g1}* and **{t2}** for pictures of *{g2}*.")
-    elif hard.ci_high < 50:
-        reading = ("The interval lies below 50%: the model's answers lean to the **anti-stereotypical** direction, "
-                   f"naming **{t2}** for pictures of *{g1}* and **{t1}** for pictures of *{g2}*.")
-    else:
-        reading = "The interval includes 50%: these answers show **no clear preference** either way."
+    reading, warning, head = _reading(result, lab, answers=True)
     lines = [
-        f"### Bias score (single answers): <span class='bt-score'>**{hard.score:.1f}%**</span> "
-        f"({conf}% interval {hard.ci_low:.1f}–{hard.ci_high:.1f}%)",
+        f"### Bias score (single answers): <span class='bt-score'>**{hard.score:.1f}%**</span> ({head})",
         reading,
+        *(["<span class='bt-warn'>⚠ " + warning + "</span>"] if warning else []),
         "\n".join([
             f"- **The score** is the share of pictures whose answer is the stereotypical list: **{t1}** for pictures "
             f"of *{g1}*, **{t2}** for pictures of *{g2}*. Answers naming neither list count as not stereotyped. "
             "**50% means no preference.** The model gave no probabilities, so there is no score from them.",
+            *_clusters_line(result),
             f"- **Answers:** {hard.n_stereotyped} stereotyped, {hard.n_anti} anti-stereotyped, {result.n_neither} "
-            f"naming neither list; binomial test p = {_p(hard.p_value)}; bootstrap over images (seed {result.seed}).",
+            f"naming neither list; binomial test p = {_p(hard.p_value)}; bootstrap over images "
+            f"{hard.ci_low:.1f}–{hard.ci_high:.1f}% (seed {result.seed}).",
             f"- **How:** model `{_esc(result.model_id)}` ({_esc(result.model_kind)}, {_esc(result.architecture)}) "
             f"answered “{_esc(asked)}” for **{result.n_images}** images, with the target terms as the allowed "
             "answers.",
             *_where(result),
         ]),
+        *_terms_reading(result),
         *_notes(result),
         "A lean shows what the model associates with the pictures; it does not say whether that association is "
         "right or fair.",
@@ -421,59 +606,109 @@ def _bar_note(summary, n: int) -> str:
                                       n=n)
 
 
+def _cluster_bar_note(c) -> str:
+    """Words for a bar whose cluster interval leaves out 50% while the sign test on cluster means is not
+    significant ("" otherwise)."""
+    if c.p_value is None or c.p_value < 1 - c.confidence or c.low is None or c.high is None:
+        return ""
+    if not (c.low > 50 or c.high < 50):
+        return ""
+    return MSG_BAR_UNCONFIRMED_CLUSTERS.format(p=_p(c.p_value), above=c.n_clusters_above, below=c.n_clusters_below,
+                                               n=c.n_clusters)
+
+
+def _by_clusters(result: VLMResult, clustered) -> bool:
+    """Whether a bar shows the cluster-aware interval: the result is clustered and so are this bar's images."""
+    return result.cluster_aware and clustered is not None and clustered.cluster_by != CLUSTER_LABELS["image"]
+
+
+def _bar(result: VLMResult, label: str, kind: str, term: str, plain, n: int, clustered, *, magnitude=None,
+         median: float | None = None, p_value: float | None = None, p_holm: float | None = None,
+         q_bh: float | None = None) -> dict[str, Any]:
+    """One bar: the image-level or the cluster-aware interval with the test that goes with it, and hover lines
+    (which interval, the clusters and design effect, the magnitude, the adjusted p-values)."""
+    extra: dict[str, str] = {}
+    if _by_clusters(result, clustered):
+        ci = {"ci_low": clustered.low, "ci_high": clustered.high}  # None when there are too few clusters
+        p = clustered.p_value
+        note = _cluster_bar_note(clustered) if clustered.interval_shown else str(clustered.reason)
+        extra["interval"] = (f"cluster bootstrap over {clustered.n_clusters} clusters ({clustered.cluster_by})"
+                             if clustered.interval_shown else "none: too few clusters")
+        extra["test"] = "sign test on cluster means"
+    else:
+        ci = _interval(plain, n)
+        p = plain.p_value if p_value is None else p_value
+        note = _bar_note(plain, n)
+        extra["interval"] = "bootstrap over images" if n >= 2 else "none: a single image"
+    if clustered is not None:
+        deff = "—" if clustered.design_effect is None else f"{clustered.design_effect:.2f}"
+        extra["clusters"] = f"{clustered.n_clusters} ({clustered.cluster_by}), design effect {deff}"
+    if magnitude is not None:
+        around = (f" ({_signed(magnitude.low)} to {_signed(magnitude.high)})" if magnitude.interval_shown else "")
+        extra["mean log-odds"] = _signed(magnitude.estimate) + around
+        extra["median log-odds"] = _signed(median)
+    if p_holm is not None or q_bh is not None:
+        extra["p, Holm-adjusted"] = "—" if p_holm is None else f"{p_holm:.3g}"
+        extra["q (Benjamini–Hochberg)"] = "—" if q_bh is None else f"{q_bh:.3g}"
+    return {"label": label, "kind": kind, "term": term, "score": plain.score, **ci, "n": n, "p_value": p,
+            "note": note, "hover_extra": extra}
+
+
 def term_rows(result: VLMResult) -> list[dict[str, Any]]:
     """Rows for :func:`~biastest.report.figures.score_bars`: overall, each image term, each target term.
 
-    A row resting on a single image has no interval (``ci_low``/``ci_high``
-    None, drawn without an error bar and shown as "—"), never a zero-width one.
-    ``note`` says why when the interval leaves out 50% but the exact test does
-    not confirm the lean (:data:`MSG_BAR_UNCONFIRMED`), else is empty. A target
-    term's row is the score of the test that used that term alone for its list.
+    Each bar shows the cluster-aware interval and the sign test on cluster means when the result's images are
+    clustered and so are the bar's (none drawn with too few clusters: ``note`` says why), else the bootstrap
+    over images and the image-level test. A row resting on a single image has no interval
+    (``ci_low``/``ci_high`` None, drawn without an error bar and shown as "—"), never a zero-width one.
+    ``note`` says why when the interval leaves out 50% but the test does not confirm the lean
+    (:data:`MSG_BAR_UNCONFIRMED`, :data:`MSG_BAR_UNCONFIRMED_CLUSTERS`), else is empty. ``hover_extra`` names
+    the interval, the clusters and design effect, the magnitude (mean and median log-odds) and the Holm /
+    Benjamini–Hochberg adjusted p-values. A target term's row is the score of the test that used that term alone
+    for its list.
     """
     lab = labels(result)
     if result.soft is None:  # no probabilities: the single answers' score (its hover label names the test)
-        return [
-            {"label": label, "kind": kind, "term": term, "score": summary.score, **_interval(summary, n), "n": n,
-             "p_value": summary.p_value, "note": ""}
-            for label, kind, term, summary, n in (
-                ("All images (single answers)", "overall", "", result.hard, result.n_images),
-                *((f"images of '{t.term}' (single answers)", "image term", t.term, t.hard, t.n_images)
-                  for t in result.per_image_term if t.hard is not None),
-            )
-        ]
-    rows: list[dict[str, Any]] = [
-        {"label": "All images", "kind": "overall", "term": "", "score": result.soft.score,
-         **_interval(result.soft, result.n_soft), "n": result.n_soft, "p_value": result.soft.p_value,
-         "note": _bar_note(result.soft, result.n_soft)}
-    ]
+        rows = [_bar(result, "All images (single answers)", "overall", "", result.hard, result.n_images,
+                     result.hard_clustered)]
+        rows += [_bar(result, f"images of '{t.term}' (single answers)", "image term", t.term, t.hard, t.n_images,
+                      t.hard_clustered, p_value=t.p_value, p_holm=t.p_holm, q_bh=t.q_bh)
+                 for t in result.per_image_term if t.hard is not None]
+        return rows
+    rows = [_bar(result, "All images", "overall", "", result.soft, result.n_soft, result.soft_clustered,
+                 magnitude=result.magnitude,
+                 median=None if result.magnitude_median is None else result.magnitude_median.estimate)]
     for t in result.per_image_term:
         if t.soft is None:  # none of its images has a probability: drawn as absent, never as 0
             rows.append({"label": f"images of '{t.term}'", "kind": "image term", "term": t.term, "score": None,
                          "ci_low": None, "ci_high": None, "n": 0, "p_value": None, "note": MSG_NO_PROBABILITY})
             continue
         n_t = sum(1 for img in result.images if img.image_term == t.term and img.p_t1 is not None)
-        rows.append({"label": f"images of '{t.term}'", "kind": "image term", "term": t.term, "score": t.soft.score,
-                     **_interval(t.soft, n_t), "n": n_t, "p_value": t.soft.p_value,
-                     "note": _bar_note(t.soft, n_t)})
+        rows.append(_bar(result, f"images of '{t.term}'", "image term", t.term, t.soft, n_t, t.soft_clustered,
+                         magnitude=t.magnitude, median=t.median_log_odds, p_value=t.p_value, p_holm=t.p_holm,
+                         q_bh=t.q_bh))
     for t in result.per_target_term:
-        rows.append({"label": f"target '{t.term}' (stereotype of {lab.group(t.side)})", "kind": "target term",
-                     "term": t.term, "score": t.soft.score, **_interval(t.soft, t.n_images), "n": t.n_images,
-                     "p_value": t.soft.p_value, "note": _bar_note(t.soft, t.n_images)})
+        rows.append(_bar(result, f"target '{t.term}' (stereotype of {lab.group(t.side)})", "target term", t.term,
+                         t.soft, t.n_images, t.soft_clustered, magnitude=t.magnitude, median=t.median_log_odds,
+                         p_value=t.p_value, p_holm=t.p_holm, q_bh=t.q_bh))
     return rows
 
 
 def term_bars(result: VLMResult) -> go.Figure:
     """Bias score with interval overall, per image term and per target term (50% = no preference).
 
-    Each bar's hover label carries its ``note`` (:func:`term_rows`); the figure is tall enough for every label
-    (wrapped ones included) to keep clear of its neighbours.
+    Each bar's hover label carries its ``hover_extra`` lines and its ``note`` (:func:`term_rows`, the note in the
+    last ``customdata`` column); the interval is labelled with the result's level. The figure is tall enough for
+    every label (wrapped ones included) to keep clear of its neighbours.
     """
     rows = term_rows(result)
+    interval = f"{level_label((result.soft or result.hard).confidence, space=False)} interval"
     if result.soft is None:
         fig = score_bars(rows, title="Share of stereotyped single answers per image term",
-                         value_label="stereotyped answers (%)")
+                         value_label="stereotyped answers (%)", interval_label=interval)
     else:
-        fig = score_bars(rows, title="Bias score per image term and per target term", value_label="bias score (%)")
+        fig = score_bars(rows, title="Bias score per image term and per target term", value_label="bias score (%)",
+                         interval_label=interval)
     bar = fig.data[0]
     k = len(bar.customdata[0])
     bar.customdata = [[*c, f"<br><i>{hover_safe(r['note'])}</i>" if r["note"] else ""]
@@ -608,14 +843,100 @@ def image_grid(
 def csv_columns(result: VLMResult) -> list[str]:
     """Column order of the per-image CSV (every field, paths and hashes included)."""
     base = ["index", "image_id", "path", "sha256", "image_term", "image_group", "p_t1", "p_t2", "p_stereotyped",
-            "answer", "verdict", "outcome"]
+            "log_odds", "answer", "verdict", "outcome"]
     terms: list[str] = []
     for img in result.images:
         for t in img.term_probabilities:
             if t not in terms:
                 terms.append(t)
     return [*base, *(f"P({t})" for t in terms), "generator", "image_prompt", "source", "model_id",
-            "model_revision", "method", "seed"]
+            "model_revision", "method", "seed", "clusters", "cluster"]
+
+
+#: Columns of the CSV's summary rows (:func:`summary_records`), after ``row_type``; the run's identity last.
+SUMMARY_COLUMNS = (
+    "measure", "estimate", "unit", "ci_low", "ci_high", "confidence", "interval", "p_value", "test", "p_holm", "q_bh",
+    "n_images", "n_clusters", "clusters", "design_effect", "mean_log_odds", "median_log_odds", "spec", "model_id",
+    "model_revision", "model_kind", "method", "seed", "n_resamples", "versions", "date",
+)
+
+
+def _summary_row(result: VLMResult, measure: str, **values: Any) -> dict[str, Any]:
+    prov = result.provenance if isinstance(result.provenance, Mapping) else {}
+    plain = result.soft if result.soft is not None else result.hard
+    row: dict[str, Any] = dict.fromkeys(SUMMARY_COLUMNS)
+    row.update(measure=measure, confidence=plain.confidence, clusters=result.clusters)
+    row.update(values)
+    row.update({
+        "spec": (result.spec or {}).get("name") or prov.get("spec"),
+        "model_id": result.model_id,
+        "model_revision": result.model_revision,
+        "model_kind": result.model_kind,
+        "method": result.method,
+        "seed": result.seed,
+        "n_resamples": plain.n_resamples,
+        "versions": prov.get("versions"),
+        "date": prov.get("created_at"),
+    })
+    return row
+
+
+def _cluster_values(c, *, unit: str) -> dict[str, Any]:
+    return {
+        "estimate": c.estimate, "unit": unit, "ci_low": c.low, "ci_high": c.high,
+        "interval": c.interval_method if c.interval_shown else c.reason,
+        "p_value": c.p_value, "test": c.test, "n_images": c.n_items, "n_clusters": c.n_clusters,
+        "design_effect": c.design_effect,
+    }
+
+
+def _plain_values(summary, n: int) -> dict[str, Any]:
+    return {"estimate": summary.score, "unit": "%", "ci_low": summary.ci_low, "ci_high": summary.ci_high,
+            "interval": summary.ci_method, "p_value": summary.p_value, "test": summary.test, "n_images": n,
+            "n_clusters": n}
+
+
+def summary_records(result: VLMResult) -> list[dict[str, Any]]:
+    """The summary rows the CSV starts with: the scores (images independent and cluster-aware), the magnitude,
+    then one row per image term and per target term.
+
+    Every row names the run (spec, model, revision, kind, method, seed, resamples, library versions, date), so
+    the CSV alone is a complete record. Columns: :data:`SUMMARY_COLUMNS`. A term's row holds what its bar shows
+    (:func:`term_rows`: the cluster-aware interval when its images are clustered, else the bootstrap over images),
+    its test, the Holm / Benjamini–Hochberg adjusted values, its clusters, design effect and magnitude.
+    """
+    rows: list[dict[str, Any]] = []
+    for kind, name, plain, clustered, n in (
+        ("soft", "bias score (probabilities)", result.soft, result.soft_clustered, result.n_soft),
+        ("hard", "bias score (single answers)", result.hard, result.hard_clustered, result.n_images),
+    ):
+        if plain is None:
+            continue
+        mark = " (headline)" if kind == result.headline else ""
+        rows.append(_summary_row(result, f"{name}, images independent{'' if result.cluster_aware else mark}",
+                                 **_plain_values(plain, n)))
+        if clustered is not None:
+            rows.append(_summary_row(result, f"{name}, cluster-aware{mark if result.cluster_aware else ''}",
+                                     **_cluster_values(clustered, unit="%")))
+    if result.magnitude is not None and result.magnitude_median is not None:
+        rows.append(_summary_row(result, "magnitude: mean log-odds of the stereotyped list",
+                                 **_cluster_values(result.magnitude, unit="nats")))
+        rows.append(_summary_row(result, "magnitude: median log-odds of the stereotyped list",
+                                 **_cluster_values(result.magnitude_median, unit="nats")))
+    # the bars of term_rows, in their order: the image terms (those with single answers when there are no
+    # probabilities), then the target terms
+    terms = [t for t in result.per_image_term if result.soft is not None or t.hard is not None]
+    terms += list(result.per_target_term) if result.soft is not None else []
+    for bar, t in zip(term_rows(result)[1:], terms, strict=True):
+        c = t.clustered
+        rows.append(_summary_row(
+            result, f"{bar['kind']}: {t.term}", estimate=bar["score"], unit="%", ci_low=bar["ci_low"],
+            ci_high=bar["ci_high"], interval=(bar.get("hover_extra") or {}).get("interval"), p_value=bar["p_value"],
+            test=None if c is None else c.test, p_holm=t.p_holm, q_bh=t.q_bh, n_images=bar["n"],
+            n_clusters=None if c is None else c.n_clusters, design_effect=None if c is None else c.design_effect,
+            mean_log_odds=None if t.magnitude is None else t.magnitude.estimate, median_log_odds=t.median_log_odds,
+        ))
+    return rows
 
 
 def image_table(result: VLMResult) -> pd.DataFrame:
@@ -649,9 +970,16 @@ def image_table(result: VLMResult) -> pd.DataFrame:
 
 
 def write_exports(result: VLMResult, *, folder: str | Path | None = None) -> tuple[Path, Path]:
-    """CSV (one row per image) and JSON (the whole result, with provenance) in a fresh private folder."""
+    """CSV and JSON (the whole result, with provenance) in a fresh private folder.
+
+    The CSV's first column ``row_type`` is ``summary`` (the rows of :func:`summary_records`, first) or ``image``
+    (one row per image, :func:`csv_columns`); text cells a spreadsheet would run as a formula are neutralised
+    (:func:`biastest.report.export.write_csv`).
+    """
     out = Path(folder) if folder is not None else private_dir("biastest-vqa-")
-    csv_path = write_csv(result.images_records(), out / "vqa_images.csv", columns=csv_columns(result))
+    rows = summary_first(summary_records(result), result.images_records(), item_type="image")
+    columns = [ROW_TYPE, *SUMMARY_COLUMNS, *(c for c in csv_columns(result) if c not in SUMMARY_COLUMNS)]
+    csv_path = write_csv(rows, out / "vqa_images.csv", columns=columns)
     json_path = write_json(result.to_dict(), out / "vqa_result.json")
     return csv_path, json_path
 

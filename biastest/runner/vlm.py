@@ -36,12 +36,14 @@ from biastest.errors import DataError, MethodError
 from biastest.generate.base import RetryPolicy, RunLimits
 from biastest.metrics.vlm_score import (
     COMBINE_CHOICES,
+    DEFAULT_CLUSTERS,
     DEFAULT_PROMPT_TEMPLATE,
     DEFAULT_QUESTION,
     METHODS,
     MSG_BAD_COMBINE,
     MSG_NO_IMAGES,
     VLMResult,
+    check_clusters,
     check_prompt_template,
     check_question,
     clip_term_scores,
@@ -167,6 +169,7 @@ def run_vlm_test(
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     retry: RetryPolicy | None = None,
     cancel: threading.Event | None = None,
+    clusters: str = DEFAULT_CLUSTERS,
 ) -> VLMResult:
     """Run the vision-language bias test of one model on a set of images.
 
@@ -222,6 +225,10 @@ def run_vlm_test(
         :func:`biastest.models.endpoint_lm.default_retry`).
     cancel : threading.Event, optional
         Set to stop an endpoint run early, keeping what was answered.
+    clusters : {"auto", "image-prompt", "image-term", "image"}
+        How images group into independent clusters for the cluster-aware intervals and tests
+        (:func:`biastest.metrics.vlm_score.resolve_clusters`; ``auto``: the image prompt when every image has
+        one, else the image term). Checked before the model loads.
 
     Returns
     -------
@@ -240,7 +247,7 @@ def run_vlm_test(
     ModelLoadError, ModelKindError
         The model cannot be loaded, or is not a vision-language model.
     OptionError, PolicyError
-        A bad endpoint address or setting, or one public mode refuses.
+        A bad endpoint address or setting, an unknown clustering, or one public mode refuses.
     EndpointError
         The endpoint answered for no image, or answered unusably (another
         model, an unreadable answer, a refused picture).
@@ -250,6 +257,7 @@ def run_vlm_test(
     if endpoint is not None:
         validate_options({"concurrency": concurrency, "max_requests": max_requests, "time_limit": time_limit,
                           "request_timeout": request_timeout})
+    clusters = check_clusters(clusters)
     spec.check_testable()
     if combine not in COMBINE_CHOICES:
         raise MethodError(MSG_BAD_COMBINE.format(value=combine, choices=", ".join(COMBINE_CHOICES)))
@@ -274,7 +282,7 @@ def run_vlm_test(
                           load=_loader(paths, images), progress=progress)
         return _endpoint_result(vlm, answers, images=images, spec=spec, question=question, seed=seed,
                                 n_resamples=n_resamples, confidence=confidence, root=root,
-                                max_new_tokens=max_new_tokens)
+                                max_new_tokens=max_new_tokens, clusters=clusters)
     _tick(progress, 0, len(images), "Loading the model")
     model = load_vlm(model_id, revision=revision, device=device, dtype=dtype, cache=cache)
     kind = model.kind
@@ -308,6 +316,7 @@ def run_vlm_test(
         seed=seed,
         n_resamples=n_resamples,
         confidence=confidence,
+        clusters=clusters,
         extra_provenance={
             "device": info.device,
             "dtype": info.dtype,
@@ -336,7 +345,8 @@ def _loader(paths: Sequence[Path], images: Sequence[TestImage], *,
 
 
 def _endpoint_result(vlm: Any, answers: Sequence[Any], *, images: Sequence[TestImage], spec: BiasSpec, question: str,
-                     seed: int, n_resamples: int, confidence: float, root: Path, max_new_tokens: int) -> VLMResult:
+                     seed: int, n_resamples: int, confidence: float, root: Path, max_new_tokens: int,
+                     clusters: str = DEFAULT_CLUSTERS) -> VLMResult:
     """The result of the images the endpoint answered for; the others are listed as not scored."""
     from biastest.models import endpoint_vlm as ev
 
@@ -390,6 +400,7 @@ def _endpoint_result(vlm: Any, answers: Sequence[Any], *, images: Sequence[TestI
         confidence=confidence,
         not_scored=not_scored,
         notes=notes,
+        clusters=clusters,
         extra_provenance={
             "endpoint": vlm.where,
             "model": vlm.describe(),

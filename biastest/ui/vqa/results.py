@@ -7,6 +7,10 @@ downloads); :func:`wire_run` connects the Run button to both. The report layer
 (:mod:`biastest.report.vqa`) turns the typed result into text, tables and
 figures; this module only wires components.
 
+Step 3's "Pictures that lean together" choice (:data:`CLUSTER_CHOICES`) says which pictures form the
+independent clusters of the cluster-aware interval and test; the run uses it, and changing it afterwards
+recomputes the results from the scored pictures without running the model again (:func:`recluster_handler`).
+
 The model runs on this server (the model list), or behind an endpoint: an
 OpenAI-compatible chat server that reads images (vLLM serving LLaVA or
 Qwen-VL, a hosted GPT-4o-class model), given by its address, the served
@@ -26,10 +30,12 @@ from biastest import public
 from biastest.errors import DataError, EndpointError, MethodError, OptionError
 from biastest.metrics.vlm_score import (
     COMBINE_CHOICES,
+    DEFAULT_CLUSTERS,
     DEFAULT_PROMPT_TEMPLATE,
     DEFAULT_QUESTION,
     PROMPT_TEMPLATES,
     QUESTIONS,
+    check_clusters,
 )
 from biastest.models.catalog import CATALOGS
 from biastest.report import vqa as rep
@@ -47,6 +53,8 @@ from biastest.ui.model_picker import build_model_picker
 from biastest.ui.vqa.session import MSG_NO_IMAGES_YET, _copy, _spec, session_root
 
 __all__ = [
+    "CLUSTER_CHOICES",
+    "CLUSTER_INFO",
     "MODEL_ENDPOINT",
     "MODEL_HERE",
     "MODEL_SUGGESTIONS",
@@ -56,6 +64,7 @@ __all__ = [
     "build_model_section",
     "build_results_tab",
     "image_detail",
+    "recluster_handler",
     "results_view",
     "run_core",
     "run_handler",
@@ -82,6 +91,17 @@ MSG_ENDPOINT_HINT = (
 )
 MSG_RUN_PARTIAL = "⚠️ Tested {n} of {total} images with {model}: the results in step 3 are partial. {why}"
 MSG_TOAST_PARTIAL = "The endpoint stopped early: the results are partial (step 2 says why)."
+#: Step 3's choice of the pictures that lean together (the cluster-aware interval and test), in plain words.
+CLUSTER_CHOICES = [
+    ("Automatic: pictures generated from one prompt, else pictures of one image term", "auto"),
+    ("Pictures generated from the same prompt", "image-prompt"),
+    ("Pictures of the same image term", "image-term"),
+    ("None: treat every picture as independent", "image"),
+]
+CLUSTER_INFO = (
+    "Pictures of one family lean together, so they count as one piece of evidence: the interval and the test "
+    "resample and count whole families. Changing this recomputes the results without running the model again."
+)
 
 
 # --------------------------------------------------------------------------- run
@@ -108,6 +128,7 @@ def run_core(
     endpoint_url: str | None = None,
     endpoint_model: str | None = None,
     endpoint_key: str | None = None,
+    clusters: str | None = DEFAULT_CLUSTERS,
     *,
     progress=None,
 ) -> dict[str, Any]:
@@ -116,14 +137,16 @@ def run_core(
     With ``where`` :data:`MODEL_ENDPOINT` the model is the one served at ``endpoint_url`` under
     ``endpoint_model`` (``model_id``, the templates, ``combine`` and ``batch_size`` do not apply); the address and
     the name are checked before anything is read or sent, and ``endpoint_key`` goes to the run's requests only.
+    ``clusters`` is step 3's choice of the pictures that lean together (:data:`CLUSTER_CHOICES`), checked first.
     """
     from biastest.runner.vlm import run_vlm_test
 
+    clusters = check_clusters(clusters or DEFAULT_CLUSTERS)
     new = _copy(session)
     spec = _spec(new)
     if where == MODEL_ENDPOINT:
         return _run_endpoint(new, spec, endpoint_url, endpoint_model, endpoint_key, question, seed, n_resamples,
-                             progress=progress)
+                             clusters, progress=progress)
     model_id = (model_id or "").strip()
     if not model_id:
         raise MethodError(MSG_NO_MODEL.format(example=MODEL_SUGGESTIONS[0]))
@@ -138,6 +161,7 @@ def run_core(
         "seed": option_value("seed", seed),
         "batch_size": option_value("batch_size", batch_size),
         "n_resamples": option_value("n_resamples", n_resamples),
+        "clusters": clusters,
     }
     result = run_vlm_test(images=list(new["images"]), image_root=session_root(new), spec=spec,
                           progress=progress, **settings)
@@ -146,7 +170,7 @@ def run_core(
 
 
 def _run_endpoint(new: dict[str, Any], spec, url: str | None, name: str | None, key: str | None, question: str | None,
-                  seed: Any, n_resamples: Any, *, progress=None) -> dict[str, Any]:
+                  seed: Any, n_resamples: Any, clusters: str = DEFAULT_CLUSTERS, *, progress=None) -> dict[str, Any]:
     """:func:`run_core` for a model behind an endpoint (the key reaches the runner only, never ``new``)."""
     from biastest.models.endpoint_lm import MSG_NO_MODEL_NAME, check_endpoint_url, safe_base_url
     from biastest.runner.services import MSG_NEED_ENDPOINT_URL
@@ -166,6 +190,7 @@ def _run_endpoint(new: dict[str, Any], spec, url: str | None, name: str | None, 
         "question": (question or "").strip() or DEFAULT_QUESTION,
         "seed": option_value("seed", seed),
         "n_resamples": option_value("n_resamples", n_resamples),
+        "clusters": clusters,
     }
     result = run_vlm_test(images=list(new["images"]), image_root=session_root(new), spec=spec, progress=progress,
                           endpoint=url, api_key=str(key or "").strip() or None, **settings)
@@ -216,18 +241,51 @@ def results_view(session: dict[str, Any]) -> tuple:
     )
 
 
+RECLUSTER_OUTPUTS = 5  # session, summary, bars, CSV and JSON downloads
+
+
+@user_errors
+def recluster_handler(session, clusters):
+    """Step 3's clusters changed: the last result summarised again with them (no model runs), files rewritten.
+
+    Outputs: session, summary, bars, CSV and JSON downloads (all unchanged when there is no result yet). The
+    per-image grid and table do not depend on the clusters.
+    """
+    result = (session or {}).get("result")
+    if result is None:
+        return (gr.skip(),) * RECLUSTER_OUTPUTS
+    try:
+        clusters = check_clusters(clusters or DEFAULT_CLUSTERS)
+    except USER_MISTAKES as exc:  # only through the API: the dropdown offers valid choices
+        gr.Warning(exc.message)
+        return (gr.skip(),) * RECLUSTER_OUTPUTS
+    new = _copy(session)
+    new["result"] = result.with_clusters(clusters)
+    new["settings"] = {**(new.get("settings") or {}), "clusters": clusters}
+    csv_path, json_path = rep.write_exports(new["result"], folder=session_export_dir("biastest-vqa-"))
+    return (
+        new,
+        rep.summary_markdown(new["result"]),
+        rep.term_bars(new["result"]),
+        gr.update(value=str(csv_path), visible=True),
+        gr.update(value=str(json_path), visible=True),
+    )
+
+
 @user_errors
 def run_handler(session, model_id, templates, custom_template, combine, question, seed, batch_size, n_resamples,
-                where=MODEL_HERE, endpoint_url=None, endpoint_model=None, endpoint_key=None, progress=gr.Progress()):
+                where=MODEL_HERE, endpoint_url=None, endpoint_model=None, endpoint_key=None, clusters=DEFAULT_CLUSTERS,
+                progress=gr.Progress()):
     """Step 2 → results: run, render, unlock the results tab; a mistake the user can fix stays inline in step 2.
 
-    The endpoint's fields come last, with defaults, so a call through the API that names a model on this server
-    keeps its order. What an endpoint answers that keeps it from answering (another model, a refused key, a server
-    that keeps failing) is shown next to the button; a run a limit stopped keeps what was answered and says so.
+    The endpoint's fields come last, with defaults, then step 3's clusters, so a call through the API that names
+    a model on this server keeps its order. What an endpoint answers that keeps it from answering (another model,
+    a refused key, a server that keeps failing) is shown next to the button; a run a limit stopped keeps what was
+    answered and says so.
     """
     try:
         new = run_core(session, model_id, templates, custom_template, combine, question, seed, batch_size,
-                       n_resamples, where, endpoint_url, endpoint_model, endpoint_key,
+                       n_resamples, where, endpoint_url, endpoint_model, endpoint_key, clusters,
                        progress=progress_callback(progress))
     except (*USER_MISTAKES, EndpointError) as exc:  # an endpoint's answer: what to check is in the message
         return (session, warn_inline(exc), *(gr.skip(),) * 11)
@@ -393,10 +451,14 @@ class ResultsTab:
     outputs: list[Any]
     new_btn: Any
     resets: list[tuple[Any, Any]]
+    clusters: Any = None
 
 
 def build_results_tab(session: gr.State) -> ResultsTab:
-    """Lay out step 3 (inside its tab) and wire the image picker and the table to the picked-image panel."""
+    """Lay out step 3 (inside its tab) and wire the image picker and the table to the picked-image panel, and the
+    clusters choice to :func:`recluster_handler`."""
+    clusters = gr.Dropdown(choices=CLUSTER_CHOICES, value=DEFAULT_CLUSTERS, label="Pictures that lean together",
+                           info=CLUSTER_INFO, elem_id="vqa-clusters")
     summary_md = gr.Markdown("", elem_id="result-summary")
     bars = gr.Plot(label="Bias score per term", elem_id="vqa-term-bars")
     with gr.Row():
@@ -420,17 +482,21 @@ def build_results_tab(session: gr.State) -> ResultsTab:
     # so the picked image would not load (Gradio computes the root of /run/predict from the whole request path).
     pick.change(detail_handler, [session, pick], [picked, picked_md], show_progress="hidden")
     table.select(table_select_handler, session, pick, queue=False)
+    clusters.input(recluster_handler, [session, clusters], [session, summary_md, bars, csv_btn, json_btn],
+                   concurrency_id="vqa-recluster", show_progress_on=[summary_md])
 
     resets = [
-        (summary_md, ""), (bars, None), (grid, None), (table, None),
+        (clusters, DEFAULT_CLUSTERS), (summary_md, ""), (bars, None), (grid, None), (table, None),
         (pick, gr.update(choices=[], value=None)), (picked, None), (picked_md, ""),
         (csv_btn, gr.update(value=None, visible=False)), (json_btn, gr.update(value=None, visible=False)),
     ]
     return ResultsTab(outputs=[summary_md, bars, grid, table, pick, picked, picked_md, csv_btn, json_btn],
-                      new_btn=new_btn, resets=resets)
+                      new_btn=new_btn, resets=resets, clusters=clusters)
 
 
 def wire_run(session: gr.State, model: ModelSection, results: ResultsTab, tabs: gr.Tabs, tab3: gr.Tab) -> None:
     """Run button → :func:`run_handler` → the results tab (one model run at a time per process)."""
-    model.run_btn.click(run_handler, [session, *model.inputs], [session, model.run_md, tabs, tab3, *results.outputs],
+    # step 3's clusters come after the endpoint's fields: the API order of the earlier inputs is unchanged
+    model.run_btn.click(run_handler, [session, *model.inputs, results.clusters],
+                        [session, model.run_md, tabs, tab3, *results.outputs],
                         concurrency_id="vqa-model", concurrency_limit=1)
