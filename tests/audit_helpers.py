@@ -30,6 +30,18 @@ def write_crows(path: Path, pairs) -> Path:
     return path
 
 
+def write_biastestgpt_pairs(path: Path, pairs) -> Path:
+    """A BiasTestGPT ``*_pairs.csv`` of ``pairs`` (with their templates and attribute terms)."""
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["group_term", "template", "sent_att_1", "sent_att_2", "att_term_1", "att_term_2", "label_1",
+                    "label_2"])
+        for p in pairs:
+            w.writerow([p.attribute_term, p.template, p.stereotyped, p.anti_stereotyped, p.group_term_stereotyped,
+                        p.group_term_anti, "stereotype", "anti-stereotype"])
+    return path
+
+
 def build_models(folder: Path) -> dict[str, Path]:
     """Two tiny GPT-2 folders, ``a`` (seed 0) and ``b`` (seed 1)."""
     return {name: build_tiny_gpt2(folder / name, seed=seed) for name, seed in (("a", 0), ("b", 1))}

@@ -297,6 +297,35 @@ def test_an_audit_in_process_equals_direct_runner_calls(tmp_path, models, monkey
     assert len(plan["cells"]) == 8 and plan["versions"]["biastest"]
 
 
+def test_the_row_follows_the_cluster_aware_headline_of_pairs_that_share_templates(tmp_path, models) -> None:
+    from biastest.runner.lm import run_stereotype_test
+    from biastest.runner.services import import_pairs
+    from biastest.specs import get_spec
+    from tests.audit_helpers import write_biastestgpt_pairs
+    from tests.lm_helpers import planted_pairs
+
+    pairs_file = write_biastestgpt_pairs(tmp_path / "pairs.csv", planted_pairs()[:112])  # 4 pairs a template
+    doc = {"models": [{"name": "a", "kind": "lm", "id": str(models["a"])}],
+           "specs": [SPEC_A], "data": {"lm": {"from": "files", "files": ["pairs.csv"]}}, "methods": ["causal-sum"],
+           "seeds": [3], "options": {"n_resamples": 200}}
+    doc_pair = json.loads(json.dumps(doc))
+    doc_pair["options"]["clusters"] = "pair"
+    for grid_doc, out in ((doc, tmp_path / "auto"), (doc_pair, tmp_path / "pair")):
+        run_audit(parse_grid(grid_doc, base=tmp_path), out, progress=False)
+    auto, pair = read_table(tmp_path / "auto").iloc[0], read_table(tmp_path / "pair").iloc[0]
+    spec = get_spec(SPEC_A)
+    direct = run_stereotype_test(pairs=import_pairs(pairs_file, fmt="auto", spec=spec), spec=spec,
+                                 model_id=str(models["a"]), method="causal-sum", seed=3, n_resamples=200)
+    c = direct.overall_clustered
+    assert direct.cluster_aware and c.n_clusters < direct.n_scored
+    assert (auto.score, auto.ci_low, auto.ci_high, auto.p_value) == (direct.overall.score, c.low, c.high, c.p_value)
+    assert (auto.clusters, auto.n_clusters, auto.design_effect, auto.ci_method) == (
+        c.cluster_by, c.n_clusters, c.design_effect, c.interval_method)
+    assert (pair.score, pair.ci_low, pair.p_value) == (direct.overall.score, direct.overall.ci_low,
+                                                       direct.overall.p_value)  # clusters: pair → the pair bootstrap
+    assert pair.key != auto.key
+
+
 def test_a_rerun_after_an_interruption_computes_only_the_missing_cells(tmp_path, models, monkeypatch) -> None:
     path = write_lm_grid(tmp_path / "g", models)
     out = tmp_path / "out"

@@ -58,9 +58,9 @@ STATISTIC_VLM_HARD = "bias score (%, single answers)"
 #: The columns of the results table, in order.
 COLUMNS = (
     "key", "status", "error", "model", "model_ref", "kind", "spec", "method", "seed", "statistic", "score",
-    "ci_low", "ci_high", "exact_ci_low", "exact_ci_high", "confidence", "p_value", "n", "n_scored", "n_excluded",
-    "items_file", "items_sha256", "model_revision", "model_kind", "options", "biastest_version", "started_at",
-    "seconds", "worker",
+    "ci_low", "ci_high", "ci_method", "exact_ci_low", "exact_ci_high", "confidence", "p_value", "n", "n_scored",
+    "n_excluded", "clusters", "n_clusters", "design_effect", "note", "items_file", "items_sha256", "model_revision",
+    "model_kind", "options", "biastest_version", "started_at", "seconds", "worker",
 )
 #: Columns that depend on when and where a cell ran, not on what it computed.
 VOLATILE_COLUMNS = ("started_at", "seconds", "worker")
@@ -164,7 +164,7 @@ def _run_lm(task: dict[str, Any], items: dict[str, Any], api_key: str | None, pr
         "pairs": [SentencePair.from_row(r) for r in items["pairs"]], "spec": _spec(task), "model_id": model["ref"],
         "method": method, "seed": task["seed"], "revision": model["revision"], "batch_size": o["batch_size"],
         "n_resamples": o["n_resamples"], "confidence": o["confidence"], "tie_tolerance": o["tie_tolerance"],
-        "progress": progress,
+        "clusters": o["clusters"], "progress": progress,
     }
     if task["scope"] == "lm-endpoint":
         kwargs.update({"endpoint": task["endpoint_address"], "api_key": api_key, "tokenizer": model["tokenizer"],
@@ -248,10 +248,17 @@ def row_of(doc: dict[str, Any]) -> dict[str, Any]:
     if scope in ("lm", "lm-endpoint"):
         o = r["overall"]
         row.update({"method": r["method"], "score": o["score"], "ci_low": o["ci_low"], "ci_high": o["ci_high"],
-                    "exact_ci_low": o.get("exact_ci_low"), "exact_ci_high": o.get("exact_ci_high"),
-                    "confidence": o["confidence"], "p_value": o["p_value"], "n": r["n_pairs"],
-                    "n_scored": r["n_scored"], "n_excluded": r["n_excluded"], "model_revision": r["model_revision"],
-                    "model_kind": r["model_kind"]})
+                    "ci_method": o.get("ci_method"), "exact_ci_low": o.get("exact_ci_low"),
+                    "exact_ci_high": o.get("exact_ci_high"), "confidence": o["confidence"], "p_value": o["p_value"],
+                    "n": r["n_pairs"], "n_scored": r["n_scored"], "n_excluded": r["n_excluded"],
+                    "model_revision": r["model_revision"], "model_kind": r["model_kind"]})
+        c = r.get("overall_clustered")
+        if c is not None:
+            row.update({"clusters": c["cluster_by"], "n_clusters": c["n_clusters"],
+                        "design_effect": c["design_effect"]})
+            if r.get("clusters", "pair") != "pair":  # the headline is cluster-aware: its interval and test
+                row.update({"ci_low": c["low"], "ci_high": c["high"], "ci_method": c["interval_method"],
+                            "p_value": c["p_value"], "note": c["reason"]})
     elif scope in ("vlm", "vlm-endpoint"):
         s = r["soft"] if r.get("soft") is not None else r["hard"]
         if r.get("soft") is None:  # an endpoint that gave no probabilities: its single answers are the score

@@ -100,6 +100,7 @@ OPTION_SCOPES: dict[str, tuple[str, ...]] = {
     "n_resamples": ("lm", "lm-endpoint", "vlm", "vlm-endpoint"),
     "confidence": ("lm", "lm-endpoint", "vlm", "vlm-endpoint", "weat", "2afc"),
     "tie_tolerance": ("lm", "lm-endpoint"),
+    "clusters": ("lm", "lm-endpoint"),
     "device": ("lm", "vlm"),
     "dtype": ("lm", "vlm"),
     "concurrency": ("lm-endpoint", "vlm-endpoint"),
@@ -120,16 +121,17 @@ OPTION_SCOPES: dict[str, tuple[str, ...]] = {
 @cache
 def _defaults() -> dict[str, Any]:
     from biastest.cli import DEFAULT_BOOTSTRAP, DEFAULT_NOISE_SIGMA, DEFAULT_PERMUTATIONS
-    from biastest.metrics.stereotype_score import DEFAULT_BATCH_SIZE, DEFAULT_TIE_TOLERANCE
+    from biastest.metrics.stereotype_score import DEFAULT_BATCH_SIZE, DEFAULT_CLUSTERS, DEFAULT_TIE_TOLERANCE
     from biastest.metrics.vlm_score import COMBINE_CHOICES, DEFAULT_PROMPT_TEMPLATE, DEFAULT_QUESTION
     from biastest.models.endpoint_lm import DEFAULT_CONCURRENCY, DEFAULT_MAX_REQUESTS, DEFAULT_TIME_LIMIT
     from biastest.runner.vlm import DEFAULT_BATCH_SIZE as VLM_BATCH_SIZE
 
     return {
         "lm": {"batch_size": DEFAULT_BATCH_SIZE, "n_resamples": DEFAULT_BOOTSTRAP["lm"], "confidence": 0.95,
-               "tie_tolerance": DEFAULT_TIE_TOLERANCE, "device": "auto", "dtype": "auto"},
+               "tie_tolerance": DEFAULT_TIE_TOLERANCE, "clusters": DEFAULT_CLUSTERS, "device": "auto", "dtype": "auto"},
         "lm-endpoint": {"batch_size": DEFAULT_BATCH_SIZE, "n_resamples": DEFAULT_BOOTSTRAP["lm"], "confidence": 0.95,
-                        "tie_tolerance": DEFAULT_TIE_TOLERANCE, "concurrency": DEFAULT_CONCURRENCY,
+                        "tie_tolerance": DEFAULT_TIE_TOLERANCE, "clusters": DEFAULT_CLUSTERS,
+                        "concurrency": DEFAULT_CONCURRENCY,
                         "max_requests": DEFAULT_MAX_REQUESTS, "time_limit": DEFAULT_TIME_LIMIT},
         "vlm": {"prompt_template": [DEFAULT_PROMPT_TEMPLATE], "question": DEFAULT_QUESTION,
                 "combine": COMBINE_CHOICES[0], "batch_size": VLM_BATCH_SIZE, "n_resamples": DEFAULT_BOOTSTRAP["vlm"],
@@ -468,9 +470,11 @@ def _options(value: Any, where: str) -> dict[str, Any]:
                 if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(float(v)) or v < 0:
                     raise GridError(MSG_BAD_SIGMA.format(where=where, value=v))
                 out[name] = None if v == 0 else check_option("noise_sigma", v)
-            elif name in ("sigmoid", "combine", "dtype"):
+            elif name in ("sigmoid", "combine", "dtype", "clusters"):
+                from biastest.metrics.stereotype_score import CLUSTERINGS
+
                 choices = {"sigmoid": ("norm", "logistic"), "combine": tuple(COMBINE_CHOICES),
-                           "dtype": ("auto", "float32", "float16", "bfloat16")}[name]
+                           "dtype": ("auto", "float32", "float16", "bfloat16"), "clusters": CLUSTERINGS}[name]
                 if v not in choices:
                     raise GridError(MSG_BAD_CHOICE.format(name=name, where=where, choices=", ".join(choices),
                                                           value=v))

@@ -176,9 +176,10 @@ def write_table(plan: Plan, store: CellStore) -> Path:
         if doc is not None:
             rows.append(row_of(doc))
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
-    for col in ("seed", "n", "n_scored", "n_excluded"):
+    for col in ("seed", "n", "n_scored", "n_excluded", "n_clusters"):
         frame[col] = frame[col].astype("Int64")
-    for col in ("score", "ci_low", "ci_high", "exact_ci_low", "exact_ci_high", "confidence", "p_value", "seconds"):
+    for col in ("score", "ci_low", "ci_high", "exact_ci_low", "exact_ci_high", "confidence", "p_value", "design_effect",
+                "seconds"):
         frame[col] = frame[col].astype("Float64")
     parquet = plan.out / "results.parquet"
     _atomic(parquet, lambda p: frame.to_parquet(p, index=False))
