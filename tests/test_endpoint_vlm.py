@@ -610,8 +610,11 @@ def test_the_app_runs_through_the_endpoint_and_keeps_the_key_out_of_the_session(
     new, message = out[0], out[1]
     assert message == "" and new["result"] is not None
     assert new["result"].soft.score == pytest.approx(here.soft.score, abs=1e-4)
-    assert new["settings"] == {"model_id": SERVED, "question": "Is this person a {T1} or a {T2}?", "seed": SEED,
-                               "n_resamples": 500, "endpoint": stub.base_url}
+    settings = new["settings"]
+    assert {k: settings[k] for k in ("model_id", "question", "seed", "n_resamples", "endpoint")} == {
+        "model_id": SERVED, "question": "Is this person a {T1} or a {T2}?", "seed": SEED, "n_resamples": 500,
+        "endpoint": stub.base_url}
+    assert not any("key" in k for k in settings)
     assert KEY not in repr(new) and KEY not in json.dumps(new["result"].to_dict())
     assert "Where:" in out[4] and stub.base_url in out[4]  # the summary names the endpoint
     assert {r["headers"].get("authorization") for r in stub.requests} == {f"Bearer {KEY}"}
