@@ -1,11 +1,12 @@
 """Command line for headless and batch bias tests, on the same runners as the apps.
 
-Four commands::
+Five commands::
 
     python -m biastest run SPEC --kind lm|vlm|embeddings --model MODEL --out result.json [--csv rows.csv]
     python -m biastest list-specs [--kind lm|vlm|embeddings]
     python -m biastest list-methods [--kind lm|vlm|embeddings]
     python -m biastest audit GRID.yaml --out DIR [--ray ADDRESS|local]   (see biastest.audit)
+    python -m biastest report DIR [--out report.html]                     (see biastest.report.audit)
 
 ``SPEC`` is the name of a predefined specification (``list-specs``; a typo
 gets "did you mean …") or the path of a JSON specification file (BiasTestGPT
@@ -532,6 +533,14 @@ def build_parser() -> argparse.ArgumentParser:
                     "cluster (needs the optional extra: pip install -r requirements-ray.txt)")
     au.add_argument("--ray-cpus", type=int, metavar="N", help="CPUs of a --ray local instance (default: all)")
     au.add_argument("--no-progress", action="store_true", help="no progress bar")
+    rp = sub.add_parser(
+        "report",
+        help="write the HTML results report of an audit folder",
+        description="Write one self-contained HTML file (figures embedded, no server or network needed) with the "
+        "forest plots per specification and the model comparisons of an audit folder.",
+    )
+    rp.add_argument("folder", metavar="DIR", help="the audit folder (python -m biastest audit … --out DIR)")
+    rp.add_argument("--out", metavar="FILE", help="the HTML file to write (default DIR/report.html)")
 
     run = sub.add_parser(
         "run",
@@ -1147,6 +1156,26 @@ def _cmd_audit(args: argparse.Namespace, out: Callable[[str], None], err: Callab
     return EXIT_OK
 
 
+# --------------------------------------------------------------------------- report
+MSG_REPORT_NOT_FOLDER = "'{path}' is not a folder: give the audit folder (python -m biastest audit … --out DIR)."
+
+
+def _cmd_report(args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    """``report DIR [--out FILE]``: the audit's HTML report (exit 2 when DIR is not an audit folder)."""
+    from biastest.report.audit import write_report
+
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise UsageError(MSG_REPORT_NOT_FOLDER.format(path=args.folder))
+    target = _output_path(args.out, "report file") if args.out else None
+    try:
+        path = write_report(folder, target)
+    except DataError as exc:  # not an audit folder, or an empty one: bad input
+        raise UsageError(exc.message) from None
+    out(MSG_WROTE.format(path=path))
+    return EXIT_OK
+
+
 # --------------------------------------------------------------------------- entry point
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (never raises, never prints a traceback).
@@ -1190,6 +1219,8 @@ def _main(argv: Sequence[str] | None, out: Callable[[str], None]) -> int:
             return _cmd_list_methods(args, out)
         if args.command == "audit":
             return _cmd_audit(args, out, err)
+        if args.command == "report":
+            return _cmd_report(args, out)
         return _cmd_run(args, out, err)
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else EXIT_OK

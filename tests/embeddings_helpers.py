@@ -159,3 +159,22 @@ def glove_vec(word: str) -> list[float] | None:
     index, matrix = glove_raw()
     i = index.get(word.lower())
     return None if i is None else [float(v) for v in matrix[i]]
+
+
+def write_noisy_glove(words, path: Path, *, sigma: float, seed: int) -> Path:
+    """Another embedding of ``words``: their GloVe 6B 50d vectors plus N(0, sigma²) noise, as a GloVe text file.
+
+    Words GloVe lacks are left out (multi-word terms included: a word-vector source embeds them as the mean of
+    their words' vectors, which the file keeps).
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    lines = []
+    for word in dict.fromkeys(w for term in words for w in str(term).lower().split()):
+        vec = glove_vec(word)
+        if vec is not None:
+            noisy = np.asarray(vec) + rng.normal(0, sigma, size=len(vec))
+            lines.append(f"{word} {' '.join(f'{x:.6f}' for x in noisy)}\n")
+    path.write_text("".join(lines), encoding="utf-8")
+    return path

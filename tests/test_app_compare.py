@@ -17,7 +17,6 @@ import pytest
 from PIL import Image
 
 from biastest.metrics.stereotype_score import StereotypeResult
-from biastest.models.embeddings import load_embeddings
 from biastest.records import SentencePair
 from biastest.report import gpt as report
 from biastest.report.text import md_escape
@@ -32,6 +31,7 @@ from biastest.ui import gpt as gpt_app
 from biastest.ui import psychophysics as emb_app
 from biastest.ui import vqa as vqa_app
 from biastest.ui.spec_step import CUSTOM
+from tests.embeddings_helpers import write_noisy_glove
 from tests.lm_helpers import build_tiny_gpt2
 
 SEED = 7
@@ -233,18 +233,6 @@ def test_vqa_added_model_is_scored_on_the_same_images_and_compared(tiny_clips, v
 
 
 # --------------------------------------------------------------------------- word embeddings
-def _noisy_glove(words, path: Path, *, sigma: float, seed: int) -> Path:
-    """Another embedding of the same words: GloVe vectors plus Gaussian noise, as a GloVe text file."""
-    glove = load_embeddings("glove-6b-50d")
-    vectors, missing = glove.vectors(list(words))
-    kept = [w for w in words if w not in set(missing)]
-    rng = np.random.default_rng(seed)
-    noisy = vectors + rng.normal(0, sigma, size=vectors.shape)
-    path.write_text("".join(f"{w} {' '.join(f'{x:.6f}' for x in v)}\n" for w, v in zip(kept, noisy, strict=True)),
-                    encoding="utf-8")
-    return path
-
-
 def _step1(kind, name):
     if kind == emb_app.KIND_WEAT:
         weat = (name, *emb_app.fill_weat(name))
@@ -265,7 +253,7 @@ def _embedding_run(kind, name):
 def test_weat_on_another_embedding_is_compared_word_by_word(tmp_path):
     run = _embedding_run(emb_app.KIND_WEAT, WEAT7)
     spec = run["spec"]
-    upload = _noisy_glove([*spec.group_terms, *spec.attribute_terms], tmp_path / "noisy-glove.txt", sigma=0.35,
+    upload = write_noisy_glove([*spec.group_terms, *spec.attribute_terms], tmp_path / "noisy-glove.txt", sigma=0.35,
                           seed=1)
     out = compare.embedding_add_handler(allow_paths=False)(emb_app.SOURCE_UPLOAD, str(upload), "",
                                                           "mean-abs-deviation", run)
@@ -296,7 +284,7 @@ def test_twoafc_on_another_embedding_compares_the_pses(tmp_path):
     run = _embedding_run(emb_app.KIND_TWOAFC, PAPER)
     spec = run["spec"]
     words = [*spec.targets, *(c for p in spec.cue_pairs for c in p)]
-    upload = _noisy_glove(words, tmp_path / "other.txt", sigma=0.2, seed=2)
+    upload = write_noisy_glove(words, tmp_path / "other.txt", sigma=0.2, seed=2)
     add = compare.embedding_add_handler(allow_paths=False)
     new, message, _summary, forest, _reading, _table, *_ = add(emb_app.SOURCE_UPLOAD, str(upload), "",
                                                               "mean-abs-deviation", run)

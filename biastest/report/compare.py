@@ -7,10 +7,11 @@ Markdown-escaped in readings (:func:`md_escape`); the CSV cells are neutralised 
 :func:`biastest.report.export.write_csv`.
 
 The reading of a pair says which model leans further, by how much, with the interval and the test, and whether
-that is evidence of a difference: **a difference** when the (Holm-adjusted, for three or more models) p-value is
-below ``1 − confidence`` and the interval excludes 0; **no evidence of a difference** when neither holds; and
-**unclear** when the test and the interval disagree (which happens near the boundary: they are different
-procedures).
+that is evidence of a difference (:func:`pair_verdict`): **a difference** when the (Holm-adjusted, for three or
+more models) p-value is below ``1 − confidence`` and the interval excludes 0; **no evidence of a difference** when
+neither holds; **unclear** when the test and the interval disagree (which happens near the boundary: they are
+different procedures); with three models or more, a pair whose unadjusted interval and p-value would say
+"difference" but whose adjusted p-value does not is "no evidence once the comparisons are taken into account".
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ __all__ = [
     "PAIR_COLUMNS",
     "VERDICT_DIFFERENCE",
     "VERDICT_NONE",
+    "VERDICT_NOTHING",
+    "VERDICT_NOT_AFTER_ADJUSTMENT",
     "VERDICT_UNCLEAR",
     "comparison_exports",
     "forest_figure",
@@ -60,6 +63,7 @@ VERDICT_DIFFERENCE = "a difference"
 VERDICT_NONE = "no evidence of a difference"
 VERDICT_UNCLEAR = "unclear (the test and the interval disagree)"
 VERDICT_NOTHING = "no difference to test"
+VERDICT_NOT_AFTER_ADJUSTMENT = "no evidence of a difference once the {m} comparisons are taken into account"
 
 #: How each kind of comparison says "A leans further than B" (A and B are filled in, escaped, by the caller).
 LEANS = {
@@ -107,9 +111,9 @@ def level(confidence: float) -> str:
 def _num(value: float | None, unit: str, *, signed: bool = False) -> str:
     if value is None:
         return "—"
-    if unit == "%":
-        return f"{value:+.1f}" if signed else f"{value:.1f}"
-    return f"{value:+.3f}" if signed else f"{value:.3f}"
+    digits = 1 if unit == "%" else 3
+    value = round(float(value), digits) + 0.0  # no "-0.0"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
 def _amount(value: float, unit: str) -> str:
@@ -126,6 +130,12 @@ def _p(p: float | None) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3g}"
 
 
+def _p_is(p: float | None) -> str:
+    """``= 0.0123`` or ``< 0.001``, to follow "p"."""
+    text = _p(p)
+    return text if text.startswith("<") else f"= {text}"
+
+
 def _interval_text(low: float | None, high: float | None, unit: str, confidence: float) -> str:
     if low is None or high is None:
         return MSG_NO_INTERVAL
@@ -137,19 +147,28 @@ def _p_used(cmp: Comparison, p: PairedComparison) -> float | None:
 
 
 def pair_verdict(cmp: Comparison, p: PairedComparison) -> str:
-    """:data:`VERDICT_DIFFERENCE`, :data:`VERDICT_NONE`, :data:`VERDICT_UNCLEAR` or "no difference to test"."""
+    """What a pair's numbers say, in words.
+
+    :data:`VERDICT_DIFFERENCE` when the p-value (Holm-adjusted with three models or more) is below
+    ``1 − confidence`` and the interval excludes 0 (or there is no interval); :data:`VERDICT_NONE` when neither
+    holds; :data:`VERDICT_UNCLEAR` when the test and the interval disagree. With three models or more the
+    intervals are not adjusted, so a pair whose interval excludes 0 but whose adjusted p-value does not reach the
+    level is :data:`VERDICT_NOT_AFTER_ADJUSTMENT`. :data:`VERDICT_NOTHING` when there is nothing to test.
+    """
     used = _p_used(cmp, p)
     if used is None:
         return VERDICT_NOTHING
     alpha = 1.0 - cmp.confidence
     significant = used < alpha
-    excludes = p.ci_low is not None and p.ci_high is not None and (p.ci_low > 0 or p.ci_high < 0)
     if p.ci_low is None or p.ci_high is None:
         return VERDICT_DIFFERENCE if significant else VERDICT_NONE
-    if significant and excludes:
-        return VERDICT_DIFFERENCE
-    if not significant and not excludes:
+    excludes = p.ci_low > 0 or p.ci_high < 0
+    if significant:
+        return VERDICT_DIFFERENCE if excludes else VERDICT_UNCLEAR
+    if not excludes:
         return VERDICT_NONE
+    if len(cmp.models) > 2 and p.p_value is not None and p.p_value < alpha:
+        return VERDICT_NOT_AFTER_ADJUSTMENT.format(m=len(cmp.pairs))
     return VERDICT_UNCLEAR
 
 
@@ -174,9 +193,9 @@ def pair_reading(cmp: Comparison, p: PairedComparison, *, escape=md_escape, bold
         return SAME.get(cmp.kind, SAME_DEFAULT).format(a=a, b=b, n=p.n_items)
     test = TEST_NAMES.get(p.test, "p")
     if len(cmp.models) > 2:
-        test = f"{test} = {_p(p.p_value)}, Holm-adjusted {_p(p.p_adjusted)}"
+        test = f"{test} {_p_is(p.p_value)}, Holm-adjusted {_p(p.p_adjusted)}"
     else:
-        test = f"{test} = {_p(p.p_value)}"
+        test = f"{test} {_p_is(p.p_value)}"
     return MSG_READING.format(
         leans=_leans(cmp).format(a=a, b=b),
         amount=_amount(p.difference, cmp.unit),
