@@ -122,9 +122,8 @@ MSG_HOLM_SOME = (
     "{family_title}s whose lean survives the correction for {m} comparisons (Holm, at {alpha}%): {terms}."
 )
 MSG_NO_INTERVAL_LEAN = (
-    "There are too few independent clusters for an interval (see below), but {above} of the {n} clusters lean to "
-    "the {side} direction and {below} away (sign test on cluster means: p = {p}): the clusters agree more than "
-    "chance would make them."
+    "Too few independent clusters for an interval (see below), but {above} of the {n} clusters lean to the "
+    "stereotype and {below} away (sign test on cluster means: p = {p}):"
 )
 MSG_NO_INTERVAL_NO_LEAN = (
     "With only {n} independent clusters ({by}) there is no interval, and the sign test on cluster means (p = {p}) "
@@ -348,10 +347,9 @@ def _reading(result: VLMResult, lab: Labels, *, answers: bool) -> tuple[str, str
         head = "no interval: too few clusters, see below"
         if confirmed:
             side = "stereotypical" if c.n_clusters_above > c.n_clusters_below else "anti-stereotypical"
-            reading = MSG_NO_INTERVAL_LEAN.format(above=c.n_clusters_above, n=c.n_clusters, side=side,
+            reading = MSG_NO_INTERVAL_LEAN.format(above=c.n_clusters_above, n=c.n_clusters,
                                                   below=c.n_clusters_below, p=_p(c.p_value))
-            said = stereo if side == "stereotypical" else anti
-            reading += " " + said[0].upper() + said[1:]
+            reading += " " + (stereo if side == "stereotypical" else anti)
         else:
             reading = MSG_NO_INTERVAL_NO_LEAN.format(n=c.n_clusters, by=_esc(c.cluster_by), p=_p(c.p_value))
         return reading, "", head
@@ -386,8 +384,8 @@ def _clusters_line(result: VLMResult) -> list[str]:
     return [
         f"- **Clusters: {c.n_items} images in {c.n_clusters} clusters** (by {_esc(c.cluster_by)}); design effect "
         f"{deff}{eff}. Sign test on cluster means: {c.n_clusters_above} clusters lean to the stereotype, "
-        f"{c.n_clusters_below} away, {c.n_clusters_at_null} even; p = {_p(c.p_value)}."
-        + ("" if c.interval_shown else " " + _esc(c.reason))
+        f"{c.n_clusters_below} away, {c.n_clusters_at_null} even; p = {_p(c.p_value)}.",
+        *([] if c.interval_shown else ["- " + _esc(c.reason)]),
     ]
 
 
@@ -406,12 +404,13 @@ def _magnitude_line(result: VLMResult) -> list[str]:
     def interval(s) -> str:
         return f"{level} {kind} {_signed(s.low)} to {_signed(s.high)}" if s.interval_shown else "no interval"
 
-    capped = (f" {result.n_log_odds_capped} image(s) had a probability within {LOG_ODDS_EPS:g} of 0 or 1 and "
-              "count at that bound (±13.8)." if result.n_log_odds_capped else "")
+    capped = ([f"- {result.n_log_odds_capped} image(s) had a probability within {LOG_ODDS_EPS:g} of 0 or 1: their "
+               "log-odds counts at that bound (±13.8)."] if result.n_log_odds_capped else [])
     return [
         f"- **Magnitude:** mean log-odds of the stereotyped list **{_signed(m.estimate)}** ({interval(m)}), median "
-        f"{_signed(med.estimate)} ({interval(med)}); log-odds = ln(P(stereotypical list) / P(the other list)) per "
-        f"image: 0 = no preference, +0.69 = twice as likely, −0.69 = half as likely.{capped}"
+        f"{_signed(med.estimate)} ({interval(med)}); log-odds = ln(P(stereotypical list) / P(other list)): 0 = no "
+        "preference, +0.69 = twice as likely.",
+        *capped,
     ]
 
 
