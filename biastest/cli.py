@@ -89,7 +89,7 @@ DEFAULT_BOOTSTRAP = {"lm": 10_000, "vlm": 10_000, "2afc": 200}
 DEFAULT_NOISE_SIGMA = 0.05
 DEFAULT_PERMUTATIONS = 10_000
 DEFAULT_EMBEDDINGS = "glove-6b-50d"
-BAYES_DEFAULTS = {"bayes_model": "hierarchical", "draws": 1000, "tune": 1000, "chains": 2}
+BAYES_DEFAULTS = {"bayes_model": "hierarchical"}  # sampler defaults: biastest.metrics.bayes (DEFAULT_*, HDI_PROB)
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
 EMBEDDING_FILE_SUFFIXES = (".txt", ".vec", ".bin", ".gz", ".npz", ".safetensors", ".kv", ".model", ".wv")
@@ -205,6 +205,8 @@ OPTION_SCOPES: dict[str, tuple[str, ...]] = {
     "draws": ("bayes",),
     "tune": ("bayes",),
     "chains": ("bayes",),
+    "hdi_prob": ("bayes",),
+    "sampling_time_limit": ("bayes",),
     "trust_gensim_file": ("2afc", "weat", "bayes"),
     "endpoint": ("lm", "vlm"),
     "api_key_env": ("lm", "vlm"),
@@ -606,9 +608,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--lapse", action="store_true", default=None, help="2afc: fit a lapse rate")
     g.add_argument("--permutations", type=int, help="weat: permutations for the p-value (default 10000)")
     g.add_argument("--bayes-model", help="bayes: hierarchical or additive")
-    g.add_argument("--draws", type=int, help="bayes: draws per chain (default 1000)")
-    g.add_argument("--tune", type=int, help="bayes: tuning steps per chain (default 1000)")
+    g.add_argument("--draws", type=int, help="bayes: draws per chain of the first sampler run (default 2000)")
+    g.add_argument("--tune", type=int, help="bayes: tuning steps per chain of the first sampler run (default 1000)")
     g.add_argument("--chains", type=int, help="bayes: chains (default 2)")
+    g.add_argument("--hdi-prob", type=float, help="bayes: mass of the highest-posterior-density intervals "
+                   "(default 0.89)")
+    g.add_argument("--sampling-time-limit", type=float, metavar="SECONDS",
+                   help="bayes: an unconverged sampler runs again with more tuning only if the next run is "
+                   "expected to end within this many seconds (default 120)")
     g.add_argument(
         "--trust-gensim-file",
         action="store_true",
@@ -697,6 +704,8 @@ _CHECKED_FLAGS: dict[str, dict[str, str]] = {
     "max_requests": {"*": "max_requests"},
     "time_limit": {"*": "time_limit"},
     "chains": {"*": "chains"},
+    "hdi_prob": {"*": "hdi_prob"},
+    "sampling_time_limit": {"*": "time_limit"},
 }
 
 
@@ -1012,25 +1021,32 @@ def _run_embeddings(args, spec, progress) -> _Run:
         doc["mac"] = mac.to_dict()
         write = _copy_export(lambda: rep.weat_exports(weat, mac, source=name, spec=spec.to_dict()))
         return _Run(doc, write, headline)
+    from biastest.metrics import bayes as bayes_defaults
     from biastest.runner.bayes import run_bayes
 
     options = {
         "source": source,
         "model": _or(args.bayes_model, BAYES_DEFAULTS["bayes_model"]),
         "seed": seed,
-        "draws": _or(args.draws, BAYES_DEFAULTS["draws"]),
-        "tune": _or(args.tune, BAYES_DEFAULTS["tune"]),
-        "chains": _or(args.chains, BAYES_DEFAULTS["chains"]),
+        "draws": _or(args.draws, bayes_defaults.DEFAULT_DRAWS),
+        "tune": _or(args.tune, bayes_defaults.DEFAULT_TUNE),
+        "chains": _or(args.chains, bayes_defaults.DEFAULT_CHAINS),
+        "hdi_prob": _or(args.hdi_prob, bayes_defaults.HDI_PROB),
+        "time_limit": _or(args.sampling_time_limit, bayes_defaults.DEFAULT_TIME_LIMIT),
     }
     spec.check_testable()
     result = run_bayes(spec_groups=dict(spec.social_groups[:2]), spec_attributes=dict(spec.attributes[:2]),
                        spec_name=spec.name, progress=progress, **_with_trusted_files(options, args.trust_gensim_file))
     name = load_embeddings(source, trust_pickle=bool(args.trust_gensim_file)).name
     d = result.diagnostics
+    state = "converged" if d.get("converged") else f"NOT CONVERGED ({'; '.join(d.get('problems', ()))})"
     headline = (
-        f"Bayesian estimate ({result.model['name']} model): max R-hat {d.get('max_rhat')}, converged "
-        f"{d.get('converged')}; embedding {name} (seed {result.seed})."
+        f"Bayesian estimate ({result.model['name']} model, {d.get('attempts')} sampler run(s)): {state}; largest "
+        f"R-hat {d.get('max_rhat')}, {d.get('divergences')} divergent transitions, intervals "
+        f"{getattr(result, 'level_label', '')}; embedding {name} (seed {result.seed})."
     )
+    if not d.get("converged") and d.get("stop_message"):
+        headline += " " + d["stop_message"]
     doc = _document("embeddings", "bayes", spec, options, data, result.to_dict())
     write = _copy_export(lambda: rep.bayes_exports(result, source=name))
     return _Run(doc, write, headline)

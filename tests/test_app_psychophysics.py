@@ -581,13 +581,31 @@ def test_sampler_mistakes_are_inline_warnings(weat_session):
     assert out[1] == "⚠️ " + escape(app.MSG_SPEC_FIRST)
 
 
+def test_bayes_interval_mass_and_time_limit_are_checked_inline(weat_session):
+    from biastest.options import BOUNDS, MSG_BAD_NUMBER, MSG_BAD_POSITIVE
+
+    b, t = BOUNDS["hdi_prob"], BOUNDS["time_limit"]
+    with pytest.warns(UserWarning):
+        out = app.bayes_handler(weat_session, "hierarchical", 200, 200, 2, SEED, 1.5, 60)
+    assert out == (gr.skip(), "⚠️ " + escape(MSG_BAD_NUMBER.format(label=b.label, low=b.low, high=b.high, value=1.5)),
+                   *(gr.skip(),) * 7)
+    with pytest.warns(UserWarning):
+        out = app.bayes_handler(weat_session, "hierarchical", 200, 200, 2, SEED, 0.9, 0)
+    assert out[1] == "⚠️ " + escape(MSG_BAD_POSITIVE.format(label=t.label, low=t.low, high=t.high, value=0))
+
+
 def test_bayes_estimate_shows_the_data_it_was_given(weat_session, glove):
     ticks = []
-    run = app.bayes_core(weat_session, "hierarchical", 300, 300, 2, SEED, progress=lambda d, t, m: ticks.append(d))
+    # settings that usually converge at once on these 6 words (300 + 300 took 3 runs: each run compiles anew)
+    run = app.bayes_core(weat_session, "hierarchical", 1000, 1000, 2, SEED, progress=lambda d, t, m: ticks.append(d))
     result = run["bayes"]
-    assert ticks and ticks[-1] == 100 and result.seed == SEED and result.draws == 300
-    _, priors, fig, contrast_fig, diag, table, csv_u, json_u = app.bayes_view(run)
+    assert ticks and ticks[-1] == 100 and result.seed == SEED
+    # the first attempt ran with the settings given; later ones (if any) with more, each recorded
+    assert result.attempts[0]["draws"] == 1000 and result.draws == result.attempts[-1]["draws"]
+    status, priors, fig, contrast_fig, diag, table, csv_u, json_u = app.bayes_view(run)
     assert "Normal(M[connection], tau[connection])" in priors and "R-hat" in diag
+    assert f"{result.diagnostics['divergences']} divergent transitions" in status
+    assert f"divergent transitions {result.diagnostics['divergences']}" in diag
     # observed mean distance of 'he' to its own stereotype list, by hand
     cell = next(r for r in result.cells if r["protected_word"] == "he" and r["connection"] == "associated")
     naive = np.mean([1 - naive_cos(glove, "he", a) for a in SMALL_WEAT[2].split(", ")])
@@ -599,13 +617,17 @@ def test_bayes_estimate_shows_the_data_it_was_given(weat_session, glove):
     assert list(assoc.error_x.array) == pytest.approx([r["hdi_high"] - r["mean"] for r in rows])
     assert len(table) == len(result.contrasts) and len(contrast_fig.data) == 3
     rows_csv = list(csv.DictReader(open(csv_u["value"], encoding="utf-8")))
-    assert len(rows_csv) == len(result.interval_records())
+    assert [r for r in rows_csv if r["row_type"] == "interval"] and rows_csv[0]["row_type"] == "summary"
+    assert len([r for r in rows_csv if r["row_type"] == "interval"]) == len(result.interval_records())
+    assert len([r for r in rows_csv if r["row_type"] == "sampler attempt"]) == len(result.attempts)
+    assert {r["divergences"] for r in rows_csv if r["row_type"] == "summary"} == {
+        str(result.diagnostics["divergences"])}
     assert json.loads(open(json_u["value"], encoding="utf-8").read())["result"]["seed"] == SEED
 
 
 def test_bayes_section_names_the_lists_of_the_spec_never_protected_words(weat_session):
     """The section called every target word a 'protected word' (math and arts words too)."""
-    run = app.bayes_core(weat_session, "additive", 200, 200, 2, SEED)
+    run = app.bayes_core(weat_session, "additive", 1000, 1000, 2, SEED)
     status, priors, fig, contrast_fig, diag, table, _, _ = app.bayes_view(run)
     texts = [status, priors, diag, fig.layout.title.text, contrast_fig.layout.title.text, " ".join(table.columns),
              *(tr.name for tr in (*fig.data, *contrast_fig.data))]
@@ -630,7 +652,9 @@ def test_posterior_sampler_section_renders_its_result(weat_session):
     result = run["posterior"]
     status, reading, acf, pca, words, groups, csv_u, _ = app.posterior_view(run)
     assert len(acf.data) == 4
-    assert "AUC" in reading and status.startswith("✅")
+    assert "AUC" in reading and status.startswith("✅" if result.diagnostics["converged"] else "⚠️")
+    # divergences and acceptance in the summary, whatever the outcome
+    assert f"{result.diagnostics['divergences']} divergent transitions" in reading and "mean acceptance" in reading
     assert list(words["nearest to +"]) == [w for w, _ in result.words["+"]["nearest"]]
     t = result.group_tests[0]
     assert groups["p (permutation)"].iloc[0] == t["p_permutation"]

@@ -282,10 +282,15 @@ class _SamplerSpy:
                   "provenance": dict(kw["provenance_fields"]), "words": list(data.protected_words),
                   "attributes": list(data.attributes), "distance": [round(float(x), 12) for x in data.distance],
                   "call": len(self.calls)}
+        diagnostics = {"max_rhat": 1.2, "converged": False, "divergences": 7, "attempts": 2,
+                       "problems": ["largest R-hat 1.2 > 1.01", "7 divergent transitions"],
+                       "stop_message": "Sampling stopped at the time limit."}
         return SimpleNamespace(
-            model=record["model"], seed=kw["seed"], diagnostics={"max_rhat": 1.0, "converged": True},
-            to_dict=lambda: record,
+            model=record["model"], seed=kw["seed"], diagnostics=diagnostics, to_dict=lambda: record,
             interval_records=lambda: [{"word": w, "mean": float(i)} for i, w in enumerate(data.protected_words)],
+            provenance={}, level_label="90% HPDI", hdi_prob=0.9, contrasts=(), attempts=({"attempt": 1},),
+            data={"n_rows": data.n_rows}, draws=kw["draws"], tune=kw["tune"], chains=kw["chains"],
+            target_accept=0.95, seconds=0.0,
         )
 
 
@@ -296,20 +301,28 @@ def test_bayes_hands_the_sampler_what_a_direct_call_does(tmp_path, capsys, monke
     spy = _SamplerSpy()
     monkeypatch.setattr(runner, "fit_bayes", spy)
     out, rows = tmp_path / "b.json", tmp_path / "b.csv"
-    settings = ["--draws", "100", "--tune", "100", "--chains", "1", "--bayes-model", "additive"]
-    rc, _, _ = _run(capsys, "run", WEAT7, "--kind", "embeddings", "--test", "bayes", *settings,
-                    "--seed", str(SEED), "--out", str(out), "--csv", str(rows))
+    settings = ["--draws", "100", "--tune", "100", "--chains", "1", "--bayes-model", "additive", "--hdi-prob", "0.9",
+                "--sampling-time-limit", "30"]
+    rc, stdout, _ = _run(capsys, "run", WEAT7, "--kind", "embeddings", "--test", "bayes", *settings,
+                         "--seed", str(SEED), "--out", str(out), "--csv", str(rows))
     assert rc == 0
+    # the headline says what the sampler said: not converged, why, divergences, the interval's own level
+    assert ("NOT CONVERGED (largest R-hat 1.2 > 1.01; 7 divergent transitions)" in stdout
+            and "7 divergent transitions, intervals 90% HPDI" in stdout
+            and "Sampling stopped at the time limit." in stdout)
     spec = get_spec(WEAT7)
     direct = runner.run_bayes(spec_groups=dict(spec.social_groups), spec_attributes=dict(spec.attributes),
                               source="glove-6b-50d", model="additive", seed=SEED, draws=100, tune=100, chains=1,
-                              spec_name=spec.name)
+                              hdi_prob=0.9, time_limit=30, spec_name=spec.name)
     doc = json.loads(out.read_text(encoding="utf-8"))
     got, want = doc["result"], json.loads(json.dumps(_jsonable(direct.to_dict())))
     assert want.pop("call") == 2 and got.pop("call") == 1
     assert _strip_volatile(got) == _strip_volatile(want)
-    assert got["settings"] == {"model": "additive", "seed": SEED, "draws": 100, "tune": 100, "chains": 1}
-    assert [r["word"] for r in csv.DictReader(rows.open(encoding="utf-8"))] == got["words"]
+    assert got["settings"] == {"model": "additive", "seed": SEED, "draws": 100, "tune": 100, "chains": 1,
+                               "hdi_prob": 0.9, "time_limit": 30, "max_attempts": 4}
+    table = list(csv.DictReader(rows.open(encoding="utf-8")))
+    assert [r["word"] for r in table if r["row_type"] == "interval"] == got["words"]
+    assert table[0]["row_type"] == "sampler attempt" and {r["interval"] for r in table[1:]} == {"90% HPDI"}
 
 
 # ----------------------------------------------------------------------------- list commands

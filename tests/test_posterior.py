@@ -104,7 +104,13 @@ def test_nuts_recovers_exact_posterior_of_a_logistic_classifier():
     b = 0.5
     clf = P.Classifier(layers=((w[:, None], np.array([b])),))
     samples, info = P.sample_embedding_posterior(clf, seed=SEED, draws=2000, tune=500, chains=2)
-    assert info["divergences"] == 0
+    assert info["divergences"] == 0 and info["divergences_per_chain"] == [0, 0]
+    # the sampler's acceptance is reported per chain: step-size adaptation aims at the target 0.8, and the step it
+    # keeps (the average of the log step sizes tried) is a little smaller, so acceptance ends near or above 0.8
+    assert info["target_accept"] == 0.8 and len(info["mean_accept_prob_per_chain"]) == 2
+    assert all(0.75 < a < 0.99 for a in info["mean_accept_prob_per_chain"])  # measured: 0.89, 0.91
+    assert info["mean_accept_prob"] == pytest.approx(np.mean(info["mean_accept_prob_per_chain"]), abs=1e-4)
+    assert len(info["step_size"]) == 2 and all(s > 0 for s in info["step_size"])
     for label, sign in (("+", 1.0), ("-", -1.0)):
         ref_mean, ref_cov = _reference_logistic_posterior(w, b, sign)
         x = samples[label].reshape(-1, d)
@@ -166,6 +172,9 @@ def test_runner_posterior_on_glove():
         assert t["mean_a"] - t["mean_b"] == pytest.approx(t["difference"], abs=2e-6)
         assert t["group_a"] == "female names" and len(t["words_a"]) == 8
     assert res.diagnostics["ess_per_second"] > 0
+    assert res.diagnostics["converged"] == (res.diagnostics["problems"] == [])
+    assert any(f"{res.diagnostics['divergences']} divergent transitions, mean acceptance probability" in line
+               for line in res.reading)
     assert seen[-1] == 100
     assert {r["kind"] for r in res.word_records()} == {"nearest", "farthest"}
     with pytest.raises(EmbeddingError) as e:

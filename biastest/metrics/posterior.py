@@ -71,6 +71,9 @@ MSG_BAD_POSTERIOR_SETTINGS = (
     "Use at least 100 draws, 100 tuning steps and 1 to 8 chains."
 )
 MSG_NOT_FINITE = "The sampler produced non-finite embeddings. Try another seed or more tuning steps."
+MSG_POSTERIOR_NOT_CONVERGED = (
+    "NOT CONVERGED — do not rely on the tables and tests below: {problems}. Run more draws and tuning steps."
+)
 MSG_LEXICON_UNAVAILABLE = (
     "The VADER sentiment lexicon is not installed (package vaderSentiment). Install the project's "
     "requirements, then try again."
@@ -309,9 +312,12 @@ def sample_embedding_posterior(
     samples : dict
         ``{"+": (chain, draw, d), "-": (chain, draw, d)}``.
     info : dict
-        ``seconds`` (wall time incl. compilation), ``divergences``, ``chain_method``.
+        ``seconds`` (wall time incl. compilation), ``chain_method``, ``target_accept``, and the sampler's own
+        statistics of the kept draws (:meth:`biastest.metrics.bayes.SamplerRun.statistics`):
+        ``divergences`` (total), ``divergences_per_chain``, ``mean_accept_prob`` (overall and
+        ``mean_accept_prob_per_chain``), ``step_size`` and ``mean_tree_size`` per chain.
     """
-    from biastest.metrics.bayes import configure_parallel_chains
+    from biastest.metrics.bayes import SamplerRun, configure_parallel_chains
 
     if not (draws >= 100 and tune >= 100 and 1 <= chains <= 8):
         raise MethodError(MSG_BAD_POSTERIOR_SETTINGS.format(draws=draws, tune=tune, chains=chains))
@@ -326,14 +332,19 @@ def sample_embedding_posterior(
     kernel = NUTS(_posterior_model(sign), target_accept_prob=target_accept)
     mcmc = MCMC(kernel, num_warmup=tune, num_samples=draws, num_chains=chains, chain_method=chain_method,
                 progress_bar=False)
-    mcmc.run(jax.random.PRNGKey(seed), logit, classifier.dim, extra_fields=("diverging",))
+    mcmc.run(jax.random.PRNGKey(seed), logit, classifier.dim,
+             extra_fields=("diverging", "accept_prob", "num_steps", "adapt_state.step_size"))
     s = np.asarray(mcmc.get_samples(group_by_chain=True)["s"], dtype=np.float64)
     seconds = time.perf_counter() - t0
     if not np.all(np.isfinite(s)):
         raise MethodError(MSG_NOT_FINITE)
-    div = int(np.asarray(mcmc.get_extra_fields()["diverging"]).sum())
+    extra = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
+    run = SamplerRun(samples={}, diverging=extra["diverging"].astype(bool), accept_prob=extra["accept_prob"],
+                     num_steps=extra["num_steps"], step_size=extra["adapt_state.step_size"][:, -1],
+                     chain_method=chain_method, seconds=round(seconds, 3))
     return {"+": s[:, :, 0, :], "-": s[:, :, 1, :]}, {
-        "seconds": round(seconds, 3), "divergences": div, "chain_method": chain_method,
+        "seconds": round(seconds, 3), "chain_method": chain_method, "target_accept": target_accept,
+        **run.statistics(),
     }
 
 
@@ -490,9 +501,13 @@ class PosteriorResult:
         :meth:`Classifier.to_dict` (incl. held-out AUC).
     diagnostics : dict
         Per posterior (``"+"``, ``"-"``): ``max_rhat``, ``min_ess_bulk``,
-        ``median_ess_bulk``, ``min_ess_tail``; plus ``divergences``,
-        ``seconds`` and ``ess_per_second`` (smallest bulk ESS over all
-        dimensions of both posteriors / wall seconds of sampling incl. compilation).
+        ``median_ess_bulk``, ``min_ess_tail``; plus the sampler's statistics
+        (``divergences``, ``divergences_per_chain``, ``mean_accept_prob``,
+        ``mean_accept_prob_per_chain``, ``step_size``, ``mean_tree_size``,
+        ``target_accept``), ``seconds``, ``ess_per_second`` (smallest bulk ESS
+        over all dimensions of both posteriors / wall seconds of sampling incl.
+        compilation), ``converged`` and ``problems`` (the criteria of
+        :func:`biastest.metrics.bayes.convergence_problems`, over both posteriors).
     autocorrelation : tuple of dict
         Per posterior and lag: mean and max |ACF| over dimensions (Fig. 5).
     pca : dict
@@ -622,6 +637,14 @@ def run_embedding_posterior(
     diagnostics.update(info)
     min_ess = min(diagnostics[p]["min_ess_bulk"] for p in ("+", "-"))
     diagnostics["ess_per_second"] = round(min_ess / max(info["seconds"], 1e-9), 1)
+    # the Bayesian estimate's criteria, over both posteriors (R-hat ≤ 1.01, ESS ≥ 100 per chain, no divergence)
+    from biastest.metrics.bayes import convergence_problems
+
+    both = {"max_rhat": max(diagnostics[p]["max_rhat"] for p in ("+", "-")),
+            "min_ess_bulk": min_ess, "min_ess_tail": min(diagnostics[p]["min_ess_tail"] for p in ("+", "-")),
+            "divergences": info["divergences"]}
+    diagnostics["problems"] = convergence_problems(both, chains=chains)
+    diagnostics["converged"] = not diagnostics["problems"]
 
     acf_rows = []
     for p in ("+", "-"):
@@ -673,8 +696,11 @@ def run_embedding_posterior(
         f"Classifier: {classifier.description}; held-out AUC {classifier.test_auc:.3f} on {classifier.n_test} words.",
         f"Sampling: {chains} chains × {draws} draws per posterior in {info['seconds']:.1f} s; smallest bulk ESS "
         f"{min_ess:.0f} ({diagnostics['ess_per_second']:.0f} effective samples per second), largest R-hat "
-        f"{max(diagnostics[p]['max_rhat'] for p in ('+', '-')):.3f}, {info['divergences']} divergences.",
+        f"{max(diagnostics[p]['max_rhat'] for p in ('+', '-')):.3f}, {info['divergences']} divergent transitions, "
+        f"mean acceptance probability {info['mean_accept_prob']:.3f} (target {info['target_accept']}).",
     ]
+    if diagnostics["problems"]:
+        reading.insert(0, MSG_POSTERIOR_NOT_CONVERGED.format(problems="; ".join(diagnostics["problems"])))
     for t in tests:
         closer = t["group_a"] if t["difference"] < 0 else t["group_b"]
         sig = "significant" if t["p_permutation"] < 0.05 else "not significant"

@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from biastest.report.export import private_dir, summary_first, write_csv, write_json
+from biastest.metrics.bayes import level_percent
+from biastest.report.export import ROW_TYPE, private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import FONT, hover_safe
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "bayes_contrast_frame",
     "bayes_diagnostics_markdown",
     "bayes_exports",
+    "bayes_summary_rows",
     "bayes_interval_figure",
     "bayes_priors_markdown",
     "curve_figure",
@@ -974,7 +976,7 @@ def bayes_priors_markdown(info: Mapping[str, Any]) -> str:
 
 
 def _interval_trace(rows: Sequence[Mapping[str, Any]], *, name: str, color: str, offset: float,
-                    labels: Sequence[str]) -> go.Scatter:
+                    labels: Sequence[str], interval: str) -> go.Scatter:
     index = {lab: i for i, lab in enumerate(labels)}
     return go.Scatter(
         x=[r["mean"] for r in rows],
@@ -989,7 +991,7 @@ def _interval_trace(rows: Sequence[Mapping[str, Any]], *, name: str, color: str,
                      f"{r['hdi_high']:.4f}", hover_safe(r.get("extra", ""))] for r in rows],
         hovertemplate=(
             "<b>%{customdata[0]}</b> · %{customdata[1]}<br>posterior mean: %{customdata[2]}<br>"
-            "HPDI: %{customdata[3]} – %{customdata[4]}<br>%{customdata[5]}<extra></extra>"
+            f"{hover_safe(interval)}: " "%{customdata[3]} – %{customdata[4]}<br>%{customdata[5]}<extra></extra>"
         ),
     )
 
@@ -1004,9 +1006,10 @@ def _bayes_lists(result) -> tuple[str, str, str, str]:
 def bayes_interval_figure(result) -> go.Figure:
     """Expected cosine distance per target word and connection with HPDI (the seed's per-word figure).
 
-    The title names the target lists and the legend's connections by the spec's own list names.
+    The title names the target lists and the legend's connections by the spec's own list names; the interval's
+    mass is the result's (``hdi_prob``).
     """
-    pct = round(result.hdi_prob * 100)
+    pct = level_percent(result.hdi_prob).removesuffix("%")
     g1, g2, a1, a2 = _bayes_lists(result)
     words = list(dict.fromkeys(r["protected_word"] for r in result.cells))
     labels = [hover_safe(w) for w in words]
@@ -1021,7 +1024,7 @@ def bayes_interval_figure(result) -> go.Figure:
         ]
         offset = (k - (len(conns) - 1) / 2) * 0.18
         fig.add_trace(_interval_trace(rows, name=conn, color=CONNECTION_COLORS.get(conn, NEUTRAL), offset=offset,
-                                      labels=labels))
+                                      labels=labels, interval=result.level_label))
     fig.update_layout(
         title=(f"Expected cosine distance of each word of {g1} and {g2} to each kind of attribute ({pct}% highest "
                f"posterior density)<br><sup>associated: {g1} ↔ {a1}, {g2} ↔ {a2} · different: {g1} ↔ {a2}, "
@@ -1039,7 +1042,7 @@ def bayes_interval_figure(result) -> go.Figure:
 
 def bayes_contrast_figure(result) -> go.Figure:
     """Contrasts (associated − control) per target word and overall; an interval wholly below 0 = credible bias."""
-    pct = round(result.hdi_prob * 100)
+    pct = level_percent(result.hdi_prob).removesuffix("%")
     words = list(dict.fromkeys(r["protected_word"] for r in result.contrasts))
     labels = [hover_safe(w) for w in words]
     fig = go.Figure()
@@ -1049,7 +1052,8 @@ def bayes_contrast_figure(result) -> go.Figure:
         rows = [{**r, "label": hover_safe(r["protected_word"]), "extra": f"verdict: {r['verdict']}"}
                 for r in result.contrasts if r["contrast"] == name]
         offset = (k - (len(names) - 1) / 2) * 0.2
-        fig.add_trace(_interval_trace(rows, name=name, color=palette[k % len(palette)], offset=offset, labels=labels))
+        fig.add_trace(_interval_trace(rows, name=name, color=palette[k % len(palette)], offset=offset, labels=labels,
+                                      interval=result.level_label))
     fig.add_vline(x=0, line_dash="dash", line_color="#64748b")
     fig.update_layout(
         title=f"Contrasts with {pct}% HPDI: wholly below 0 = stereotype attributes credibly closer than controls",
@@ -1064,38 +1068,97 @@ def bayes_contrast_figure(result) -> go.Figure:
     return fig
 
 
+#: Columns of the contrast table; ``{interval}`` is the result's own label (e.g. "89% HPDI", from ``hdi_prob``).
 BAYES_CONTRAST_COLUMNS = {"protected_word": "word", "group": "target list", "contrast": "contrast", "mean": "mean",
-                          "hdi_low": "HPDI low", "hdi_high": "HPDI high", "rhat": "R-hat", "ess_bulk": "bulk ESS",
-                          "verdict": "verdict"}
+                          "hdi_low": "{interval} low", "hdi_high": "{interval} high", "rhat": "R-hat",
+                          "ess_bulk": "bulk ESS", "verdict": "verdict"}
 
 
 def bayes_contrast_frame(result) -> pd.DataFrame:
-    """Contrasts per target word (its list named as in the spec) with HPDI, R-hat, ESS and verdict."""
-    rows = [{label: r.get(key) for key, label in BAYES_CONTRAST_COLUMNS.items()} for r in result.contrasts]
-    return pd.DataFrame(rows, columns=list(BAYES_CONTRAST_COLUMNS.values()))
+    """Contrasts per target word (its list named as in the spec) with the interval, R-hat, ESS and verdict."""
+    columns = {key: label.format(interval=result.level_label) for key, label in BAYES_CONTRAST_COLUMNS.items()}
+    rows = [{label: r.get(key) for key, label in columns.items()} for r in result.contrasts]
+    return pd.DataFrame(rows, columns=list(columns.values()))
+
+
+#: Columns of the table of sampler attempts (key in ``BayesResult.attempts`` → header).
+BAYES_ATTEMPT_COLUMNS = {"attempt": "attempt", "seed": "seed", "draws": "draws", "tune": "tuning",
+                         "target_accept": "target acceptance", "max_rhat": "largest R-hat",
+                         "min_ess_bulk": "smallest bulk ESS", "min_ess_tail": "smallest tail ESS",
+                         "divergences": "divergences", "mean_accept_prob": "mean acceptance",
+                         "seconds": "seconds", "converged": "converged"}
 
 
 def bayes_diagnostics_markdown(result) -> str:
-    """Sampler diagnostics and the plain-language reading."""
+    """Sampler diagnostics of every attempt (R-hat, ESS, divergences, acceptance) and the plain-language reading."""
     d = result.diagnostics
-    ok = "✅ converged" if d.get("converged") else "⚠️ not converged — run more draws before relying on this"
+    n_attempts = d.get("attempts", len(result.attempts) or 1)
+    if d.get("converged"):
+        ok = "✅ converged" + (f" on attempt {n_attempts}" if n_attempts > 1 else "")
+    else:
+        ok = "⚠️ **NOT converged** — do not rely on these intervals"
     lines = [
-        f"**Sampler:** NUTS, {result.chains} chains × {result.draws} draws (+{result.tune} tuning), seed "
-        f"{result.seed}, {result.seconds:.1f} s. {ok}.",
-        f"Largest R-hat {d.get('max_rhat')} (≤ 1.01 wanted), smallest bulk ESS {d.get('min_ess_bulk')}, "
-        f"smallest tail ESS {d.get('min_ess_tail')}, divergent transitions {d.get('divergences')}.",
-        "",
-        "### Reading",
-        *[f"- {_esc(line)}" for line in result.reading],
+        f"**Sampler:** NUTS, {result.chains} chains × {result.draws} draws (+{result.tune} tuning), target "
+        f"acceptance {result.target_accept}, seed {result.seed}; {n_attempts} attempt(s), {result.seconds:.1f} s. "
+        f"{ok}.",
+        f"Largest R-hat {d.get('max_rhat')} (≤ {d.get('rhat_max_allowed', 1.01)} wanted), smallest bulk ESS "
+        f"{d.get('min_ess_bulk')}, smallest tail ESS {d.get('min_ess_tail')} (≥ {d.get('min_ess_wanted')} wanted), "
+        f"**divergent transitions {d.get('divergences')}** (0 wanted; {d.get('divergences_all_attempts')} over all "
+        f"attempts), mean acceptance probability {d.get('mean_accept_prob')}.",
     ]
+    if not d.get("converged") and d.get("stop_message"):
+        lines += ["", f"**{_esc(d['stop_message'])}**"]
+    if result.attempts:
+        lines += ["", "| " + " | ".join(BAYES_ATTEMPT_COLUMNS.values()) + " |",
+                  "|" + "---|" * len(BAYES_ATTEMPT_COLUMNS)]
+        for a in result.attempts:
+            cells = [("yes" if a[k] else "no") if k == "converged" else _esc(str(a[k])) for k in BAYES_ATTEMPT_COLUMNS]
+            lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "### Reading", *[f"- {_esc(line)}" for line in result.reading]]
     return "\n".join(lines)
 
 
+def bayes_summary_rows(result, *, source: str) -> list[dict[str, Any]]:
+    """The rows a Bayesian CSV starts with: the run, its convergence and the overall contrasts, then every attempt.
+
+    The :data:`~biastest.report.export.ROW_TYPE` column says ``"summary"`` (one row per overall contrast, each
+    carrying the whole run: spec, embedding, model, interval and its mass, converged, problems, why sampling
+    stopped, R-hat, ESS, divergences, acceptance, attempts, settings, seed, rows, versions, date) or
+    ``"sampler attempt"`` (one row per sampler run).
+    """
+    d, prov = result.diagnostics, result.provenance or {}
+    run = {
+        "spec": (prov.get("spec") or {}).get("name"), "embedding": source, "model": result.model["name"],
+        "method": prov.get("method"), "interval": result.level_label, "hdi_prob": result.hdi_prob,
+        "converged": d.get("converged"), "problems": "; ".join(d.get("problems", ())),
+        "stop_reason": d.get("stop_reason"), "stop_message": d.get("stop_message"), "max_rhat": d.get("max_rhat"),
+        "min_ess_bulk": d.get("min_ess_bulk"), "min_ess_tail": d.get("min_ess_tail"),
+        "divergences": d.get("divergences"), "divergences_all_attempts": d.get("divergences_all_attempts"),
+        "mean_accept_prob": d.get("mean_accept_prob"), "attempts": d.get("attempts"), "draws": result.draws,
+        "tune": result.tune, "chains": result.chains, "target_accept": result.target_accept, "seed": result.seed,
+        "n_rows": result.data.get("n_rows"), "seconds": result.seconds,
+        "biastest_version": (prov.get("versions") or {}).get("biastest"), "versions": prov.get("versions"),
+        "created_at": prov.get("created_at"),
+    }
+    rows = [{ROW_TYPE: "summary", "contrast": r["contrast"], "mean": r["mean"], "hdi_low": r["hdi_low"],
+             "hdi_high": r["hdi_high"], "verdict": r["verdict"], **run}
+            for r in result.contrasts if r["protected_word"] == "(overall)"]
+    rows += [{ROW_TYPE: "sampler attempt", **{k: v for k, v in a.items() if k != "problems"},
+              "problems": "; ".join(a.get("problems", ()))} for a in result.attempts]
+    return rows
+
+
 def bayes_exports(result, *, source: str, directory: Path | None = None) -> tuple[Path, Path]:
-    """CSV (intervals per word, connection and contrast) and JSON in ``directory`` (default: a fresh folder)."""
+    """CSV and JSON in ``directory`` (default: a fresh folder).
+
+    The CSV starts with :func:`bayes_summary_rows` (the run, its convergence, divergences and overall
+    contrasts, then every sampler attempt), then one ``interval`` row per word, connection and contrast, so
+    the CSV alone is a complete record; its first column ``row_type`` says which is which.
+    """
     folder = Path(directory) if directory is not None else private_dir("biastest-bayes-")
-    rows = [{**r, "embedding": source, "model": result.model["name"], "seed": result.seed}
-            for r in result.interval_records()]
+    rows = bayes_summary_rows(result, source=source)
+    rows += [{ROW_TYPE: "interval", **r, "interval": result.level_label, "embedding": source,
+              "model": result.model["name"], "seed": result.seed} for r in result.interval_records()]
     csv_path = write_csv(rows, folder / "bayes_estimate.csv")
     json_path = write_json({"test": "bayes", "embedding": source, "result": result.to_dict()},
                            folder / "bayes_estimate.json")
@@ -1118,7 +1181,11 @@ def posterior_markdown(result) -> str:
         f"{c.get('test_auc', float('nan')):.3f} on {c.get('n_test')} words (trained on the VADER sentiment lexicon).",
         f"**Sampler:** NUTS, {result.chains} chains × {result.draws} draws (+{result.tune} tuning) per posterior, "
         f"prior N(0, 10²·I), seed {result.seed}; {d.get('seconds', float('nan')):.1f} s, "
-        f"{d.get('ess_per_second')} effective samples per second, {d.get('divergences')} divergences.",
+        f"{d.get('ess_per_second')} effective samples per second, **{d.get('divergences')} divergent transitions** "
+        f"(per chain: {d.get('divergences_per_chain')}), mean acceptance probability {d.get('mean_accept_prob')} "
+        f"(target {d.get('target_accept')}). "
+        + ("✅ converged." if d.get("converged") else "⚠️ **NOT converged**: " + _esc("; ".join(d.get("problems", ())))
+           + "."),
     ]
     for p in ("+", "-"):
         if p in d:

@@ -21,8 +21,20 @@ from typing import Any
 
 import numpy as np
 
-from biastest.errors import EmbeddingError, SpecError
-from biastest.metrics.bayes import BAYES_MODELS, BayesResult, build_distance_data, fit_bayes
+from biastest.errors import EmbeddingError, MethodError, SpecError
+from biastest.metrics.bayes import (
+    BAYES_MODELS,
+    DEFAULT_CHAINS,
+    DEFAULT_DRAWS,
+    DEFAULT_TIME_LIMIT,
+    DEFAULT_TUNE,
+    HDI_PROB,
+    MAX_ATTEMPTS,
+    MSG_UNKNOWN_MODEL,
+    BayesResult,
+    build_distance_data,
+    fit_bayes,
+)
 from biastest.metrics.posterior import (
     MSG_GROUP_TOO_SMALL,
     PosteriorResult,
@@ -83,9 +95,12 @@ def run_bayes(
     source: str | WordEmbeddings = "glove-6b-50d",
     model: str = "hierarchical",
     seed: int,
-    draws: int = 2000,
-    tune: int = 1000,
-    chains: int = 2,
+    draws: int = DEFAULT_DRAWS,
+    tune: int = DEFAULT_TUNE,
+    chains: int = DEFAULT_CHAINS,
+    hdi_prob: float = HDI_PROB,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    max_attempts: int = MAX_ATTEMPTS,
     human: Sequence[str] | None = None,
     none: Sequence[str] | None = None,
     spec_name: str | None = None,
@@ -104,7 +119,14 @@ def run_bayes(
         Embedding source (default the embedded GloVe 6B 50d).
     model : {"hierarchical", "additive"}
     seed, draws, tune, chains : int
-        Sampler settings (draws and tuning steps per chain).
+        Sampler settings of the first attempt (draws and tuning steps per chain).
+    hdi_prob : float
+        Mass of the highest posterior density intervals (option ``hdi_prob``).
+    time_limit : float
+        Seconds within which further sampler attempts must be expected to end
+        (option ``time_limit``; see :func:`~biastest.metrics.bayes.fit_bayes`).
+    max_attempts : int
+        Most sampler attempts (1 = no retry).
     human, none : sequence of str, optional
         Custom control lists (default: the shipped ones).
     spec_name : str, optional
@@ -115,7 +137,10 @@ def run_bayes(
     -------
     BayesResult
     """
-    validate_options({"seed": seed, "draws": draws, "tune": tune, "chains": chains})
+    validate_options({"seed": seed, "draws": draws, "tune": tune, "chains": chains, "hdi_prob": hdi_prob,
+                      "time_limit": time_limit})
+    if model not in BAYES_MODELS:  # before the embedding loads
+        raise MethodError(MSG_UNKNOWN_MODEL.format(name=model, choices=", ".join(BAYES_MODELS)), name=model)
     groups = _two(spec_groups, "social groups", "group")
     attrs = _two(spec_attributes, "attribute lists", "group")
     tick = _fraction_progress(progress)
@@ -139,7 +164,8 @@ def run_bayes(
     )
     spec = {"name": spec_name, "social_groups": dict(groups), "attributes": dict(attrs)}
     return fit_bayes(
-        data, model=model, seed=seed, draws=draws, tune=tune, chains=chains, progress=tick,
+        data, model=model, seed=seed, draws=draws, tune=tune, chains=chains, hdi_prob=hdi_prob,
+        time_limit=time_limit, max_attempts=max_attempts, progress=tick,
         provenance_fields={"model_id": emb.name, "embedding": emb.describe(), "spec": spec},
     )
 

@@ -2,8 +2,12 @@
 
 Every (social-group word, attribute word) distance enters a Bayesian cosine
 model beside neutral control words; the section shows the priors before
-anything is sampled, then the 89 % HPDI per word and connection, the contrasts
-with the controls, the sampler diagnostics and the downloads.
+anything is sampled, then the highest-posterior-density intervals (of the mass
+chosen, 89 % by default) per word and connection, the contrasts with the
+controls, the sampler diagnostics of every attempt (R-hat, ESS, divergent
+transitions) and the downloads. The sampler runs again with more tuning when a
+run is not converged, within the time limit set here; a result that never
+converged says so in the status line.
 """
 
 from __future__ import annotations
@@ -13,6 +17,14 @@ from typing import Any
 import gradio as gr
 
 from biastest.errors import DataError
+from biastest.metrics.bayes import (
+    DEFAULT_CHAINS,
+    DEFAULT_DRAWS,
+    DEFAULT_TIME_LIMIT,
+    DEFAULT_TUNE,
+    HDI_PROB,
+    level_percent,
+)
 from biastest.report import psychophysics as rep
 from biastest.runner.bayes import available_models, run_bayes
 from biastest.spec import BiasSpec
@@ -35,15 +47,26 @@ BAYES_HELP = (
     "Instead of one average, this model uses every distance between a word of your target lists X and Y (e.g. "
     "Math and Arts) and a word of your attribute lists A and B (e.g. Male and Female terms), and compares them "
     "with **neutral control words** (neutral human attributes and neutral words, shipped with biastest). It "
-    "reports 89% highest-posterior-density intervals (HPDI): a bias is credible only where the whole interval of "
-    "*associated − control* lies below 0. Needs a WEAT / MAC specification; the figures and the reading name your "
-    "lists."
+    "reports highest-posterior-density intervals (HPDI) of the mass you choose (the method's 0.89 by default): a "
+    "bias is credible only where the whole interval of *associated − control* lies below 0. When a run has not "
+    "converged (R-hat above 1.01, too few effective draws, or any divergent transition), the sampler runs again "
+    "with more tuning and draws, as long as the next run is expected to end within the time limit. Needs a WEAT / "
+    "MAC specification; the figures and the reading name your lists."
 )
-MSG_BAYES_DONE = "✅ Bayesian estimate done ({model}, {seconds:.1f} s)."
-BAYES_DEFAULTS = {"model": "hierarchical", "draws": 1000, "tune": 1000, "chains": 2, "seed": 0}
+MSG_BAYES_DONE = (
+    "✅ Bayesian estimate done ({model}, {seconds:.1f} s): converged on attempt {attempts} (largest R-hat "
+    "{max_rhat}, {divergences} divergent transitions); intervals are {interval}."
+)
+MSG_BAYES_NOT_CONVERGED = (
+    "⚠️ Bayesian estimate NOT converged ({model}, {seconds:.1f} s, {attempts} attempt(s); largest R-hat {max_rhat}, "
+    "{divergences} divergent transitions): do not rely on these intervals. {stop}"
+)
+BAYES_DEFAULTS = {"model": "hierarchical", "draws": DEFAULT_DRAWS, "tune": DEFAULT_TUNE, "chains": DEFAULT_CHAINS,
+                  "seed": 0, "hdi_prob": HDI_PROB, "time_limit": DEFAULT_TIME_LIMIT}
 
 
-def bayes_core(session, model, draws, tune, chains, seed, *, progress=None) -> dict[str, Any]:
+def bayes_core(session, model, draws, tune, chains, seed, hdi_prob=HDI_PROB, time_limit=DEFAULT_TIME_LIMIT, *,
+               progress=None) -> dict[str, Any]:
     """Bayesian estimate with control groups for the session's (WEAT/MAC) spec."""
     session = need_session(session)
     spec = session["spec"]
@@ -58,6 +81,8 @@ def bayes_core(session, model, draws, tune, chains, seed, *, progress=None) -> d
         draws=option_value("draws", draws),
         tune=option_value("tune", tune),
         chains=option_value("chains", chains),
+        hdi_prob=option_value("hdi_prob", hdi_prob),
+        time_limit=option_value("time_limit", time_limit),
         spec_name=spec.name,
         progress=progress,
     )
@@ -72,7 +97,7 @@ def bayes_view(session: dict[str, Any]) -> tuple:
     csv_path, json_path = rep.bayes_exports(result, source=session["source"],
                                                 directory=session_export_dir("biastest-bayes-"))
     return (
-        MSG_BAYES_DONE.format(model=escape(result.model["title"]), seconds=result.seconds),
+        bayes_status(result),
         rep.bayes_priors_markdown(result.model),
         rep.bayes_interval_figure(result),
         rep.bayes_contrast_figure(result),
@@ -83,11 +108,23 @@ def bayes_view(session: dict[str, Any]) -> tuple:
     )
 
 
+def bayes_status(result) -> str:
+    """The status line: converged (on which attempt) or NOT converged with why sampling stopped; divergences always."""
+    d = result.diagnostics
+    fields = {"model": escape(result.model["title"]), "seconds": result.seconds, "attempts": d.get("attempts", 1),
+              "max_rhat": d.get("max_rhat"), "divergences": d.get("divergences")}
+    if d.get("converged"):
+        return MSG_BAYES_DONE.format(**fields, interval=escape(f"{level_percent(result.hdi_prob)} HPDI"))
+    return MSG_BAYES_NOT_CONVERGED.format(**fields, stop=escape(d.get("stop_message", "")))
+
+
 @user_errors
-def bayes_handler(session, model, draws, tune, chains, seed, progress=gr.Progress()):
+def bayes_handler(session, model, draws, tune, chains, seed, hdi_prob=HDI_PROB, time_limit=DEFAULT_TIME_LIMIT,
+                  progress=gr.Progress()):
     """Run the Bayesian estimate (progress bar) and render it; a mistake inline under the button, nothing else."""
     try:
-        new = bayes_core(session, model, draws, tune, chains, seed, progress=progress_callback(progress))
+        new = bayes_core(session, model, draws, tune, chains, seed, hdi_prob, time_limit,
+                         progress=progress_callback(progress))
     except USER_MISTAKES as exc:
         return (gr.skip(), warn_inline(exc), *(gr.skip(),) * 7)
     return (new, *bayes_view(new))
@@ -115,6 +152,11 @@ def build() -> Section:
                            ("seed", "Seed")):
             sec.add(key, gr.Number(BAYES_DEFAULTS[key], precision=0, label=label, elem_id=f"bayes-{key}"),
                     BAYES_DEFAULTS[key])
+    with gr.Row():
+        sec.add("hdi_prob", gr.Number(BAYES_DEFAULTS["hdi_prob"], label="Interval mass (HPDI, 0.5–0.999)",
+                                      elem_id="bayes-hdi-prob"), BAYES_DEFAULTS["hdi_prob"])
+        sec.add("time_limit", gr.Number(BAYES_DEFAULTS["time_limit"], label="Time limit for re-runs (seconds)",
+                                        elem_id="bayes-time-limit"), BAYES_DEFAULTS["time_limit"])
     sec.run = gr.Button("Run the Bayesian estimate", variant="primary", elem_id="bayes-run")
     sec.add("status", gr.Markdown("", elem_id="bayes-status"), "")
     sec.add("plot", gr.Plot(label="Expected distance of each target word to each kind of attribute",
@@ -136,7 +178,7 @@ def wire(sec: Section, session: Any) -> None:
     sec.model.change(priors_handler, sec.model, sec.priors, queue=False)
     sec.run.click(
         bayes_handler,
-        [session, sec.model, sec.draws, sec.tune, sec.chains, sec.seed],
+        [session, sec.model, sec.draws, sec.tune, sec.chains, sec.seed, sec.hdi_prob, sec.time_limit],
         [session, sec.status, sec.priors, sec.plot, sec.contrast_plot, sec.diagnostics, sec.table, sec.csv, sec.json],
         concurrency_id="mcmc",
         concurrency_limit=1,

@@ -18,6 +18,7 @@ from biastest.runner.bayes import run_posterior
 from biastest.spec import parse_terms
 from biastest.ui.common import (
     USER_MISTAKES,
+    escape,
     option_value,
     progress_callback,
     session_export_dir,
@@ -26,7 +27,14 @@ from biastest.ui.common import (
 )
 from biastest.ui.psychophysics.state import Section, need_session
 
-MSG_POSTERIOR_DONE = "✅ Posteriors sampled ({seconds:.1f} s of sampling)."
+MSG_POSTERIOR_DONE = (
+    "✅ Posteriors sampled ({seconds:.1f} s of sampling): converged, {divergences} divergent transitions, mean "
+    "acceptance probability {accept}."
+)
+MSG_POSTERIOR_NOT_CONVERGED = (
+    "⚠️ Posteriors sampled ({seconds:.1f} s of sampling) but NOT converged — do not rely on the tables: {problems}. "
+    "Run more draws and tuning steps (mean acceptance probability {accept})."
+)
 POSTERIOR_DEFAULTS = {"draws": 1000, "tune": 500, "chains": 2, "seed": 0}
 
 
@@ -57,13 +65,22 @@ def posterior_core(session, name_a, words_a, name_b, words_b, draws, tune, chain
     return new
 
 
+def posterior_status(result) -> str:
+    """The status line: converged or NOT converged (why), with the divergent transitions and the acceptance rate."""
+    d = result.diagnostics
+    fields = {"seconds": float(d.get("seconds", 0.0)), "accept": d.get("mean_accept_prob")}
+    if d.get("converged"):
+        return MSG_POSTERIOR_DONE.format(**fields, divergences=d.get("divergences"))
+    return MSG_POSTERIOR_NOT_CONVERGED.format(**fields, problems=escape("; ".join(d.get("problems", ()))))
+
+
 def posterior_view(session: dict[str, Any]) -> tuple:
     """Outputs of the posterior section: status, reading, ACF, PCA, word table, group table, CSV, JSON."""
     result = session["posterior"]
     csv_path, json_path = rep.posterior_exports(result, source=session["source"],
                                                     directory=session_export_dir("biastest-posterior-"))
     return (
-        MSG_POSTERIOR_DONE.format(seconds=float(result.diagnostics.get("seconds", 0.0))),
+        posterior_status(result),
         rep.posterior_markdown(result),
         rep.posterior_acf_figure(result),
         rep.posterior_pca_figure(result),
