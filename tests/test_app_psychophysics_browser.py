@@ -115,6 +115,11 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
         assert table.get_by_text("nurse", exact=True).count() >= 1
         assert table.get_by_text("MISSING", exact=True).count() == 0
         page.screenshot(path=str(SCREENSHOTS / "psychophysics_data.png"), full_page=True)
+        # open "Psychometric fit" now, long before its boxes are typed in: the accordion draws its contents when first
+        # opened and, in the first ~0.1 s, sets them to their values again, which undid a value typed at once (the
+        # walk read n-bootstrap 1000 after filling 150). A switch of tab keeps them as they are.
+        page.get_by_text("Psychometric fit", exact=True).click()
+        page.locator("#n-bootstrap input").wait_for()
 
         # run → results
         page.locator("#run-test").click()
@@ -170,8 +175,7 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
 
         # step 2's options changed after the run ("New bias test" used to leave most of these as set)
         tab(page, "2 · Data").click()
-        page.get_by_text("Psychometric fit", exact=True).click()
-        _fill_number(page, "n-bootstrap", 150)
+        _fill_number(page, "n-bootstrap", 150)  # its accordion was opened before the run
         pick(page, "sigmoid", "logistic")
         page.locator("#lapse input[type=checkbox]").check()
         _fill_number(page, "seed", 7)
@@ -181,6 +185,11 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
         page.wait_for_timeout(300)
         assert page.locator("#n-bootstrap input").input_value() == "150"
         assert page.locator("#epochs input[type=number]").input_value() == str(CHANGED_SLIDERS["epochs"])
+        # every one of them is set, so the checks after "New bias test" below can fail
+        assert page.locator("#sigmoid input").input_value() == "logistic"
+        assert page.locator("#lapse input[type=checkbox]").is_checked()
+        assert page.locator("#seed input").input_value() == "7"
+        assert page.locator("#replicate-mode input[value=train]").is_checked()
 
         # New bias test: back to step 1 with a clean state
         page.locator("#new-test-2").click()
