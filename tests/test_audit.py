@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from biastest.audit import grid as g
@@ -156,6 +157,22 @@ def test_option_and_spec_mistakes_keep_the_library_message_and_say_where(tmp_pat
     with pytest.raises(OptionError) as info:
         parse_grid(_grid(models=[{"kind": "lm", "endpoint": "ftp://x", "model": "m"}]), base=tmp_path)
     assert info.value.message.startswith("model 1: ")
+    from biastest.metrics import stereotype_score, vlm_score
+
+    both = [{"name": "l", "kind": "lm", "id": "org/lm"}, {"name": "v", "kind": "vlm", "id": "org/vlm"}]
+    with pytest.raises(OptionError) as info:  # a clustering of pairs that images do not have
+        parse_grid(_grid(models=both, options={"clusters": "template"}), base=tmp_path)
+    assert info.value.message == g.MSG_IN_ENTRY.format(
+        where="options (for the vision-language models)", message=vlm_score.MSG_BAD_CLUSTERS.format(
+            value="template", choices=", ".join(vlm_score.CLUSTERINGS)))
+    with pytest.raises(OptionError) as info:
+        parse_grid(_grid(models=[{**both[0], "options": {"clusters": "image-term"}}]), base=tmp_path)
+    assert info.value.message == g.MSG_IN_ENTRY.format(
+        where="model 1 ('l') options (for the language models)", message=stereotype_score.MSG_BAD_CLUSTERS.format(
+            value="image-term", choices=", ".join(stereotype_score.CLUSTERINGS)))
+    mixed = parse_grid(_grid(models=[{**both[0], "options": {"clusters": "template"}}, both[1]],
+                             options={"clusters": "image"}), base=tmp_path)  # each model's own wins
+    assert mixed.options == {"clusters": "image"} and mixed.models[0].options == {"clusters": "template"}
 
 
 def test_a_grid_file_is_yaml_read_safely(tmp_path) -> None:
@@ -508,8 +525,11 @@ def test_vision_language_cells_equal_the_runner_in_process_and_behind_an_endpoin
                 img.pop("created_at", None)
         assert got == want
         summary = direct.soft if direct.soft is not None else direct.hard
-        assert (table.loc[name, "score"], table.loc[name, "ci_low"], table.loc[name, "n"]) == (
-            summary.score, summary.ci_low, 6)
+        assert (table.loc[name, "score"], table.loc[name, "n"]) == (summary.score, 6)
+        c = direct.headline_clustered
+        assert direct.cluster_aware and c.n_clusters == 2  # auto: by image term (red, blue)
+        assert not c.interval_shown and pd.isna(table.loc[name, "ci_low"])  # 2 clusters: no interval, and why
+        assert table.loc[name, "note"] == c.reason and table.loc[name, "p_value"] == c.p_value
     assert table.loc["clip", "statistic"] == STATISTICS["vlm"]
     frozen = json.loads((out / table.loc["clip", "items_file"]).read_text())
     assert sorted(i["sha256"] for i in frozen["images"]) == sorted(r.sha256 for r in recs)

@@ -184,7 +184,7 @@ def _run_vlm(task: dict[str, Any], items: dict[str, Any], api_key: str | None, p
         "images": [TestImage.from_row(r) for r in items["images"]], "image_root": items["image_root"],
         "spec": _spec(task), "model_id": model["ref"], "question": o["question"], "seed": task["seed"],
         "n_resamples": o["n_resamples"], "confidence": o["confidence"], "max_new_tokens": o["max_new_tokens"],
-        "progress": progress,
+        "clusters": o["clusters"], "progress": progress,
     }
     if task["scope"] == "vlm-endpoint":
         kwargs.update({"endpoint": task["endpoint_address"], "api_key": api_key, "concurrency": o["concurrency"],
@@ -252,22 +252,18 @@ def row_of(doc: dict[str, Any]) -> dict[str, Any]:
                     "exact_ci_high": o.get("exact_ci_high"), "confidence": o["confidence"], "p_value": o["p_value"],
                     "n": r["n_pairs"], "n_scored": r["n_scored"], "n_excluded": r["n_excluded"],
                     "model_revision": r["model_revision"], "model_kind": r["model_kind"]})
-        c = r.get("overall_clustered")
-        if c is not None:
-            row.update({"clusters": c["cluster_by"], "n_clusters": c["n_clusters"],
-                        "design_effect": c["design_effect"]})
-            if r.get("clusters", "pair") != "pair":  # the headline is cluster-aware: its interval and test
-                row.update({"ci_low": c["low"], "ci_high": c["high"], "ci_method": c["interval_method"],
-                            "p_value": c["p_value"], "note": c["reason"]})
+        _clustered(row, r.get("overall_clustered"), r.get("clusters", "pair") != "pair")
     elif scope in ("vlm", "vlm-endpoint"):
-        s = r["soft"] if r.get("soft") is not None else r["hard"]
-        if r.get("soft") is None:  # an endpoint that gave no probabilities: its single answers are the score
+        soft = r.get("soft") is not None
+        s = r["soft"] if soft else r["hard"]
+        if not soft:  # an endpoint that gave no probabilities: its single answers are the score
             row["statistic"] = STATISTIC_VLM_HARD
         row.update({"method": r["method"], "score": s["score"], "ci_low": s["ci_low"], "ci_high": s["ci_high"],
-                    "exact_ci_low": s.get("exact_ci_low"), "exact_ci_high": s.get("exact_ci_high"),
-                    "confidence": s["confidence"], "p_value": s["p_value"], "n": r["n_images"], "n_scored": s["n"],
-                    "n_excluded": r["n_images"] - s["n"], "model_revision": r["model_revision"],
-                    "model_kind": r["model_kind"]})
+                    "ci_method": s.get("ci_method"), "exact_ci_low": s.get("exact_ci_low"),
+                    "exact_ci_high": s.get("exact_ci_high"), "confidence": s["confidence"], "p_value": s["p_value"],
+                    "n": r["n_images"], "n_scored": s["n"], "n_excluded": r["n_images"] - s["n"],
+                    "model_revision": r["model_revision"], "model_kind": r["model_kind"]})
+        _clustered(row, r.get("soft_clustered" if soft else "hard_clustered"), r.get("clusters", "image") != "image")
     elif scope == "weat":
         n_missing = sum(len(v) for v in r["missing"].values())
         n_used = len(r["x"]) + len(r["y"]) + len(r["a"]) + len(r["b"])
@@ -280,6 +276,16 @@ def row_of(doc: dict[str, Any]) -> dict[str, Any]:
         row.update({"n": n_targets + n_dropped, "n_scored": n_targets, "n_excluded": n_dropped,
                     "model_kind": "embeddings"})
     return row
+
+
+def _clustered(row: dict[str, Any], c: dict[str, Any] | None, headline: bool) -> None:
+    """The cluster columns; when the result's headline is cluster-aware, its interval and test too."""
+    if c is None:  # a result saved before clusters existed
+        return
+    row.update({"clusters": c["cluster_by"], "n_clusters": c["n_clusters"], "design_effect": c["design_effect"]})
+    if headline:  # clusters that are not single items: the headline interval and test are the cluster-aware ones
+        row.update({"ci_low": c["low"], "ci_high": c["high"], "ci_method": c["interval_method"],
+                    "p_value": c["p_value"], "note": c["reason"]})
 
 
 def _worker_text(worker: dict[str, Any] | None) -> str | None:

@@ -100,7 +100,7 @@ OPTION_SCOPES: dict[str, tuple[str, ...]] = {
     "n_resamples": ("lm", "lm-endpoint", "vlm", "vlm-endpoint"),
     "confidence": ("lm", "lm-endpoint", "vlm", "vlm-endpoint", "weat", "2afc"),
     "tie_tolerance": ("lm", "lm-endpoint"),
-    "clusters": ("lm", "lm-endpoint"),
+    "clusters": ("lm", "lm-endpoint", "vlm", "vlm-endpoint"),
     "device": ("lm", "vlm"),
     "dtype": ("lm", "vlm"),
     "concurrency": ("lm-endpoint", "vlm-endpoint"),
@@ -123,6 +123,7 @@ def _defaults() -> dict[str, Any]:
     from biastest.cli import DEFAULT_BOOTSTRAP, DEFAULT_NOISE_SIGMA, DEFAULT_PERMUTATIONS
     from biastest.metrics.stereotype_score import DEFAULT_BATCH_SIZE, DEFAULT_CLUSTERS, DEFAULT_TIE_TOLERANCE
     from biastest.metrics.vlm_score import COMBINE_CHOICES, DEFAULT_PROMPT_TEMPLATE, DEFAULT_QUESTION
+    from biastest.metrics.vlm_score import DEFAULT_CLUSTERS as VLM_CLUSTERS
     from biastest.models.endpoint_lm import DEFAULT_CONCURRENCY, DEFAULT_MAX_REQUESTS, DEFAULT_TIME_LIMIT
     from biastest.runner.vlm import DEFAULT_BATCH_SIZE as VLM_BATCH_SIZE
 
@@ -134,11 +135,12 @@ def _defaults() -> dict[str, Any]:
                         "concurrency": DEFAULT_CONCURRENCY,
                         "max_requests": DEFAULT_MAX_REQUESTS, "time_limit": DEFAULT_TIME_LIMIT},
         "vlm": {"prompt_template": [DEFAULT_PROMPT_TEMPLATE], "question": DEFAULT_QUESTION,
-                "combine": COMBINE_CHOICES[0], "batch_size": VLM_BATCH_SIZE, "n_resamples": DEFAULT_BOOTSTRAP["vlm"],
-                "confidence": 0.95, "max_new_tokens": 8, "device": "auto", "dtype": "auto"},
+                "combine": COMBINE_CHOICES[0], "clusters": VLM_CLUSTERS, "batch_size": VLM_BATCH_SIZE,
+                "n_resamples": DEFAULT_BOOTSTRAP["vlm"], "confidence": 0.95, "max_new_tokens": 8, "device": "auto",
+                "dtype": "auto"},
         "vlm-endpoint": {"question": DEFAULT_QUESTION, "n_resamples": DEFAULT_BOOTSTRAP["vlm"], "confidence": 0.95,
-                         "max_new_tokens": 8, "concurrency": DEFAULT_CONCURRENCY, "max_requests": DEFAULT_MAX_REQUESTS,
-                         "time_limit": DEFAULT_TIME_LIMIT},
+                         "clusters": VLM_CLUSTERS, "max_new_tokens": 8, "concurrency": DEFAULT_CONCURRENCY,
+                         "max_requests": DEFAULT_MAX_REQUESTS, "time_limit": DEFAULT_TIME_LIMIT},
         "weat": {"n_permutations": DEFAULT_PERMUTATIONS, "confidence": 0.95},
         "2afc": {"noise_sigma": DEFAULT_NOISE_SIGMA, "sigmoid": "norm", "lapse": False,
                  "n_bootstrap": DEFAULT_BOOTSTRAP["2afc"], "confidence": 0.95},
@@ -470,11 +472,11 @@ def _options(value: Any, where: str) -> dict[str, Any]:
                 if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(float(v)) or v < 0:
                     raise GridError(MSG_BAD_SIGMA.format(where=where, value=v))
                 out[name] = None if v == 0 else check_option("noise_sigma", v)
-            elif name in ("sigmoid", "combine", "dtype", "clusters"):
-                from biastest.metrics.stereotype_score import CLUSTERINGS
-
+            elif name == "clusters":  # the choices differ by kind: checked for the models it applies to (_clusters)
+                out[name] = _text(v, name, where).lower().replace(" ", "-").replace("_", "-")
+            elif name in ("sigmoid", "combine", "dtype"):
                 choices = {"sigmoid": ("norm", "logistic"), "combine": tuple(COMBINE_CHOICES),
-                           "dtype": ("auto", "float32", "float16", "bfloat16"), "clusters": CLUSTERINGS}[name]
+                           "dtype": ("auto", "float32", "float16", "bfloat16")}[name]
                 if v not in choices:
                     raise GridError(MSG_BAD_CHOICE.format(name=name, where=where, choices=", ".join(choices),
                                                           value=v))
@@ -503,6 +505,19 @@ def _options(value: Any, where: str) -> dict[str, Any]:
         except BiastestError as exc:
             raise _in_entry(where, exc) from None
     return out
+
+
+def _clusters(value: str, kinds: set[str], where: str) -> None:
+    """Check a ``clusters`` option against the clusterings of each kind of model it applies to (lm, vlm)."""
+    from biastest.metrics import stereotype_score, vlm_score
+
+    for kind, check, words in (("lm", stereotype_score.check_clusters, "the language models"),
+                               ("vlm", vlm_score.check_clusters, "the vision-language models")):
+        if kind in kinds:
+            try:
+                check(value)
+            except BiastestError as exc:
+                raise _in_entry(f"{where} (for {words})", exc) from None
 
 
 def _methods(value: Any, where: str) -> tuple[str, ...]:
@@ -626,6 +641,8 @@ def _model(value: Any, index: int, base: Path) -> ModelEntry:
         if scope not in scopes and not (kind == "embeddings" and set(scopes) & set(EMBEDDING_METHODS)):
             raise GridError(MSG_KEY_NOT_FOR_MODEL.format(where=f"{where} options", key=opt,
                                                          applies=", ".join(_scope_words(scopes))))
+    if "clusters" in options:
+        _clusters(options["clusters"], {kind}, f"{where} options")
     resources = _resources(m["resources"], f"{where} resources") if "resources" in m else {}
     return ModelEntry(name=name, kind=kind, ref=ref, local=local, revision=revision, endpoint=endpoint,
                       api_key_env=api_key_env, tokenizer=tokenizer, methods=methods, options=options,
@@ -882,6 +899,8 @@ def parse_grid(doc: Any, *, base: str | Path = ".", path: str | Path | None = No
         if not scopes & set(OPTION_SCOPES[opt]):
             raise GridError(MSG_OPTION_UNUSED.format(name=opt, where="options",
                                                      applies=", ".join(_scope_words(OPTION_SCOPES[opt]))))
+    if "clusters" in options:
+        _clusters(options["clusters"], {m.kind for m in models if "clusters" not in m.options}, "options")
     resources = _resources(doc["resources"], "resources") if "resources" in doc else {}
     return Grid(path=Path(path).resolve() if path is not None else None, name=name, models=models, specs=specs,
                 data=data, methods=methods, seeds=seeds, options=options, resources=resources)
