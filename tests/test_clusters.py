@@ -233,6 +233,20 @@ def test_too_few_clusters_give_no_interval_and_say_why():
     assert five.low < five.estimate < five.high
 
 
+@pytest.mark.parametrize("n_clusters", [4, 12])
+def test_several_columns_in_one_pass_equal_one_at_a_time(n_clusters):
+    rng = np.random.default_rng(n_clusters)
+    labels = np.repeat(np.arange(n_clusters), 3)
+    share = (rng.random(labels.size) < 0.6).astype(float)
+    diffs = rng.normal(0.2, 1.0, labels.size)
+    both = cl.summarize_cluster_means([share, diffs], labels, seed=5, n_resamples=300, cluster_by="template",
+                                      test_values=[2 * share - 1, None], nulls=[0.0, 0.0])
+    assert both[0] == cl.summarize_clusters(share, labels, seed=5, n_resamples=300, cluster_by="template",
+                                            test_values=2 * share - 1)
+    assert both[1] == cl.summarize_clusters(diffs, labels, seed=5, n_resamples=300, cluster_by="template")
+    assert both[1].interval_shown == (n_clusters >= cl.MIN_CLUSTERS_FOR_INTERVAL)
+
+
 def test_summary_round_trip_and_scaling():
     s = cl.summarize_clusters([0.0, 1.0] * 15, np.repeat(np.arange(15), 2), seed=3, n_resamples=200,
                               cluster_by="attribute term", null=0.5)

@@ -546,7 +546,6 @@ def summarize_clusters(
     cluster_by: str = "",
     test_values: Sequence[float] | np.ndarray | None = None,
     null: float = 0.0,
-    _ci: ClusterCI | None = None,
 ) -> ClusterSummary:
     """Estimate, cluster bootstrap interval, design effect and sign test on cluster means, in one summary.
 
@@ -574,18 +573,27 @@ def summarize_clusters(
     """
     x = _values(values)
     codes, n_clusters = cluster_codes(clusters, x.size)
+    if statistic not in STATISTICS:
+        raise DataError(MSG_BAD_STATISTIC.format(value=statistic))
+    ci = None
+    if n_clusters >= MIN_CLUSTERS_FOR_INTERVAL:
+        ci = cluster_bootstrap_ci(x, codes, seed=seed, statistic=statistic, n_resamples=n_resamples,
+                                  confidence=confidence)
+    return _summary(x, codes, n_clusters, ci, seed=seed, n_resamples=n_resamples, confidence=confidence,
+                    statistic=statistic, cluster_by=cluster_by, test_values=test_values, null=null)
+
+
+def _summary(
+    x: np.ndarray, codes: np.ndarray, n_clusters: int, ci: ClusterCI | None, *, seed: int, n_resamples: int,
+    confidence: float, statistic: str, cluster_by: str, test_values: Sequence[float] | np.ndarray | None,
+    null: float,
+) -> ClusterSummary:
+    """The :class:`ClusterSummary` of ``x`` given its interval (None below :data:`MIN_CLUSTERS_FOR_INTERVAL`)."""
     tv = x if test_values is None else _values(test_values)
     if tv.size != x.size:
         raise DataError(MSG_BAD_CLUSTERS.format(n_values=x.size, n_labels=tv.size))
-    if statistic not in STATISTICS:
-        raise DataError(MSG_BAD_STATISTIC.format(value=statistic))
-    shown = n_clusters >= MIN_CLUSTERS_FOR_INTERVAL
-    if _ci is not None:  # computed by summarize_cluster_means with the same settings
-        ci = _ci
-    elif shown:
-        ci = cluster_bootstrap_ci(x, codes, seed=seed, statistic=statistic, n_resamples=n_resamples,
-                                  confidence=confidence)
-    else:  # no interval to show: validate the settings, skip the resampling
+    shown = ci is not None
+    if ci is None:  # no interval to show: validate the settings, skip the resampling
         ci = ClusterCI(estimate=float(x.mean() if statistic == "mean" else np.median(x)), low=float("nan"),
                        high=float("nan"), statistic=statistic, confidence=check_confidence(confidence),
                        n_resamples=check_n_resamples(n_resamples), seed=check_seed(seed), n_items=int(x.size),
@@ -633,18 +641,17 @@ def summarize_cluster_means(
     Equal, column by column, to ``summarize_clusters(column, clusters, seed=seed, …, test_values=tv,
     null=null)`` (the same cluster draws serve every column; :func:`cluster_bootstrap_mean_cis`).
     """
-    columns = list(columns)
-    tvs = list(test_values) if test_values is not None else [None] * len(columns)
-    ns = list(nulls) if nulls is not None else [0.0] * len(columns)
-    if not columns:
+    xs = [_values(c) for c in columns]
+    if not xs:
         raise DataError(MSG_EMPTY)
-    n_clusters = cluster_codes(clusters, _values(columns[0]).size)[1]
-    cis: list[ClusterCI | None] = [None] * len(columns)
+    tvs = list(test_values) if test_values is not None else [None] * len(xs)
+    ns = list(nulls) if nulls is not None else [0.0] * len(xs)
+    codes, n_clusters = cluster_codes(clusters, xs[0].size)
+    cis: list[ClusterCI | None] = [None] * len(xs)
     if n_clusters >= MIN_CLUSTERS_FOR_INTERVAL:
-        cis = list(cluster_bootstrap_mean_cis(columns, clusters, seed=seed, n_resamples=n_resamples,
-                                              confidence=confidence))
+        cis = list(cluster_bootstrap_mean_cis(xs, codes, seed=seed, n_resamples=n_resamples, confidence=confidence))
     return [
-        summarize_clusters(col, clusters, seed=seed, n_resamples=n_resamples, confidence=confidence,
-                           cluster_by=cluster_by, test_values=tv, null=null, _ci=ci)
-        for col, tv, null, ci in zip(columns, tvs, ns, cis, strict=True)
+        _summary(x, codes, n_clusters, ci, seed=seed, n_resamples=n_resamples, confidence=confidence,
+                 statistic="mean", cluster_by=cluster_by, test_values=tv, null=null)
+        for x, tv, null, ci in zip(xs, tvs, ns, cis, strict=True)
     ]
