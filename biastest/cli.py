@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from biastest.errors import BiastestError, DataError, MethodError, OptionError, PolicyError, SpecError
+from biastest.options import DEFAULT_CONFIDENCE, DEFAULT_TWOAFC_BOOTSTRAP, DEFAULT_WEAT_BOOTSTRAP
 
 __all__ = [
     "DEFAULT_SEEDS",
@@ -85,7 +86,8 @@ TESTS = ("2afc", "weat", "bayes")
 #: Default seeds, as the apps' seed boxes (language models 42, the other two apps 0).
 DEFAULT_SEEDS = {"lm": 42, "vlm": 0, "embeddings": 0}
 #: Defaults that differ by kind or test, as in the apps.
-DEFAULT_BOOTSTRAP = {"lm": 10_000, "vlm": 10_000, "2afc": 200}
+#: Bootstrap resamples per run (2AFC and WEAT: the apps' defaults, defined once in :mod:`biastest.options`).
+DEFAULT_BOOTSTRAP = {"lm": 10_000, "vlm": 10_000, "2afc": DEFAULT_TWOAFC_BOOTSTRAP, "weat": DEFAULT_WEAT_BOOTSTRAP}
 DEFAULT_NOISE_SIGMA = 0.05
 DEFAULT_PERMUTATIONS = 10_000
 DEFAULT_EMBEDDINGS = "glove-6b-50d"
@@ -185,7 +187,7 @@ OPTION_SCOPES: dict[str, tuple[str, ...]] = {
     "clusters": ("lm", "vlm"),
     "store": ("lm", "vlm"),
     "batch_size": ("lm", "vlm"),
-    "confidence": ("lm", "vlm"),
+    "confidence": ("lm", "vlm", "2afc", "weat"),
     "revision": ("lm", "vlm"),
     "device": ("lm", "vlm"),
     "dtype": ("lm", "vlm"),
@@ -194,7 +196,7 @@ OPTION_SCOPES: dict[str, tuple[str, ...]] = {
     "question": ("vlm",),
     "combine": ("vlm",),
     "max_new_tokens": ("vlm",),
-    "bootstrap": ("lm", "vlm", "2afc"),
+    "bootstrap": ("lm", "vlm", "2afc", "weat"),
     "test": ("2afc", "weat", "bayes"),
     "noise_sigma": ("2afc",),
     "replicate": ("2afc",),
@@ -556,6 +558,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--csv", help="also write the per-item table as CSV (as the app's download)")
     run.add_argument("--seed", type=int, help="seed (default: lm 42, vlm 0, embeddings 0, as the apps); recorded")
     run.add_argument("--progress", action="store_true", help="print progress to stderr")
+    run.add_argument("--bootstrap", type=int, metavar="N",
+                     help=f"bootstrap resamples: lm, vlm (default 10000); 2afc, of the cue pairs or replicate models "
+                     f"behind the PSE intervals and refits of the psychometric functions (default "
+                     f"{DEFAULT_TWOAFC_BOOTSTRAP}); weat, of the words behind the interval of d (default "
+                     f"{DEFAULT_WEAT_BOOTSTRAP})")
+    run.add_argument("--confidence", type=float, metavar="LEVEL",
+                     help=f"level of the intervals of lm, vlm, 2afc and weat (default {DEFAULT_CONFIDENCE})")
 
     g = run.add_argument_group("language models (--kind lm)")
     g.add_argument("--method", help="scoring method (list-methods --kind lm; default: the first for the model kind)")
@@ -586,8 +595,6 @@ def build_parser() -> argparse.ArgumentParser:
     g = run.add_argument_group("language and vision-language models (--kind lm or vlm)")
     g.add_argument("--store", metavar="DIR", help="dataset store folder (default: $BIASTEST_DATA_DIR or the apps')")
     g.add_argument("--batch-size", type=int, help="items per forward pass (default lm 32, vlm 16)")
-    g.add_argument("--bootstrap", type=int, help="bootstrap resamples (default lm/vlm 10000, 2afc 200)")
-    g.add_argument("--confidence", type=float, help="interval level (default 0.95)")
     g.add_argument("--revision", help="Hub revision (branch, tag or commit)")
     g.add_argument("--device", help="auto, cpu, cuda … (default auto)")
     g.add_argument("--dtype", help="auto, float32, float16, bfloat16 (default auto)")
@@ -692,7 +699,7 @@ def _check_scopes(args: argparse.Namespace, scope: str, what: str) -> None:
 #: The run options checked by :func:`biastest.options.check_option`, per flag: (option name per scope).
 _CHECKED_FLAGS: dict[str, dict[str, str]] = {
     "seed": {"*": "seed"},
-    "bootstrap": {"lm": "n_resamples", "vlm": "n_resamples", "2afc": "n_bootstrap"},
+    "bootstrap": {"lm": "n_resamples", "vlm": "n_resamples", "2afc": "n_bootstrap", "weat": "n_resamples"},
     "confidence": {"*": "confidence"},
     "batch_size": {"*": "batch_size"},
     "tie_tolerance": {"*": "tie_tolerance"},
@@ -841,7 +848,7 @@ def _run_lm(args, spec, progress) -> _Run:
         "device": _or(args.device, "auto"),
         "dtype": _or(args.dtype, "auto"),
         "n_resamples": _or(args.bootstrap, DEFAULT_BOOTSTRAP["lm"]),
-        "confidence": _or(args.confidence, 0.95),
+        "confidence": _or(args.confidence, DEFAULT_CONFIDENCE),
         "tie_tolerance": _or(args.tie_tolerance, DEFAULT_TIE_TOLERANCE),
         "clusters": clusters,
     }
@@ -907,7 +914,7 @@ def _run_vlm(args, spec, progress) -> _Run:
         "seed": _or(args.seed, DEFAULT_SEEDS["vlm"]),
         "batch_size": _or(args.batch_size, DEFAULT_BATCH_SIZE),
         "n_resamples": _or(args.bootstrap, DEFAULT_BOOTSTRAP["vlm"]),
-        "confidence": _or(args.confidence, 0.95),
+        "confidence": _or(args.confidence, DEFAULT_CONFIDENCE),
         "max_new_tokens": _or(args.max_new_tokens, 8),
         "revision": args.revision,
         "device": _or(args.device, "auto"),
@@ -995,6 +1002,7 @@ def _run_embeddings(args, spec, progress) -> _Run:
             "sigmoid": _or(args.sigmoid, "norm"),
             "lapse": bool(args.lapse),
             "n_bootstrap": _or(args.bootstrap, DEFAULT_BOOTSTRAP["2afc"]),
+            "confidence": _or(args.confidence, DEFAULT_CONFIDENCE),
         }
         name = load_embeddings(source, trust_pickle=bool(args.trust_gensim_file)).name
         result = run_twoafc(spec=spec, progress=progress, **_with_trusted_files(options, args.trust_gensim_file))
@@ -1008,7 +1016,9 @@ def _run_embeddings(args, spec, progress) -> _Run:
     if test == "weat":
         from biastest.runner.embeddings import run_mac, run_weat
 
-        options = {"source": source, "seed": seed, "n_permutations": _or(args.permutations, DEFAULT_PERMUTATIONS)}
+        options = {"source": source, "seed": seed, "n_permutations": _or(args.permutations, DEFAULT_PERMUTATIONS),
+                   "n_bootstrap": _or(args.bootstrap, DEFAULT_BOOTSTRAP["weat"]),
+                   "confidence": _or(args.confidence, DEFAULT_CONFIDENCE)}
         runner_options = _with_trusted_files(options, args.trust_gensim_file)
         weat = run_weat(spec=spec, progress=progress, **runner_options)
         mac = run_mac(spec=spec, source=runner_options["source"])

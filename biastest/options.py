@@ -38,6 +38,9 @@ from biastest.errors import OptionError
 __all__ = [
     "BOUNDS",
     "Bound",
+    "DEFAULT_CONFIDENCE",
+    "DEFAULT_TWOAFC_BOOTSTRAP",
+    "DEFAULT_WEAT_BOOTSTRAP",
     "MSG_BAD_CONFIDENCE",
     "MSG_BAD_NUMBER",
     "MSG_BAD_POSITIVE",
@@ -57,6 +60,15 @@ MSG_UNKNOWN_OPTION = "Unknown option '{name}'."
 
 #: Largest seed: every random generator the suite uses (numpy, torch, jax, gensim) accepts 0 … 2³² − 1.
 MAX_SEED = 2**32 - 1
+
+#: Defaults that the apps, the command line, the audits and the runners share (defined once, so they cannot drift).
+#: 2AFC: bootstrap resamples behind the PSE intervals (of the cue pairs or the replicate models) and refits of the
+#: psychometric functions.
+DEFAULT_TWOAFC_BOOTSTRAP = 1_000
+#: WEAT: bootstrap resamples of the words behind the interval of the effect size d.
+DEFAULT_WEAT_BOOTSTRAP = 2_000
+#: The level of the 2AFC and WEAT intervals (and of the language and vision-language scores' on the command line).
+DEFAULT_CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True)

@@ -232,6 +232,58 @@ def test_weat_on_default_glove_equals_runner(tmp_path, capsys):
     assert f"d = {weat.effect_size:.3f}" in stdout
 
 
+def test_embedding_interval_defaults_are_the_apps_and_their_flags_reach_the_runners(tmp_path, capsys):
+    """The 2AFC command line drew 200 resamples where the app draws 1,000; WEAT had no flag for the resamples of the
+    words nor for the level. One default each (biastest.options), and --bootstrap / --confidence for both tests."""
+    from biastest.options import DEFAULT_CONFIDENCE, DEFAULT_TWOAFC_BOOTSTRAP, DEFAULT_WEAT_BOOTSTRAP
+    from biastest.runner.embeddings import run_twoafc, run_weat
+    from biastest.specs import get_spec
+    from biastest.ui import psychophysics as app
+
+    demo = app.build_demo(allow_server_paths=False)
+    shown = {b.elem_id: getattr(b, "value", None) for b in demo.blocks.values() if getattr(b, "elem_id", None)}
+    assert (shown["n-bootstrap"], shown["n-bootstrap-d"]) == (DEFAULT_TWOAFC_BOOTSTRAP, DEFAULT_WEAT_BOOTSTRAP)
+    assert cli.DEFAULT_BOOTSTRAP["2afc"] == DEFAULT_TWOAFC_BOOTSTRAP == 1_000
+    assert cli.DEFAULT_BOOTSTRAP["weat"] == DEFAULT_WEAT_BOOTSTRAP and DEFAULT_CONFIDENCE == 0.95
+
+    spec = TwoAFCSpec(name="tiny 2afc", targets=("nurse", "pilot", "cook"), cue_pairs=(("she", "he"), ("woman", "man")),
+                      cue1_name="female", cue2_name="male")
+    spec_file = tmp_path / "twoafc.json"
+    spec_file.write_text(json.dumps(spec.to_dict()), encoding="utf-8")
+    vectors = _vector_file(tmp_path / "vec.txt", [*spec.targets, "she", "he", "woman", "man"], seed=SEED)
+    base = ["run", str(spec_file), "--kind", "embeddings", "--model", str(vectors), "--noise-sigma", "0.1"]
+    rc, _, _ = _run(capsys, *base, "--out", str(tmp_path / "default.json"))
+    assert rc == 0
+    doc = json.loads((tmp_path / "default.json").read_text(encoding="utf-8"))
+    assert (doc["result"]["n_bootstrap"], doc["result"]["ci_level"]) == (1_000, 0.95)
+    assert (doc["options"]["n_bootstrap"], doc["options"]["confidence"]) == (1_000, 0.95)
+    rc, _, _ = _run(capsys, *base, "--bootstrap", "300", "--confidence", "0.8", "--out", str(tmp_path / "set.json"))
+    assert rc == 0
+    doc = json.loads((tmp_path / "set.json").read_text(encoding="utf-8"))
+    direct = run_twoafc(spec=spec, source=f"file:{vectors}", noise_sigma=0.1, seed=0, n_bootstrap=300, confidence=0.8)
+    assert (doc["result"]["n_bootstrap"], doc["result"]["ci_level"]) == (300, 0.8)
+    _same(doc["result"], direct.to_dict())
+
+    out = tmp_path / "w.json"
+    rc, _, _ = _run(capsys, "run", WEAT7, "--kind", "embeddings", "--permutations", "1000", "--bootstrap", "300",
+                    "--confidence", "0.9", "--out", str(out))
+    assert rc == 0
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    direct = run_weat(spec=get_spec(WEAT7), source="glove-6b-50d", seed=0, n_permutations=1000, n_bootstrap=300,
+                      confidence=0.9)
+    assert (doc["result"]["n_bootstrap"], doc["result"]["ci_level"]) == (300, 0.9)
+    assert (doc["options"]["n_bootstrap"], doc["options"]["confidence"]) == (300, 0.9)
+    _same(doc["result"], direct.to_dict())
+    wider = run_weat(spec=get_spec(WEAT7), source="glove-6b-50d", seed=0, n_permutations=1000, n_bootstrap=300)
+    low, high = doc["result"]["effect_size_ci"]
+    assert wider.effect_size_ci[0] < low < high < wider.effect_size_ci[1]  # 0.9 is narrower than 0.95
+
+    rc, _, err = _run(capsys, "run", WEAT7, "--kind", "embeddings", "--test", "bayes", "--confidence", "0.9",
+                      "--out", str(tmp_path / "b.json"))
+    assert rc == 2 and err.strip().endswith(cli.MSG_OPTION_NOT_FOR_RUN.format(
+        option="--confidence", what="--kind embeddings --test bayes", applies="lm, vlm, --test 2afc, --test weat"))
+
+
 def _vector_file(path: Path, words: list[str], *, seed: int) -> Path:
     rng = np.random.default_rng(seed)
     lines = [f"{len(words)} 8"] + [" ".join([w, *(f"{x:.6f}" for x in rng.normal(size=8))]) for w in words]

@@ -100,6 +100,11 @@ for v in (-1, 2001, 10**12):
     CLI_OPTION_CASES.append(("2afc", "--bootstrap", str(v), v, whole("n_bootstrap", v)))
 for v in (-1, 0, 99, 1_000_001, 10**12):
     CLI_OPTION_CASES.append(("weat", "--permutations", str(v), v, whole("n_permutations", v)))
+for v in (-1, 0, 99, 100_001, 10**12):  # the resamples of the words behind the interval of d
+    CLI_OPTION_CASES.append(("weat", "--bootstrap", str(v), v, whole("n_resamples", v)))
+for run in ("2afc", "weat"):
+    for text in ("nan", "inf", "0", "1", "-0.5", "1.5"):
+        CLI_OPTION_CASES.append((run, "--confidence", text, float(text), real("confidence", float(text))))
 for v in (-1, 0, 99, 20_001):
     CLI_OPTION_CASES.append(("bayes", "--draws", str(v), v, whole("draws", v)))
 for v in (-1, 99, 20_001):
@@ -291,6 +296,11 @@ API_CASES += [
     ("weat", "n_permutations", -1, whole("n_permutations", -1)),
     ("weat", "n_permutations", 0, whole("n_permutations", 0)),
     ("weat", "n_permutations", 10**12, whole("n_permutations", 10**12)),
+    ("weat", "n_bootstrap", 99, whole("n_resamples", 99)),
+    ("weat", "n_bootstrap", 10**12, whole("n_resamples", 10**12)),
+    ("weat", "confidence", 1.0, real("confidence", 1.0)),
+    ("weat", "confidence", math.nan, real("confidence", math.nan)),
+    ("twoafc", "confidence", 0.0, real("confidence", 0.0)),
 ]
 for runner in ("bayes", "posterior"):
     API_CASES += [(runner, "draws", 10**9, whole("draws", 10**9)), (runner, "tune", 0, whole("tune", 0)),

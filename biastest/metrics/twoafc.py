@@ -51,6 +51,7 @@ from scipy import special, stats
 
 from biastest.errors import DataError, EmbeddingError, MethodError
 from biastest.models.embeddings import WordEmbeddings, train_bootstrap_replicates
+from biastest.options import DEFAULT_CONFIDENCE, DEFAULT_TWOAFC_BOOTSTRAP
 from biastest.stats.psychometric import (
     PsychometricFit,
     fit_psychometric_many,
@@ -668,8 +669,8 @@ def twoafc(
     alpha_grid: Sequence[float] | None = None,
     sigmoid: str = "norm",
     lapse: bool = False,
-    n_bootstrap: int = 200,
-    ci_level: float = 0.95,
+    n_bootstrap: int = DEFAULT_TWOAFC_BOOTSTRAP,
+    ci_level: float = DEFAULT_CONFIDENCE,
     fit_pairs: bool = True,
     cue1_label: str = "cue 1",
     cue2_label: str = "cue 2",

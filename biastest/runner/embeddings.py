@@ -26,7 +26,14 @@ from biastest.models.embeddings import (
     load_embeddings,
     train_bootstrap_replicates,
 )
-from biastest.options import BOUNDS, check_option, validate_options
+from biastest.options import (
+    BOUNDS,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_TWOAFC_BOOTSTRAP,
+    DEFAULT_WEAT_BOOTSTRAP,
+    check_option,
+    validate_options,
+)
 from biastest.provenance import provenance
 
 __all__ = ["run_twoafc", "run_weat", "run_mac", "resolve_models", "MSG_NO_TERMS", "MSG_CORPUS_AND_REPLICATES"]
@@ -98,8 +105,8 @@ def run_twoafc(
     alpha_grid: Sequence[float] | None = None,
     sigmoid: Literal["norm", "logistic"] = "norm",
     lapse: bool = False,
-    n_bootstrap: int = 200,
-    confidence: float = 0.95,
+    n_bootstrap: int = DEFAULT_TWOAFC_BOOTSTRAP,
+    confidence: float = DEFAULT_CONFIDENCE,
     max_missing_fraction: float = 0.5,
     cue1_label: str | None = None,
     cue2_label: str | None = None,
@@ -268,8 +275,8 @@ def run_weat(
     seed: int,
     n_permutations: int = 10_000,
     exact_limit: int = 100_000,
-    n_bootstrap: int = 2_000,
-    confidence: float = 0.95,
+    n_bootstrap: int = DEFAULT_WEAT_BOOTSTRAP,
+    confidence: float = DEFAULT_CONFIDENCE,
     alternative: Literal["greater", "less", "two-sided"] = "greater",
     max_missing_fraction: float = 0.5,
     names: Mapping[str, str] | None = None,

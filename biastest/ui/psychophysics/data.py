@@ -28,7 +28,7 @@ from biastest.models.embeddings import (
     check_upload_file,
     train_bootstrap_replicates,
 )
-from biastest.options import BOUNDS
+from biastest.options import BOUNDS, DEFAULT_TWOAFC_BOOTSTRAP, DEFAULT_WEAT_BOOTSTRAP
 from biastest.runner.embeddings import run_mac, run_twoafc, run_weat
 from biastest.spec import BiasSpec, TwoAFCSpec
 from biastest.ui.common import (
@@ -219,7 +219,7 @@ def run_core(
     n_boot: Any,
     n_perm: Any,
     seed: Any,
-    n_boot_d: Any = 2_000,
+    n_boot_d: Any = DEFAULT_WEAT_BOOTSTRAP,
     *,
     progress=None,
 ) -> dict[str, Any]:
@@ -269,8 +269,8 @@ def make_run_handler(stale: tuple, n_results: int):
     """
 
     @user_errors
-    def run_handler(session, rep_mode, sigma, files, sigmoid, lapse, n_boot, n_perm, seed, n_boot_d=2_000,
-                    progress=gr.Progress()):
+    def run_handler(session, rep_mode, sigma, files, sigmoid, lapse, n_boot, n_perm, seed,
+                    n_boot_d=DEFAULT_WEAT_BOOTSTRAP, progress=gr.Progress()):
         """Step 2 → results: run, render, unlock the results tab."""
         try:
             new = run_core(
@@ -344,10 +344,11 @@ def build() -> Section:
                 ), "norm")
                 sec.add("lapse", gr.Checkbox(False, label="Fit a lapse rate", elem_id="lapse"), False)
                 sec.add("n_boot", gr.Number(
-                    1000, label="Bootstrap samples for the intervals", precision=0, elem_id="n-bootstrap",
+                    DEFAULT_TWOAFC_BOOTSTRAP, label="Bootstrap samples for the intervals", precision=0,
+                    elem_id="n-bootstrap",
                     info="Resamples of the cue pairs (one model) or of the replicate models behind the PSE "
                          "intervals, and refits of the psychometric function; more give steadier interval ends.",
-                ), 1000)
+                ), DEFAULT_TWOAFC_BOOTSTRAP)
     with sec.add("weat_box", gr.Column(visible=False), gr.update(visible=False)):
         sec.add("n_perm", gr.Number(
             10_000,
@@ -357,12 +358,12 @@ def build() -> Section:
             elem_id="n-permutations",
         ), 10_000)
         sec.add("n_boot_d", gr.Number(
-            2_000,
+            DEFAULT_WEAT_BOOTSTRAP,
             precision=0,
             label="Bootstrap resamples of the words (interval of the effect size d)",
             info="Each resample draws the target and attribute lists again from themselves, with replacement.",
             elem_id="n-bootstrap-d",
-        ), 2_000)
+        ), DEFAULT_WEAT_BOOTSTRAP)
     sec.add("seed", gr.Number(0, precision=0, label="Seed (repeat it to get the same numbers)", elem_id="seed"), 0)
     sec.add("message", gr.Markdown("", elem_id="run-message"), "")
     with gr.Row():
