@@ -313,9 +313,13 @@ def load_spec(value: str):
         The file does not exist.
     """
     from biastest.spec import BiasSpec, TwoAFCSpec, parse_spec_json, read_spec_bytes
-    from biastest.specs import get_spec, get_twoafc_spec, list_specs
+    from biastest.specs import aliases, list_specs
 
     path = Path(value).expanduser()
+    library = {n.casefold() for n in list_specs()} | {a.casefold() for a in aliases()}
+    if not path.is_file() and value.strip().casefold() in library:
+        # A library name with a "/" in it ("… love/hate …") is a name, not a path.
+        return _library_spec(value)
     if path.is_file() or _looks_like_path(value):
         if not path.is_file():
             raise UsageError(MSG_FILE_NOT_FOUND.format(what="specification file", path=value))
@@ -333,6 +337,12 @@ def load_spec(value: str):
         if isinstance(data, dict) and "targets" in data and "cue_pairs" in data:
             return TwoAFCSpec.from_dict(data)
         return BiasSpec.from_dict(data)
+    return _library_spec(value)
+
+
+def _library_spec(value: str):
+    from biastest.specs import get_spec, get_twoafc_spec, list_specs
+
     folded = {n.casefold(): n for n in list_specs("twoafc")}
     if value.strip().casefold() in folded:
         return get_twoafc_spec(folded[value.strip().casefold()])

@@ -498,3 +498,15 @@ def test_entry_point_as_a_process_without_gradio_and_without_secrets(files, tmp_
     bare = subprocess.run([sys.executable, "-c", "import biastest.cli, sys; assert 'gradio' not in sys.modules"],
                           env=env, cwd=REPO, timeout=120)
     assert bare.returncode == 0
+
+
+def test_a_library_name_with_a_slash_is_a_name_not_a_path(tmp_path, monkeypatch):
+    # "Occupations vs love/hate (…)" was read as a file path ("specification file does not exist").
+    monkeypatch.chdir(tmp_path)
+    names = [n for n in list_specs() if "/" in n]
+    assert names, "the library has no name with a slash any more: this test checks nothing"
+    for name in names:
+        assert cli.load_spec(name).name == name
+        assert cli.load_spec(name.upper()).name == name
+    with pytest.raises(cli.UsageError):
+        cli.load_spec("no-such-folder/spec.json")
