@@ -8,7 +8,8 @@ server (a list that says where each model comes from: this machine, or the
 Hub when online; :mod:`biastest.ui.model_picker`) or behind an endpoint
 (address, served name, a key for this session only) — and the scoring
 method. Step 3 — results: the score with its interval, per-term bars,
-a per-pair grid with hover, a plain-language reading, CSV and JSON downloads.
+a per-pair grid with hover, a plain-language reading, CSV and JSON downloads, and “Compare with another model”
+(:mod:`biastest.ui.compare`: more models on the same pairs, compared pair by pair).
 
 All per-user data lives in ``gr.State``; the model cache and the store are
 process-wide services.

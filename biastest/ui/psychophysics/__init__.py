@@ -16,6 +16,7 @@ handlers (``wire``):
 * :mod:`.spec` — step 1: the specification and the embedding source;
 * :mod:`.data` — step 2: the words found, the replicate set, the run options and the run;
 * :mod:`.results` — step 3: the 2AFC and WEAT/MAC results;
+* :mod:`biastest.ui.compare` — step 3's “Compare with another embedding” (shared with the other apps);
 * :mod:`.bayes` — the Bayesian estimate with control groups;
 * :mod:`.posterior` — the posterior of embeddings given a sentiment classifier.
 

@@ -7,7 +7,8 @@ Three gated tabs (specification → images and model → results), one module pe
 * :mod:`~biastest.ui.vqa.images` — step 2's picture sections (shared store, upload, generate, gallery): their
   controls and handlers;
 * :mod:`~biastest.ui.vqa.results` — the model to test, the run, and step 3 (summary, bars, grid, picked image,
-  table, downloads).
+  table, downloads);
+* :mod:`biastest.ui.compare` — step 3's “Compare with another model” (more models on the same images).
 
 This module lays out the tabs and step 1, and re-exports the names the tests, the benchmarks and
 ``app_vqa.py`` use (``from biastest.ui import vqa as app; app.add_uploads(...)``). Each handler is wrapped
