@@ -64,3 +64,31 @@ def hdi_coverage(samples: dict, truth: dict, *, hdi_prob: float = 0.89) -> tuple
         inside += int(ok.sum())
         total += int(ok.size)
     return inside, total
+
+
+def planted_distance_data(*, seed: int, n_words: int, rows: int, sigma, tau):
+    """DistanceData drawn around fixed connection means: word effects ~ N(0, tau[c]), rows ~ N(cell mean, sigma[c]).
+
+    With very different ``sigma`` per connection (e.g. 0.001 vs 0.5) the posterior's scales differ by orders of
+    magnitude: NUTS needs a long warm-up to adapt its mass matrix to them (a planted hard posterior).
+    """
+    from biastest.metrics.bayes import CONNECTIONS, DistanceData
+
+    rng = np.random.default_rng(seed)
+    base = {"associated": 0.8, "different": 0.9, "human": 0.85, "none": 0.9}
+    wi, ci, ys, att = [], [], [], []
+    for w in range(n_words):
+        for k, c in enumerate(CONNECTIONS):
+            m = base[c] + rng.normal(0, tau[k])
+            for r in range(rows):
+                wi.append(w)
+                ci.append(k)
+                ys.append(rng.normal(m, sigma[k]))
+                att.append(f"{c}{r}")
+    return DistanceData(
+        protected_words=tuple(f"w{i}" for i in range(n_words)),
+        word_groups=tuple(1 if i < n_words // 2 else 2 for i in range(n_words)),
+        group_names=("g1", "g2"), attribute_names=("a1", "a2"), word_index=np.asarray(wi),
+        connection_index=np.asarray(ci), attributes=tuple(att), distance=np.asarray(ys), missing=(),
+        excluded_controls=(), control_source="simulated",
+    )
