@@ -137,6 +137,7 @@ __all__ = [
     "compare_vlm",
     "compare_weat",
     "holm",
+    "item_draws",
     "mcnemar_exact",
     "model_labels",
     "percentile_interval",
@@ -474,10 +475,37 @@ def bootstrap_p_value(differences: np.ndarray) -> float:
     return float(min(1.0, 2.0 * (1 + min(below, above)) / (d.size + 1)))
 
 
+def item_draws(values: np.ndarray, *, seed: int, n_resamples: int) -> np.ndarray:
+    """Bootstrap means of every column of ``values`` (n, k), the same resampled rows for every column.
+
+    Each resample draws ``rng.integers(0, n, size=n)`` (``numpy.random.default_rng(seed)``), in the order
+    :func:`biastest.stats.bootstrap.bootstrap_mean_ci` draws them, so a column's draws are exactly that function's
+    for the column alone (the per-model intervals) and the difference of two columns' draws is its draws for the
+    per-item differences (the intervals of the differences): one pass instead of one per model and per pair.
+
+    Returns
+    -------
+    ndarray (n_resamples, k)
+    """
+    x = np.asarray(values, dtype=np.float64)
+    n, k = x.shape
+    rng = np.random.default_rng(seed)
+    out = np.empty((n_resamples, k), dtype=np.float64)
+    rows = max(1, _CHUNK_ELEMENTS // max(1, n * k))
+    for start in range(0, n_resamples, rows):
+        stop = min(n_resamples, start + rows)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        out[start:stop] = x[idx].sum(axis=1) / n
+    return out
+
+
 def _interval(values: np.ndarray, clusters: list[Any] | None, *, seed: int, n_resamples: int,
-              confidence: float) -> tuple[float | None, float | None]:
-    """Bootstrap interval of the mean of ``values``: items, or whole clusters (None below the minimum)."""
+              confidence: float, draws: np.ndarray | None = None) -> tuple[float | None, float | None]:
+    """Bootstrap interval of the mean of ``values``: items (from ``draws`` when given), or whole clusters (None
+    below the minimum)."""
     if clusters is None:
+        if draws is not None:
+            return percentile_interval(draws, confidence)
         ci = bootstrap_mean_ci(values, seed=seed, n_resamples=n_resamples, confidence=confidence)
         return ci.low, ci.high
     if len(set(clusters)) < MIN_CLUSTERS_FOR_INTERVAL:
@@ -667,9 +695,10 @@ def _compare_matrix(
 ) -> Comparison:
     n_clusters = None if clusters is None else len(set(clusters))
     kw = {"seed": seed, "n_resamples": n_resamples, "confidence": confidence}
+    draws = item_draws(x, seed=seed, n_resamples=n_resamples) if clusters is None else None
     rows = []
     for j, m in enumerate(meta):
-        low, high = _interval(x[:, j], clusters, **kw)
+        low, high = _interval(x[:, j], clusters, **kw, draws=None if draws is None else draws[:, j])
         rows.append(ModelEstimate(
             **m,
             estimate=scale * float(x[:, j].mean()),
@@ -680,7 +709,7 @@ def _compare_matrix(
     pairs = []
     for i, j in itertools.combinations(range(len(meta)), 2):
         d = x[:, i] - x[:, j]
-        low, high = _interval(d, clusters, **kw)
+        low, high = _interval(d, clusters, **kw, draws=None if draws is None else draws[:, i] - draws[:, j])
         if binary:
             a, b = x[:, i] > 0.5, x[:, j] > 0.5
             disc = {
