@@ -41,6 +41,7 @@ def _forest_hovers(page, plot_id: str, n: int) -> list[str]:
     points.nth(n - 1).wait_for()
     assert points.count() == n
     out: list[str] = []
+    page.locator(f"#{plot_id}").scroll_into_view_if_needed()  # the mouse reaches only what is in the viewport
     for i in range(n):
         box = points.nth(i).bounding_box()
         page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
