@@ -594,6 +594,18 @@ def test_bayes_interval_mass_and_time_limit_are_checked_inline(weat_session):
     assert out[1] == "⚠️ " + escape(MSG_BAD_POSITIVE.format(label=t.label, low=t.low, high=t.high, value=0))
 
 
+def test_bayes_status_says_not_converged_with_why_and_divergences():
+    from biastest.ui.psychophysics.bayes import MSG_BAYES_NOT_CONVERGED, bayes_status
+
+    d = {"converged": False, "attempts": 2, "max_rhat": 1.03, "divergences": 4,
+         "stop_message": "Sampling stopped at the time limit of 60 s: <b>"}
+    result = SimpleNamespace(model={"title": "Hierarchical"}, seconds=61.0, diagnostics=d, hdi_prob=0.89)
+    assert bayes_status(result) == MSG_BAYES_NOT_CONVERGED.format(
+        model="Hierarchical", seconds=61.0, attempts=2, max_rhat=1.03, divergences=4,
+        stop="Sampling stopped at the time limit of 60 s: &lt;b&gt;")
+    assert "NOT converged" in bayes_status(result) and "4 divergent transitions" in bayes_status(result)
+
+
 def test_bayes_estimate_shows_the_data_it_was_given(weat_session, glove):
     ticks = []
     # settings that usually converge at once on these 6 words (300 + 300 took 3 runs: each run compiles anew)

@@ -272,15 +272,15 @@ def test_weat_then_bayesian_estimate_and_posterior_csv_in_the_browser(server, tm
         page.locator("#weat-table").get_by_text("WEAT effect size d").wait_for()
         assert page.locator("#weat-table").get_by_text("WEAT test statistic s(X, Y, A, B)").count() == 1
         page.locator("#bayes-section").get_by_text("Bayesian estimate with control groups").first.click()
-        for key, value in (("draws", "200"), ("tune", "200")):
-            box = page.locator(f"#bayes-{key} input")
-            box.fill(value)
-            box.press("Tab")
+        # the defaults (2 chains x (1000 tuning + 2000 draws)) converge on WEAT 7 (tests/test_bayes.py)
         page.locator("#bayes-run").click()
         page.locator("#bayes-plot .nsewdrag").wait_for()
         page.locator("#bayes-status").get_by_text("Bayesian estimate done").wait_for()
+        status = page.locator("#bayes-status").inner_text()
+        assert "converged on attempt" in status and "divergent transitions" in status and "89% HPDI" in status
         assert page.locator("#bayes-download-csv").is_visible()
         assert "R-hat" in page.locator("#bayes-diagnostics").inner_text()
+        assert "divergent transitions" in page.locator("#bayes-diagnostics").inner_text()
         page.screenshot(path=str(SCREENSHOTS / "psychophysics_bayes.png"), full_page=True)
         # math and arts words are words of the lists "Math" and "Arts", not "protected words"
         section = page.locator("#bayes-section").text_content()
