@@ -111,6 +111,10 @@ for v in (-1, 99, 20_001):
     CLI_OPTION_CASES.append(("bayes", "--tune", str(v), v, whole("tune", v)))
 for v in (0, -1, 9, 1000):
     CLI_OPTION_CASES.append(("bayes", "--chains", str(v), v, whole("chains", v)))
+for text in ("nan", "0.3", "1", "1.5"):
+    CLI_OPTION_CASES.append(("bayes", "--hdi-prob", text, float(text), real("hdi_prob", float(text))))
+for text in ("0", "-5", "inf", "100000"):
+    CLI_OPTION_CASES.append(("bayes", "--sampling-time-limit", text, float(text), real("time_limit", float(text))))
 for text in ("-1", "nan", "inf", "11"):
     CLI_OPTION_CASES.append(("lm", "--tie-tolerance", text, float(text), real("tie_tolerance", float(text))))
 for v in (0, -3, 65):
