@@ -705,7 +705,9 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, d
                 restart3 = gr.Button("New bias test", variant="secondary", elem_id="restart")
 
         spec_boxes = [inputs.library, *inputs.term_boxes]
-        inputs.library.change(user_errors(fill_from_library), inputs.library, [*inputs.term_boxes, inputs.message])
+        # .input, not .change: only the user's pick fills the boxes. 'New bias test' sets the dropdown back to Custom;
+        # a .change would then empty the boxes again after the reset, wiping what a user typed meanwhile.
+        inputs.library.input(user_errors(fill_from_library), inputs.library, [*inputs.term_boxes, inputs.message])
         wire_validation(inputs, concurrency_id="gpt-spec-validate")
         next_btn.click(
             confirm_spec,

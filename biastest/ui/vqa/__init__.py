@@ -252,7 +252,8 @@ def build_demo(*, store=None, use_store: bool = True, dataset=None,
 
         # step 1: the library fills the boxes; each box is checked as the user leaves it
         spec_boxes = [spec_in.library, *spec_in.term_boxes]
-        spec_in.library.change(user_errors(fill_from_library), spec_in.library,
+        # .input: only the user's pick fills the boxes (a reset to Custom must not empty them again later)
+        spec_in.library.input(user_errors(fill_from_library), spec_in.library,
                                [*spec_in.term_boxes, spec_in.message], queue=False)
         # one queued listener for every box, one event at a time: answers cannot overtake each other
         wire_validation(spec_in, concurrency_id="vqa-spec-validate")
