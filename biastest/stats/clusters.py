@@ -24,9 +24,9 @@ interval is the percentile interval ``[q(α/2), q(1 − α/2)]`` of the θ*
 (α = 1 − confidence, ``numpy.quantile``, linear). Whole clusters are resampled,
 so the within-cluster correlation stays in every resample. With one item per
 cluster it is the ordinary bootstrap over items. Vectorised: resamples are
-drawn as a (chunk × C) integer matrix, turned into multiplicities with one
-``bincount`` and reduced with one matrix product, in chunks of at most ~2
-million numbers.
+drawn as a (chunk × C) integer matrix of cluster indices whose cluster sums and
+sizes are gathered and added (the median: turned into multiplicities with one
+``bincount``), in chunks of at most ~2 million numbers.
 
 For the mean, the percentile interval is widened about θ̂ by
 ``f = √(C/(C − 1)) · t_{C−1}(1 − α/2) / z(1 − α/2)`` (:func:`small_cluster_factor`):
@@ -310,15 +310,20 @@ def cluster_bootstrap_ci(
 def _mean_distributions(
     x: np.ndarray, codes: np.ndarray, n_clusters: int, rng: np.random.Generator, n_resamples: int
 ) -> np.ndarray:
-    """(B × k) resampled means of the k columns of ``x`` (n × k), every column from the same cluster draws."""
+    """(B × k) resampled means of the k columns of ``x`` (n × k), every column from the same cluster draws.
+
+    Each resample draws C cluster indices; its mean is (sum of the drawn clusters' sums) / (sum of their sizes).
+    """
     sums = np.stack([np.bincount(codes, weights=x[:, j], minlength=n_clusters) for j in range(x.shape[1])], axis=1)
     sizes = np.bincount(codes, minlength=n_clusters).astype(np.float64)
     stats = np.empty((n_resamples, x.shape[1]), dtype=np.float64)
-    rows = max(1, _CHUNK_ELEMENTS // n_clusters)
+    rows = max(1, _CHUNK_ELEMENTS // (n_clusters * (x.shape[1] + 1)))
     for start in range(0, n_resamples, rows):
         stop = min(n_resamples, start + rows)
-        k = _multiplicities(rng, n_clusters, stop - start).astype(np.float64)
-        stats[start:stop] = (k @ sums) / (k @ sizes)[:, None]
+        idx = rng.integers(0, n_clusters, size=(stop - start, n_clusters))
+        total = sizes[idx].sum(axis=1)
+        for j in range(x.shape[1]):
+            stats[start:stop, j] = sums[idx, j].sum(axis=1) / total
     return stats
 
 
