@@ -163,7 +163,9 @@ def test_per_term_p_values_carry_holm_and_bh():
     row = list(bar.y).index("weak0")
     assert bar.customdata[row][4] == f"{weak.p_value:.3g}"
     assert f"p, Holm-adjusted: {weak.p_holm:.3g}" in bar.customdata[row][5]
-    assert "mean Δ log-prob: +0.500" in bar.customdata[row][5] and "%{customdata[5]}" in bar.hovertemplate
+    m = weak.magnitude
+    assert f"mean Δ log-prob: +0.500 (95% interval {m.low:+.3f} to {m.high:+.3f})" in bar.customdata[row][5]
+    assert "%{customdata[5]}" in bar.hovertemplate
 
 
 def test_no_term_is_named_when_none_survives_holm():
@@ -220,6 +222,8 @@ def test_the_csv_starts_with_summary_rows_that_name_the_run(tmp_path):
     term = head["attribute term: attr0"]
     t0 = next(t for t in r.per_attribute if t.term == "attr0")
     assert float(term["p_holm"]) == pytest.approx(t0.p_holm) and float(term["q_bh"]) == pytest.approx(t0.q_bh)
+    assert float(term["mean_difference"]) == pytest.approx(t0.magnitude.estimate)
+    assert float(term["mean_difference_low"]) == pytest.approx(t0.magnitude.low)  # 5 templates: an interval
     for row in rows[:n_summary]:
         assert row["spec"] == "planted spec" and row["method"] == "causal-sum" and row["seed"] == "3"
         assert row["model_id"] == "'=cmd|' /C calc'!A0"  # formula neutralised

@@ -526,7 +526,10 @@ def _term_extra(t) -> dict[str, str]:
     """Hover lines beyond the bar's own: the magnitude, clusters and the adjusted p-values (when recorded)."""
     extra: dict[str, str] = {}
     if t.magnitude is not None:
-        extra["mean Δ log-prob"] = _signed(t.magnitude.estimate)
+        m = t.magnitude
+        interval = (f" ({level_label(m.confidence, space=False)} interval {_interval(m.low, m.high, signed=True)})"
+                    if m.interval_shown else "")
+        extra["mean Δ log-prob"] = _signed(m.estimate) + interval
         extra["median Δ log-prob"] = _signed(t.median_difference)
     if t.clustered is not None:
         extra["clusters"] = f"{t.clustered.n_clusters} ({t.clustered.cluster_by})"
@@ -694,6 +697,8 @@ def summary_records(result: StereotypeResult) -> list[dict[str, Any]]:
                 n_pairs=t.summary.n, n_clusters=None if c is None else c.n_clusters,
                 design_effect=None if c is None else c.design_effect,
                 mean_difference=None if t.magnitude is None else t.magnitude.estimate,
+                mean_difference_low=None if t.magnitude is None else t.magnitude.low,
+                mean_difference_high=None if t.magnitude is None else t.magnitude.high,
                 median_difference=t.median_difference,
             ))
     return rows
