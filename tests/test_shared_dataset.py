@@ -212,6 +212,10 @@ def test_a_dataset_not_created_yet_is_not_called_unreachable(tmp_path, hub):
     _wait(lambda: svc.item_state(report.shards)[report.shards[0]][0] == S.ITEM_PUSHED)  # the push creates it
     svc.stop()
     readonly = _service(DatasetStore(tmp_path / "r"), hub, repo_id="stub-user/missing", token="").start()
-    assert readonly.wait_pulled(20) and readonly.pulls.ok is False  # read-only: a missing dataset is a problem
-    assert "cannot be reached" in readonly.summary()
+    # read-only: the Hub answered that the dataset does not exist; said as such (a wrong name?), not "cannot be
+    # reached", and the store is as recent as the (empty) dataset: "pulled just now"
+    assert readonly.wait_pulled(20) and readonly.pulls.ok
+    assert readonly.pulls.message == S.MSG_NOT_CREATED_READ.format(repo="stub-user/missing")
+    assert "cannot be reached" not in readonly.summary() and "pulled just now" in readonly.summary()
+    assert readonly.summary().endswith(S.MSG_NOT_CREATED_READ.format(repo="stub-user/missing"))
     readonly.stop()

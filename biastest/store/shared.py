@@ -65,6 +65,10 @@ ITEM_PUSHED = "pushed"
 ITEM_FAILED = "failed, will retry"
 
 MSG_NOT_CREATED = "The dataset {repo} does not exist yet: it is created with the first upload."
+MSG_NOT_CREATED_READ = (
+    "The dataset {repo} does not exist yet (or its name is mistyped): there is nothing to pull; it is created by "
+    "the first upload of a server that shares it with a write token."
+)
 MSG_NOT_PULLED_YET = "not pulled yet (the first pull is under way)"
 MSG_NEVER_PULLED = "not pulled yet: the last try was {ago}"
 MSG_PULLED_AGO = "pulled {ago}"
@@ -205,8 +209,11 @@ class SharedDataset:
                 report = self.sync.pull()
                 ok, files, message = report.ok, len(report.downloaded), report.message
                 problem = "" if ok else _problem_of(report.message)
-                if not ok and self.mode == MODE_SYNC and "404" in problem:  # created by the first upload
-                    ok, message, problem = True, MSG_NOT_CREATED.format(repo=self.sync.repo_id), ""
+                # A 404 reached the Hub: the dataset has no files yet (created by the first upload, here or on
+                # another server sharing it), so the store is as recent as the dataset — not "cannot be reached".
+                if not ok and self.mode in (MODE_SYNC, MODE_READ) and "404" in problem:
+                    missing = MSG_NOT_CREATED if self.mode == MODE_SYNC else MSG_NOT_CREATED_READ
+                    ok, message, problem = True, missing.format(repo=self.sync.repo_id), ""
         except Exception as exc:  # the thread and the app must survive anything
             log.exception("pull from %s failed", self.dataset)
             ok, files, message, problem = False, 0, "", type(exc).__name__
@@ -277,7 +284,7 @@ class SharedDataset:
     def summary(self) -> str:
         """One Markdown paragraph for step 2: which dataset, last pull, what is queued, how to share."""
         with self._lock:
-            ok, problem = self.pulls.ok, self.pulls.problem
+            ok, problem, message = self.pulls.ok, self.pulls.problem, self.pulls.message
         pulled = self._pulled_text()
         mode = self.mode
         if mode == MODE_PUBLIC:
@@ -293,6 +300,8 @@ class SharedDataset:
                 text = MSG_SUMMARY_SYNC.format(repo=st.repo_id, pulled=pulled, pending=st.pending, pushed=st.pushed)
         if ok is False:
             text += MSG_UNREACHABLE.format(problem=problem or "no answer")
+        elif mode == MODE_READ and ok and message.startswith(MSG_NOT_CREATED_READ.split("{repo}")[0]):
+            text += " " + message  # read-only and the dataset is missing: perhaps a mistyped name
         return text
 
     def origins(self, table: str, ids: Iterable[str]) -> dict[str, int]:
