@@ -75,6 +75,7 @@ def hover_text(page, plot_locator, *, fx: float = 0.5, fy: float = 0.5) -> list[
     """Move the mouse over a plotly plot at a fraction of its drag area; return the hover label lines."""
     drag = plot_locator.locator(".nsewdrag").first
     drag.wait_for(state="visible", timeout=20_000)
+    drag.scroll_into_view_if_needed()  # as a user scrolls to it: a mouse outside the viewport hovers nothing
     box = drag.bounding_box()
     page.mouse.move(box["x"] + box["width"] * fx, box["y"] + box["height"] * fy)
     page.wait_for_selector(".hovertext", timeout=10_000)
