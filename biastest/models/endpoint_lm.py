@@ -371,6 +371,34 @@ class ServedEndpoint:
         self.requests = {service: 0, "models": 0, "version": 0}
         self.transient: dict[str, int] = {}
 
+    # What a subclass's endpoint answers when its route is missing, when it rejects a request, when it is garbled.
+    _msg_not_found: ClassVar[str]
+    _msg_rejected: ClassVar[str]
+    _msg_garbled: ClassVar[str]
+
+    def _translate(self, exc: BaseException) -> BaseException:
+        """An exception of the OpenAI client as the error the run reports (transient ones are retried)."""
+        from biastest.generate.openai_chat import translate_openai_error
+
+        mapped = translate_openai_error(exc, where=self.where, model=self.model_id)
+        if isinstance(mapped, TransientError | PolicyError):
+            return mapped
+        if isinstance(mapped, GenerationError):
+            status = mapped.details.get("status")
+            if status == 404:
+                return EndpointError(self._msg_not_found.format(where=self.where, model=self.model_id), status=status)
+            if mapped.message == MSG_QUOTA.format(where=self.where):
+                return EndpointError(mapped.message, status=status)
+            if status in (401, 403):
+                return EndpointError(MSG_KEY_REFUSED.format(where=self.where, status=status), status=status)
+            return EndpointError(self._msg_rejected.format(where=self.where, model=self.model_id, status=status),
+                                 status=status)
+        # MalformedAnswer, or a body that is not JSON at all
+        return EndpointError(self._msg_garbled.format(where=self.where), cause=type(exc).__name__)
+
+    def _garbled(self, problem: str) -> EndpointError:
+        return EndpointError(self._msg_garbled.format(where=self.where), problem=problem)
+
     def connect(self) -> ServedEndpoint:
         """Read the server's model list and version once (neither is required; failures are ignored).
 
@@ -543,6 +571,9 @@ class EndpointCausalLM(ServedEndpoint):
     """
 
     kind: ClassVar[str] = "causal"
+    _msg_not_found: ClassVar[str] = MSG_NO_COMPLETIONS
+    _msg_rejected: ClassVar[str] = MSG_REJECTED
+    _msg_garbled: ClassVar[str] = MSG_GARBLED
 
     def __init__(
         self,
@@ -773,28 +804,6 @@ class EndpointCausalLM(ServedEndpoint):
             return self._parse(body, prompts)
 
         return run.call(attempt, what=f"endpoint:{self.model_id}")
-
-    def _translate(self, exc: BaseException) -> BaseException:
-        from biastest.generate.openai_chat import translate_openai_error
-
-        mapped = translate_openai_error(exc, where=self.where, model=self.model_id)
-        if isinstance(mapped, TransientError | PolicyError):
-            return mapped
-        if isinstance(mapped, GenerationError):
-            status = mapped.details.get("status")
-            if status == 404:
-                return EndpointError(MSG_NO_COMPLETIONS.format(where=self.where, model=self.model_id), status=status)
-            if mapped.message == MSG_QUOTA.format(where=self.where):
-                return EndpointError(mapped.message, status=status)
-            if status in (401, 403):
-                return EndpointError(MSG_KEY_REFUSED.format(where=self.where, status=status), status=status)
-            return EndpointError(MSG_REJECTED.format(where=self.where, model=self.model_id, status=status),
-                                 status=status)
-        # MalformedAnswer, or a body that is not JSON at all
-        return EndpointError(MSG_GARBLED.format(where=self.where), cause=type(exc).__name__)
-
-    def _garbled(self, problem: str) -> EndpointError:
-        return EndpointError(MSG_GARBLED.format(where=self.where), problem=problem)
 
     def _parse(self, body: Any, prompts: list[Any]) -> list[tuple[tuple[str, ...], np.ndarray]]:
         """Check one answer and return, per prompt, its tokens (text prompts) and log-probabilities."""

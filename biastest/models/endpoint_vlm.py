@@ -86,7 +86,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from biastest.errors import EndpointError, GenerationError, PolicyError
+from biastest.errors import EndpointError
 from biastest.generate.base import (
     STOP_BUDGET,
     STOP_CANCELLED,
@@ -96,10 +96,8 @@ from biastest.generate.base import (
     RetryPolicy,
     RunLimits,
     RunState,
-    TransientError,
     mask_secret,
 )
-from biastest.generate.openai_chat import MSG_QUOTA
 from biastest.metrics.vlm_score import VERDICT_NEITHER, VERDICT_T1, VERDICT_T2, fill_question
 from biastest.models.endpoint_lm import (
     DEFAULT_CONCURRENCY,
@@ -363,6 +361,9 @@ class EndpointVLM(ServedEndpoint):
     """
 
     kind: ClassVar[str] = ENDPOINT_KIND
+    _msg_not_found: ClassVar[str] = MSG_NO_CHAT
+    _msg_rejected: ClassVar[str] = MSG_IMAGE_REJECTED
+    _msg_garbled: ClassVar[str] = MSG_GARBLED
 
     def __init__(
         self,
@@ -506,27 +507,6 @@ class EndpointVLM(ServedEndpoint):
         except Exception as exc:
             raise self._translate(exc) from None
         return self._parse(body, spec, asked_logprobs=logprobs)
-
-    def _translate(self, exc: BaseException) -> BaseException:
-        from biastest.generate.openai_chat import translate_openai_error
-
-        mapped = translate_openai_error(exc, where=self.where, model=self.model_id)
-        if isinstance(mapped, TransientError | PolicyError):
-            return mapped
-        if isinstance(mapped, GenerationError):
-            status = mapped.details.get("status")
-            if status == 404:
-                return EndpointError(MSG_NO_CHAT.format(where=self.where, model=self.model_id), status=status)
-            if mapped.message == MSG_QUOTA.format(where=self.where):
-                return EndpointError(mapped.message, status=status)
-            if status in (401, 403):
-                return EndpointError(MSG_KEY_REFUSED.format(where=self.where, status=status), status=status)
-            return EndpointError(MSG_IMAGE_REJECTED.format(where=self.where, model=self.model_id, status=status),
-                                 status=status)
-        return EndpointError(MSG_GARBLED.format(where=self.where), cause=type(exc).__name__)
-
-    def _garbled(self, problem: str) -> EndpointError:
-        return EndpointError(MSG_GARBLED.format(where=self.where), problem=problem)
 
     def _check_model(self, served: Any) -> None:
         if not isinstance(served, str) or not served.strip():
