@@ -4,6 +4,7 @@
   ``biastest/models/`` (the one package that touches models);
 * gradio is imported only in ``biastest/ui/`` and the app files ``app_*.py``;
 * importing the library's core (metrics, runner, stats, spec) does not load gradio.
+* ray (an optional extra) is imported only by ``biastest/audit/ray_runner.py``.
 
 Every ``import`` and ``from ... import`` counts wherever it stands (module
 level, inside a function, under ``if TYPE_CHECKING``), and so does
@@ -135,6 +136,15 @@ def test_the_scan_catches_every_spelling(tmp_path: Path) -> None:
 def test_model_libraries_are_imported_only_in_models() -> None:
     bad = violations(_source_files(), MODEL_LIBRARIES, allowed=(MODELS_DIR,))
     assert bad == [], "torch/transformers/diffusers/accelerate outside biastest/models/:\n" + "\n".join(bad)
+
+
+def test_ray_is_imported_only_by_the_ray_runner() -> None:
+    """Ray is an optional extra: an audit in one process, and everything else, must run without it."""
+    runner = PACKAGE / "audit" / "ray_runner.py"
+    files = _source_files()
+    assert violations(files, frozenset({"ray"}), allowed=())  # positive control: the runner does import it
+    bad = violations(files, frozenset({"ray"}), allowed=(runner,))
+    assert bad == [], "ray outside biastest/audit/ray_runner.py:\n" + "\n".join(bad)
 
 
 def test_gradio_is_imported_only_in_ui_and_apps() -> None:
