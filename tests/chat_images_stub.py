@@ -32,21 +32,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-import json
 import math
 import re
-import threading
 import time
-from collections import deque
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.served_stub import HANG_MAX_SECONDS, Action, ServedStub, _Handler
+
 __all__ = ["Action", "ChatImagesStub", "HANG_MAX_SECONDS"]
 
-#: Longest a ``hang`` action holds a request open (every wait in the stub is bounded).
-HANG_MAX_SECONDS = 20.0
 #: Probability the two words that are not target terms share at the answer position.
 EPSILON = 0.05
 OTHER_WORDS = ("I", "Sorry")
@@ -54,19 +49,7 @@ PROMPT_TEMPLATE = "a photo of a {}"
 _ALLOWED = re.compile(r":\s*([^\n:]+?)\.\s*$")
 
 
-@dataclass
-class Action:
-    """One scripted answer (see the module docstring for the kinds)."""
-
-    kind: str
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-    seconds: float = 0.0
-    model: str = ""
-    text: str = ""
-
-
-class ChatImagesStub:
+class ChatImagesStub(ServedStub):
     """Serve the CLIP model saved in ``model_dir`` as a chat model that reads images, under ``served_name``.
 
     Use as a context manager::
@@ -75,6 +58,8 @@ class ChatImagesStub:
             ...  # stub.base_url is http://127.0.0.1:PORT/v1
     """
 
+    route = "/v1/chat/completions"
+
     def __init__(self, model_dir: str | Path, *, served_name: str = "tiny-llava", version: str = "stub-vl-1.0",
                  fingerprint: str = "fp_stub_vl") -> None:
         import torch
@@ -82,51 +67,14 @@ class ChatImagesStub:
 
         self.processor = CLIPProcessor.from_pretrained(model_dir)
         self.model = CLIPModel.from_pretrained(model_dir, dtype=torch.float32).eval()
-        self.served_name = served_name
-        self.version = version
-        self.fingerprint = fingerprint
-        self._lock = threading.Lock()
-        self._forward_lock = threading.Lock()  # one forward pass at a time, as one accelerator
-        self._queue: deque[Action] = deque()
-        self._always: Action | None = None
-        self.requests: list[dict[str, Any]] = []
+        super().__init__(served_name=served_name, version=version, fingerprint=fingerprint)
         self.answered: list[dict[str, Any]] = []
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self._stop = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # ------------------------------------------------------------ scripting
-    def script(self, *actions: Action) -> None:
-        """Queue actions for the chat requests (consumed in order)."""
-        with self._lock:
-            self._queue.extend(actions)
-
-    def always(self, action: Action | None) -> None:
-        """Answer every chat request with ``action`` once the queue is empty (None: normally)."""
-        with self._lock:
-            self._always = action
 
     def reset(self) -> None:
         """Forget scripted actions, recorded requests and answers, and counters."""
+        super().reset()
         with self._lock:
-            self._queue.clear()
-            self._always = None
-            self.requests.clear()
             self.answered.clear()
-            self.max_in_flight = 0
-
-    def _next(self) -> Action | None:
-        with self._lock:
-            if self._queue:
-                return self._queue.popleft()
-            return self._always
-
-    def count(self, path: str = "/v1/chat/completions") -> int:
-        """How many requests reached ``path``."""
-        with self._lock:
-            return sum(1 for r in self.requests if r["path"] == path)
 
     # ------------------------------------------------------------ the answerer
     def probabilities(self, image, terms: list[str]) -> list[float]:
@@ -207,119 +155,12 @@ class ChatImagesStub:
             "usage": {"prompt_tokens": 600, "completion_tokens": len(tokens), "total_tokens": 600 + len(tokens)},
         }
 
-    # ------------------------------------------------------------ lifecycle
-    @property
-    def base_url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def start(self) -> ChatImagesStub:
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            wbufsize = 1 << 16
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    for k, v in (headers or {}).items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(body)
-                    self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):  # the client gave up (time-out)
-                    pass
-
-            def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
-                self._send(status, json.dumps(obj).encode("utf-8"), headers)
-
-            def _record(self, body: Any) -> None:
-                with stub._lock:
-                    stub.requests.append({"path": self.path.rstrip("/"),
-                                          "headers": {k.lower(): v for k, v in self.headers.items()},
-                                          "body": body})
-
-            def do_GET(self) -> None:
-                self._record(None)
-                path = self.path.rstrip("/")
-                if path == "/v1/models":
-                    self._json(200, {"object": "list", "data": [
-                        {"id": stub.served_name, "object": "model", "created": 0, "owned_by": "stub"}]})
-                elif path == "/version":
-                    self._json(200, {"version": stub.version})
-                else:
-                    self._json(404, {"object": "error", "message": "Not Found", "code": 404})
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw or b"{}")
-                except json.JSONDecodeError:
-                    body = {}
-                self._record(body)
-                if self.path.rstrip("/") != "/v1/chat/completions":
-                    self._json(404, {"object": "error", "message": "Not Found", "code": 404})
-                    return
-                with stub._lock:
-                    stub.in_flight += 1
-                    stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
-                try:
-                    self._chat(body)
-                finally:
-                    with stub._lock:
-                        stub.in_flight -= 1
-
-            def _chat(self, body: dict[str, Any]) -> None:
-                action = stub._next()
-                kind = action.kind if action is not None else ""
-                if kind == "status":
-                    self._json(action.status, {"object": "error", "message": f"scripted status {action.status}",
-                                               "type": "ServerError", "code": action.status}, action.headers)
-                    return
-                if kind == "hang":
-                    stub._stop.wait(min(action.seconds or HANG_MAX_SECONDS, HANG_MAX_SECONDS))
-                    self.close_connection = True
-                    return
-                if kind == "sleep":
-                    stub._stop.wait(min(action.seconds, HANG_MAX_SECONDS))
-                if kind == "garbage":
-                    self._send(200, b"<html><body>502 Bad Gateway</body></html>")
-                    return
-                if kind == "refuse_logprobs" and body.get("logprobs"):
-                    self._json(400, {"object": "error", "message": "logprobs are not supported for this model",
-                                     "type": "BadRequestError", "code": 400})
-                    return
-                if body.get("model") != stub.served_name:
-                    self._json(404, {"object": "error", "message": f"The model `{body.get('model')}` does not exist.",
-                                     "type": "NotFoundError", "code": 404})
-                    return
-                self._json(200, stub._answer(body, action))
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> ChatImagesStub:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+    # ------------------------------------------------------------ serving
+    def _respond(self, handler: _Handler, body: dict[str, Any], action: Action | None) -> None:
+        if action is not None and action.kind == "refuse_logprobs" and body.get("logprobs"):
+            handler.send_json(400, {"object": "error", "message": "logprobs are not supported for this model",
+                                    "type": "BadRequestError", "code": 400})
+            return
+        if self._wrong_model(handler, body):
+            return
+        handler.send_json(200, self._answer(body, action))
