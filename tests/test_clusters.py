@@ -23,7 +23,7 @@ from biastest.stats.proportion import binomial_p_value
 # ----------------------------------------------------------------------------- naive references
 
 
-def naive_cluster_bootstrap(values, labels, *, seed, n_resamples, confidence, statistic):
+def naive_cluster_bootstrap(values, labels, *, seed, n_resamples, confidence, statistic="mean"):
     """One resample at a time: draw C cluster labels, list their items, take the mean or the median."""
     rng = np.random.default_rng(seed)
     members: dict = {}

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import binomtest, false_discovery_control, norm, t
+from scipy.stats import binomtest, false_discovery_control
 
 from biastest.errors import OptionError
 from biastest.metrics import vlm_score as V
@@ -26,6 +26,12 @@ from biastest.records import TestImage
 from biastest.report import vqa as rep
 from biastest.spec import BiasSpec
 from biastest.stats.clusters import MIN_CLUSTERS_FOR_INTERVAL, MSG_TOO_FEW_CLUSTERS
+from tests.test_clusters import (  # the loop references of the cluster statistics, written once
+    naive_cluster_bootstrap,
+    naive_cluster_sign,
+    naive_design_effect,
+    naive_holm,
+)
 
 SEED = 20261123
 SPEC = BiasSpec.from_terms(group1="man, father", group2="woman, mother", stereotype1="doctor",
@@ -59,57 +65,6 @@ def _summarize(images, probs, verdicts, **kw):
     return V.summarize_vlm(images=images, spec=kw.pop("spec", SPEC), term_probabilities=probs,
                            answers=["x"] * len(images), verdicts=verdicts, method="clip-zero-shot", model_id="planted",
                            model_kind="clip", **kw)
-
-
-def naive_cluster_bootstrap(values, labels, *, seed, n_resamples, confidence, statistic="mean"):
-    """One resample at a time: draw C cluster labels with replacement, list their images, take the statistic;
-    the mean's percentile interval widened by √(C/(C−1))·t(C−1)/z about the estimate (clipped to the values)."""
-    rng = np.random.default_rng(seed)
-    members: dict = {}
-    for v, lab in zip(values, labels, strict=True):
-        members.setdefault(lab, []).append(float(v))
-    keys = list(members)
-    c = len(keys)
-    stats = []
-    for _ in range(n_resamples):
-        drawn = rng.integers(0, c, size=c)
-        items = [v for k in drawn for v in members[keys[k]]]
-        stats.append(sum(items) / len(items) if statistic == "mean" else float(np.median(items)))
-    alpha = 1 - confidence
-    low, high = float(np.quantile(stats, alpha / 2)), float(np.quantile(stats, 1 - alpha / 2))
-    est = sum(values) / len(values) if statistic == "mean" else float(np.median(values))
-    if statistic == "mean":
-        f = math.sqrt(c / (c - 1)) * t.ppf(1 - alpha / 2, c - 1) / norm.ppf(1 - alpha / 2)
-        low, high = max(min(values), est - f * (est - low)), min(max(values), est + f * (high - est))
-    return est, low, high
-
-
-def naive_design_effect(values, labels):
-    n = len(values)
-    mean = sum(values) / n
-    totals: dict = {}
-    for v, lab in zip(values, labels, strict=True):
-        totals[lab] = totals.get(lab, 0.0) + (v - mean)
-    c = len(totals)
-    return (c / (c - 1) * sum(e * e for e in totals.values())) / (n / (n - 1) * sum((v - mean) ** 2 for v in values))
-
-
-def naive_cluster_sign(values, labels, null):
-    members: dict = {}
-    for v, lab in zip(values, labels, strict=True):
-        members.setdefault(lab, []).append(v)
-    means = [sum(m) / len(m) for m in members.values()]
-    above, below = sum(m > null for m in means), sum(m < null for m in means)
-    return binomtest(above, above + below, 0.5).pvalue, above, below
-
-
-def naive_holm(p):
-    order = sorted(range(len(p)), key=lambda i: p[i])
-    out, running = [0.0] * len(p), 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(p) - rank) * p[i]))
-        out[i] = running
-    return out
 
 
 # ----------------------------------------------------------------------------- clusters chosen and summarised
