@@ -1,0 +1,24 @@
+"""The measures: one folder each, and :data:`MEASURES`, the one list of them.
+
+A measure's folder holds its options, scoring, result, summary, run, report and
+comparison (see ``docs/DESIGN.md``, "Adding a measure"). The command line's
+``run <measure>`` subcommands, the audit grid's methods and the apps' lists of
+tests are made from :data:`MEASURES`; nothing else lists measures by hand.
+
+Adding a measure is one folder and one line below.
+"""
+
+from __future__ import annotations
+
+from biastest.measures.base import Measure, MeasureRegistry, OptionsBase, ResultBase
+
+__all__ = ["MEASURES", "Measure", "MeasureRegistry", "OptionsBase", "ResultBase", "get_measure"]
+
+#: Every measure, in the order lists show them (one line each).
+MEASURES = MeasureRegistry([
+])
+
+
+def get_measure(name: str) -> Measure:
+    """The measure called ``name`` or one of its aliases; "did you mean" on a typo."""
+    return MEASURES.get_measure(name)
