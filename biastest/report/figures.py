@@ -17,6 +17,11 @@ import plotly.graph_objects as go
 __all__ = ["hover_safe", "item_grid", "score_bars"]
 
 FONT = "Inter, system-ui, sans-serif"
+#: Colours of the word-embedding figures: the first cue / group, the second, neutral marks, saturated PSEs.
+C1_COLOR = "#c026d3"
+C2_COLOR = "#0d9488"
+NEUTRAL = "#6366f1"
+SAT_COLOR = "#dc2626"
 
 
 def hover_safe(value: Any, *, width: int = 70) -> str:

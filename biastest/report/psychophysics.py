@@ -16,7 +16,6 @@ a hover label is HTML-escaped (:func:`biastest.report.figures.hover_safe`).
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,10 @@ import plotly.graph_objects as go
 
 from biastest.metrics.bayes import level_percent
 from biastest.report.export import ROW_TYPE, private_dir, summary_first, write_csv, write_json
-from biastest.report.figures import FONT, hover_safe
+from biastest.report.figures import C1_COLOR, C2_COLOR, FONT, NEUTRAL, SAT_COLOR, hover_safe
+from biastest.report.text import esc as _esc
+from biastest.report.text import fmt as _fmt
+from biastest.report.text import fmt_p as _p
 
 __all__ = [
     "SATURATED_LABEL",
@@ -75,34 +77,8 @@ SATURATED_LABEL = {
     "above": "saturated above 1 (never answers the second cue inside the range)",
     "below": "saturated below 0 (always answers the second cue inside the range)",
 }
-C1_COLOR = "#c026d3"
-C2_COLOR = "#0d9488"
-NEUTRAL = "#6366f1"
-SAT_COLOR = "#dc2626"
-
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return "—"
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def _p(value: float | None) -> str:
-    if value is None or not math.isfinite(value):
-        return "—"
-    return f"{value:.2g}" if value < 0.001 else f"{value:.3f}"
-
-
 def _sat_text(flag: str | None) -> str:
     return SATURATED_LABEL.get(flag or "", "")
-
-
-def _esc(text: Any) -> str:
-    return html.escape("" if text is None else str(text), quote=True)
 
 
 # --------------------------------------------------------------------------- 2AFC
