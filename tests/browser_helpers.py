@@ -35,6 +35,19 @@ CHROMIUM_ARGS = [
 SCREENSHOTS = Path(os.environ.get("BIASTEST_SCREENSHOTS") or tempfile.mkdtemp(prefix="biastest-screenshots-"))
 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
+#: Every Playwright wait of the browser tests (default timeouts and the ``timeout=`` of a wait for something to
+#: appear) is multiplied by this: the tests must pass on a loaded machine (``make test`` beside another job on two
+#: cores), where a step that takes 3 s on an idle machine can take 60. A longer wait costs nothing when the page is
+#: quick: it only bounds how long a broken page is waited for. ``BIASTEST_BROWSER_WAIT_SCALE`` overrides it.
+WAIT_SCALE = float(os.environ.get("BIASTEST_BROWSER_WAIT_SCALE") or 4)
+#: Waits that are pauses, not bounds (``page.wait_for_timeout``), are not scaled.
+_SCALED = {
+    "Page": ("set_default_timeout", "wait_for_function", "wait_for_selector", "wait_for_url", "expect_download",
+             "click", "goto"),
+    "BrowserContext": ("set_default_timeout",),
+    "Locator": ("wait_for", "click", "fill"),
+}
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -61,14 +74,56 @@ def chromium_browser():
         pytest.skip("browser tests skipped on request (BIASTEST_SKIP_BROWSER=1)")
     if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
         pytest.fail(f"Chromium not found at {CHROMIUM}: run `make test` (it installs Debian's chromium)")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import sync_playwright  # the browser tests' own dependency: loaded only here
 
-    with sync_playwright() as p:
+    with sync_playwright() as p, _scaled_waits():
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             yield browser
         finally:
             browser.close()
+
+
+def _scaled(method):
+    def wrapper(self, *args, **kwargs):
+        if method.__name__ == "set_default_timeout" and args:
+            args = (args[0] * WAIT_SCALE, *args[1:])
+        elif kwargs.get("timeout"):
+            kwargs["timeout"] = kwargs["timeout"] * WAIT_SCALE
+        return method(self, *args, **kwargs)
+
+    wrapper.__wrapped__ = method
+    return wrapper
+
+
+def _with_default_timeout(new_context):
+    def wrapper(self, *args, **kwargs):
+        context = new_context(self, *args, **kwargs)
+        context.set_default_timeout(PLAYWRIGHT_DEFAULT_TIMEOUT)  # scaled like every other bound
+        return context
+
+    return wrapper
+
+
+#: Playwright's own default bound of a wait (ms), before :data:`WAIT_SCALE`.
+PLAYWRIGHT_DEFAULT_TIMEOUT = 30_000
+
+
+@contextmanager
+def _scaled_waits() -> Iterator[None]:
+    """Multiply Playwright's default timeouts and explicit wait bounds by :data:`WAIT_SCALE` while a browser runs."""
+    from playwright.sync_api import Browser, BrowserContext, Locator, Page  # loaded only by browser tests
+
+    classes = {"Page": Page, "BrowserContext": BrowserContext, "Locator": Locator}
+    saved = [(cls, name, getattr(cls, name)) for key, cls in classes.items() for name in _SCALED[key]]
+    saved.append((Browser, "new_context", Browser.new_context))
+    for cls, name, method in saved:
+        setattr(cls, name, _with_default_timeout(method) if name == "new_context" else _scaled(method))
+    try:
+        yield
+    finally:
+        for cls, name, method in saved:
+            setattr(cls, name, method)
 
 
 def hover_text(page, plot_locator, *, fx: float = 0.5, fy: float = 0.5) -> list[str]:
