@@ -31,7 +31,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 #: Where the browser tests save their screenshots: a temporary folder, so that ``make test`` leaves the
-#: checkout clean; ``make screenshots`` sets ``BIASTEST_SCREENSHOTS=docs/screenshots`` to refresh the README's.
+#: checkout clean; ``make screenshots`` sets ``BIASTEST_SCREENSHOTS=docs/screenshots`` to refresh the docs' ones.
 SCREENSHOTS = Path(os.environ.get("BIASTEST_SCREENSHOTS") or tempfile.mkdtemp(prefix="biastest-screenshots-"))
 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 

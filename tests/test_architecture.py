@@ -1,4 +1,4 @@
-"""The house rules on imports (docs: DESIGN "Layout"), checked on the source's syntax trees.
+"""The house rules on imports (docs/DESIGN.md, "Rules of the house" 1), checked on the source's syntax trees.
 
 * torch, transformers, diffusers and accelerate are imported only in
   ``biastest/models/`` (the one package that touches models);

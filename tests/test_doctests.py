@@ -1,4 +1,4 @@
-"""The runnable examples in the docstrings (DESIGN rule 8) stay true."""
+"""The runnable examples in the docstrings (docs/DESIGN.md, rule 8) stay true."""
 
 from __future__ import annotations
 
