@@ -43,7 +43,7 @@ test: $(VENV)/.dev-installed chromium
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
-# The README's screenshots: the browser tests, saving into docs/screenshots (make test saves them to a temp folder).
+# The docs' screenshots (README.md, docs/apps.md): the browser tests, saving into docs/screenshots (make test saves them to a temp folder).
 screenshots: $(VENV)/.dev-installed chromium
 	BIASTEST_SCREENSHOTS=$(CURDIR)/docs/screenshots $(BIN)/python -m pytest -q tests/test_app_gpt_browser.py \
 		tests/test_app_vqa_browser.py tests/test_app_psychophysics_browser.py
