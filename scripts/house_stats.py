@@ -58,7 +58,7 @@ ASSUMED: dict[str, tuple[str, str]] = {
     "metrics": ("measures", "legacy: moving into biastest/measures/"),
     "runner": ("measures", "legacy: moving into biastest/measures/"),
     "report": ("measures", "the measures' reports and the shared tables/figures they use"),
-    "inputs": ("models/generate/store", "loads specs, pairs, images and embeddings from store and models"),
+    "inputs": ("measures", "loads specs, pairs, images and embedding sources for the CLI and the audit"),
     "specs": ("stats/spec/records", "the spec library, beside spec.py"),
     "options": ("stats/spec/records", "option bounds and their messages"),
     "remote": ("stats/spec/records", "the one outbound client, below models and generate"),
