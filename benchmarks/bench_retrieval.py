@@ -47,7 +47,8 @@ def _write_store(root: Path, n: int, shards: int, seed: int) -> dict:
     import pyarrow.parquet as pq
 
     from biastest.records import content_id
-    from biastest.store.local import SCHEMAS, DatasetStore
+    from biastest.store.local import DatasetStore
+    from biastest.store.schema import SCHEMAS
 
     store = DatasetStore(root)
     spec = _spec()

@@ -46,8 +46,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import hashlib
-import json
 import math
 import os
 import re
@@ -59,11 +57,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from biastest.errors import BiastestError, DataError, MethodError, OptionError, PolicyError, SpecError
-from biastest.options import DEFAULT_CONFIDENCE, DEFAULT_TWOAFC_BOOTSTRAP, DEFAULT_WEAT_BOOTSTRAP
+from biastest.errors import BiastestError, DataError, MethodError, OptionError, PolicyError, SpecError, UsageError
+from biastest.inputs import (
+    MSG_FILE_NOT_FOUND,
+    MSG_FILE_UNREADABLE,
+    embedding_source,
+    images_from_folder,
+    images_from_store,
+    load_spec,
+    pairs_from_files,
+    pairs_from_store,
+)
+from biastest.options import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_NOISE_SIGMA,
+    DEFAULT_PERMUTATIONS,
+    DEFAULT_SEEDS,
+    DEFAULT_TWOAFC_BOOTSTRAP,
+    DEFAULT_WEAT_BOOTSTRAP,
+)
 
 __all__ = [
-    "DEFAULT_SEEDS",
     "EXIT_OK",
     "EXIT_RUN_FAILED",
     "EXIT_USAGE",
@@ -71,8 +86,6 @@ __all__ = [
     "TESTS",
     "build_parser",
     "exit_code_for",
-    "images_from_folder",
-    "load_spec",
     "main",
 ]
 
@@ -83,28 +96,13 @@ EXIT_USAGE = 2
 KINDS = ("lm", "vlm", "embeddings")
 TESTS = ("2afc", "weat", "bayes")
 
-#: Default seeds, as the apps' seed boxes (language models 42, the other two apps 0).
-DEFAULT_SEEDS = {"lm": 42, "vlm": 0, "embeddings": 0}
-#: Defaults that differ by kind or test, as in the apps.
-#: Bootstrap resamples per run (2AFC and WEAT: the apps' defaults, defined once in :mod:`biastest.options`).
-DEFAULT_BOOTSTRAP = {"lm": 10_000, "vlm": 10_000, "2afc": DEFAULT_TWOAFC_BOOTSTRAP, "weat": DEFAULT_WEAT_BOOTSTRAP}
-DEFAULT_NOISE_SIGMA = 0.05
-DEFAULT_PERMUTATIONS = 10_000
-DEFAULT_EMBEDDINGS = "glove-6b-50d"
 BAYES_DEFAULTS = {"bayes_model": "hierarchical"}  # sampler defaults: biastest.metrics.bayes (DEFAULT_*, HDI_PROB)
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
-EMBEDDING_FILE_SUFFIXES = (".txt", ".vec", ".bin", ".gz", ".npz", ".safetensors", ".kv", ".model", ".wv")
 
 MSG_UNKNOWN_KIND = "Unknown kind of test '{value}'.{hint} Choose one of: {choices}."
 MSG_UNKNOWN_TEST = "Unknown embedding test '{value}'.{hint} Choose one of: {choices}."
 MSG_DID_YOU_MEAN = " Did you mean '{suggestion}'?"
 MSG_NO_MODEL = "Give the model to test with --model (a Hugging Face Hub id such as {example}, or a local folder)."
-MSG_FILE_NOT_FOUND = "The {what} '{path}' does not exist. Check the path."
-MSG_FILE_UNREADABLE = "The {what} '{path}' cannot be read ({problem})."
-MSG_SPEC_FILE_MANY = (
-    "The specification file '{path}' holds {count} specifications ({names}). Put the one to run in a file of its own."
-)
 MSG_SPEC_NOT_FOR_KIND = (
     "'{name}' is a 2AFC (psychophysics) specification of target words and cue pairs; it can only be run with "
     "--kind embeddings (test 2afc)."
@@ -121,26 +119,6 @@ MSG_OPTION_NOT_FOR_RUN = "The option {option} does not apply to {what}; it appli
 MSG_SAME_OUTPUT = "--out and --csv name the same file '{path}'. Give two different files."
 MSG_NO_OUTPUT_FOLDER = "The folder '{path}' for the output file does not exist. Create it first."
 MSG_CANNOT_WRITE = "The file '{path}' cannot be written ({problem})."
-MSG_NO_STORE = (
-    "There is no dataset store at '{path}'. Give sentence pairs with --pairs FILE (BiasTestGPT, CrowS-Pairs or "
-    "StereoSet), or the store folder with --store DIR."
-)
-MSG_NO_STORED_PAIRS = (
-    "The dataset store at '{path}' has no sentence pairs for '{spec}'. Give sentence pairs with --pairs FILE "
-    "(BiasTestGPT, CrowS-Pairs or StereoSet), or add sentences to the store with the app."
-)
-MSG_NO_STORED_IMAGES = (
-    "There are no images for the image terms of '{spec}' in the dataset store at '{path}'. Give a folder with "
-    "--images DIR (one subfolder per image term, e.g. DIR/woman/1.png) or a manifest CSV."
-)
-MSG_NO_IMAGES_IN_FOLDER = (
-    "No images were found in '{path}'. Put the pictures of each image term in a subfolder named after the term "
-    "(for example '{path}/woman/1.png'), or give a manifest CSV with the columns path and image_term."
-)
-MSG_BAD_MANIFEST = (
-    "The image manifest '{path}' cannot be used ({problem}). Give a CSV with the columns path and image_term "
-    "(paths relative to the manifest), or a JSON list of objects with those fields."
-)
 MSG_BAD_SIGMA = (
     "The perceptual noise σ must be 0 (no noise: a deterministic step) or a positive number (e.g. 0.05); got {value!r}."
 )
@@ -225,10 +203,6 @@ EMBEDDING_TESTS = {
 }
 
 
-class UsageError(BiastestError, ValueError):
-    """The command line was used wrongly (an option that does not apply, a bad kind …)."""
-
-
 class _Parser(argparse.ArgumentParser):
     """An argument parser that raises instead of exiting, so :func:`main` returns the status."""
 
@@ -283,237 +257,6 @@ def _check_choice(value: str, choices: Sequence[str], message: str) -> str:
     if v in choices:
         return v
     raise UsageError(message.format(value=value, hint=_suggest(value, choices), choices=", ".join(choices)))
-
-
-# --------------------------------------------------------------------------- specifications
-def _looks_like_path(value: str) -> bool:
-    return value.lower().endswith(".json") or "/" in value or os.sep in value
-
-
-def load_spec(value: str):
-    """A specification by library name or JSON file path.
-
-    Parameters
-    ----------
-    value : str
-        A name from :func:`biastest.specs.list_specs` (case-insensitive, with
-        "did you mean" on a typo), or the path of a JSON file holding one
-        BiasTestGPT specification or one 2AFC specification (``targets`` and
-        ``cue_pairs``).
-
-    Returns
-    -------
-    BiasSpec or TwoAFCSpec
-
-    Raises
-    ------
-    SpecError
-        Unknown name, invalid or unreadable file, several specifications in one file.
-    UsageError
-        The file does not exist.
-    """
-    from biastest.spec import BiasSpec, TwoAFCSpec, parse_spec_json, read_spec_bytes
-    from biastest.specs import aliases, list_specs
-
-    path = Path(value).expanduser()
-    library = {n.casefold() for n in list_specs()} | {a.casefold() for a in aliases()}
-    if not path.is_file() and value.strip().casefold() in library:
-        # A library name with a "/" in it ("… love/hate …") is a name, not a path.
-        return _library_spec(value)
-    if path.is_file() or _looks_like_path(value):
-        if not path.is_file():
-            raise UsageError(MSG_FILE_NOT_FOUND.format(what="specification file", path=value))
-        try:
-            data = parse_spec_json(read_spec_bytes(path))
-        except OSError as exc:
-            raise UsageError(
-                MSG_FILE_UNREADABLE.format(what="specification file", path=value, problem=exc.strerror or exc)
-            ) from None
-        if isinstance(data, list):
-            if len(data) != 1:
-                names = ", ".join(str(d.get("name", "?")) if isinstance(d, dict) else "?" for d in data) or "none"
-                raise SpecError(MSG_SPEC_FILE_MANY.format(path=value, count=len(data), names=names))
-            data = data[0]
-        if isinstance(data, dict) and "targets" in data and "cue_pairs" in data:
-            return TwoAFCSpec.from_dict(data)
-        return BiasSpec.from_dict(data)
-    return _library_spec(value)
-
-
-def _library_spec(value: str):
-    from biastest.specs import get_spec, get_twoafc_spec, list_specs
-
-    folded = {n.casefold(): n for n in list_specs("twoafc")}
-    if value.strip().casefold() in folded:
-        return get_twoafc_spec(folded[value.strip().casefold()])
-    return get_spec(value)
-
-
-# --------------------------------------------------------------------------- data
-def _pairs_from_files(files: Sequence[str], fmt: str, spec) -> tuple[list, list[str]]:
-    from biastest.runner.services import import_pairs
-
-    pairs, seen, names = [], set(), []
-    for f in files:
-        p = Path(f).expanduser()
-        if not p.is_file():
-            raise UsageError(MSG_FILE_NOT_FOUND.format(what="pairs file", path=f))
-        for pair in import_pairs(p, fmt=fmt, spec=spec):
-            key = (pair.stereotyped, pair.anti_stereotyped)
-            if key not in seen:  # as the app's table: the first copy of a pair is kept
-                seen.add(key)
-                pairs.append(pair)
-        names.append(p.name)
-    return pairs, names
-
-
-def _open_store(store_arg: str | None):
-    from biastest.store import DatasetStore, default_store_dir
-
-    root = Path(store_arg).expanduser() if store_arg else default_store_dir()
-    if not root.is_dir():
-        if store_arg:
-            raise UsageError(MSG_FILE_NOT_FOUND.format(what="store folder", path=store_arg))
-        return None, root
-    return DatasetStore(root, writer="cli"), root
-
-
-def _pairs_from_store(store_arg: str | None, spec, pairing: str) -> tuple[list, dict[str, Any]]:
-    from biastest.store.retrieval import retrieve_pairs, retrieve_sentences
-
-    store, root = _open_store(store_arg)
-    if store is None:
-        raise DataError(MSG_NO_STORE.format(path=root))
-    sentences = retrieve_sentences(store, spec)
-    found = retrieve_pairs(store, spec, sentences=sentences, pairing=pairing)
-    if not found.pairs:
-        raise DataError(MSG_NO_STORED_PAIRS.format(path=root, spec=spec.name))
-    info = {"from": "store", "store": str(root), "pairing": found.pairing, "stored": found.stored,
-            "built": found.built, "n_sentences": len(sentences.matches)}
-    return list(found.pairs), info
-
-
-def _image_record(root: Path, path: Path, term: str):
-    from biastest.records import TestImage
-
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(MSG_FILE_UNREADABLE.format(what="image", path=path, problem=exc.strerror or exc)) from None
-    return TestImage(
-        path=path.relative_to(root).as_posix(),
-        sha256=hashlib.sha256(data).hexdigest(),
-        image_term=term,
-        generator="upload",
-        source="upload",
-    )
-
-
-def images_from_folder(folder: str | Path) -> tuple[list, Path]:
-    """Test images from a folder with one subfolder per image term, or from a manifest.
-
-    Parameters
-    ----------
-    folder : path
-        A folder whose subfolders are named after image terms
-        (``folder/woman/1.png``; subfolders and files in name order, hidden
-        ones skipped), or a manifest: a CSV file with the columns ``path`` and
-        ``image_term`` or a JSON list of objects with those fields, paths
-        relative to the manifest's folder.
-
-    Returns
-    -------
-    (list of TestImage, Path)
-        The records (in order) and the folder their paths are relative to.
-
-    Raises
-    ------
-    UsageError
-        The folder or manifest does not exist, or a listed file cannot be read.
-    DataError
-        No images in the folder, or a manifest without the needed columns.
-    """
-    path = Path(folder).expanduser()
-    if not path.exists():
-        raise UsageError(MSG_FILE_NOT_FOUND.format(what="image folder", path=folder))
-    if path.is_file():
-        return _images_from_manifest(path), path.parent.resolve()
-    root = path.resolve()
-    out = []
-    for sub in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        for f in sorted(sub.iterdir()):
-            if f.is_file() and not f.name.startswith(".") and f.suffix.lower() in IMAGE_SUFFIXES:
-                out.append(_image_record(root, f, sub.name))
-    if not out:
-        raise DataError(MSG_NO_IMAGES_IN_FOLDER.format(path=folder))
-    return out, root
-
-
-def _images_from_manifest(path: Path) -> list:
-    import csv
-
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-        if path.suffix.lower() == ".json":
-            rows = json.loads(text)
-            if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-                raise ValueError("expected a list of objects")
-        else:
-            rows = list(csv.DictReader(text.splitlines()))
-    except RecursionError:
-        from biastest.store.importers import MSG_TOO_DEEP
-
-        raise DataError(MSG_BAD_MANIFEST.format(path=path, problem=MSG_TOO_DEEP)) from None
-    except (OSError, ValueError) as exc:
-        raise DataError(MSG_BAD_MANIFEST.format(path=path, problem=str(exc))) from None
-    if not rows:
-        raise DataError(MSG_BAD_MANIFEST.format(path=path, problem="it lists no images"))
-    root = path.parent.resolve()
-    out = []
-    for i, r in enumerate(rows, start=1):
-        rel, term = str(r.get("path") or "").strip(), str(r.get("image_term") or "").strip()
-        if not rel or not term:
-            raise DataError(MSG_BAD_MANIFEST.format(path=path, problem=f"row {i} has no path or no image_term"))
-        f = root / rel
-        if not f.is_file():
-            raise UsageError(MSG_FILE_NOT_FOUND.format(what="image", path=rel))
-        if not f.resolve().is_relative_to(root):
-            from biastest.runner.vlm import MSG_IMAGE_OUTSIDE_ROOT
-
-            raise DataError(MSG_IMAGE_OUTSIDE_ROOT.format(path=rel), path=rel)
-        out.append(_image_record(root, f.resolve(), term))
-    return out
-
-
-def _images_from_store(store_arg: str | None, spec) -> tuple[list, Path]:
-    from biastest.store import retrieve_images
-
-    store, root = _open_store(store_arg)
-    found = retrieve_images(store, list(spec.group_terms)) if store is not None else None
-    if found is None or not found.images:
-        raise DataError(MSG_NO_STORED_IMAGES.format(spec=spec.name, path=root))
-    return list(found.images), store.root
-
-
-def embedding_source(value: str | None) -> str:
-    """The :func:`~biastest.models.embeddings.load_embeddings` source for ``--model``.
-
-    A registry name or an id with a prefix (``file:``, ``sentence-transformers:``,
-    ``spacy:``) is kept; a folder becomes ``sentence-transformers:<folder>``; a
-    file, or anything that looks like a file path, becomes ``file:<path>``.
-    """
-    from biastest.models.embeddings import EMBEDDING_SOURCES
-
-    v = (value or DEFAULT_EMBEDDINGS).strip()
-    low = v.lower()
-    if low in EMBEDDING_SOURCES or low.startswith(("file:", "sentence-transformers:", "spacy:")):
-        return v
-    p = Path(v).expanduser()
-    if p.is_dir():
-        return f"sentence-transformers:{v}"
-    if p.is_file() or _looks_like_path(v) or low.endswith(EMBEDDING_FILE_SUFFIXES):
-        return f"file:{v}"
-    return v
 
 
 # --------------------------------------------------------------------------- the parser
@@ -839,10 +582,10 @@ def _run_lm(args, spec, progress) -> _Run:
         raise UsageError(MSG_NO_MODEL.format(example="gpt2"))
     model_id = args.model.strip()
     if args.pairs:
-        pairs, names = _pairs_from_files(args.pairs, _or(args.format, "auto"), spec)
+        pairs, names = pairs_from_files(args.pairs, _or(args.format, "auto"), spec)
         data = {"from": "files", "files": names, "format": _or(args.format, "auto")}
     else:
-        pairs, data = _pairs_from_store(args.store, spec, _or(args.pairing, "positional"))
+        pairs, data = pairs_from_store(args.store, spec, _or(args.pairing, "positional"))
     data["n_pairs"] = len(pairs)
     method = args.method
     if method is None and endpoint is not None:
@@ -914,7 +657,7 @@ def _run_vlm(args, spec, progress) -> _Run:
         images, root = images_from_folder(args.images)
         data = {"from": "images", "images": str(args.images), "n_images": len(images)}
     else:
-        images, root = _images_from_store(args.store, spec)
+        images, root = images_from_store(args.store, spec)
         data = {"from": "store", "store": str(root), "n_images": len(images)}
     options = {
         "model_id": args.model.strip(),

@@ -25,6 +25,7 @@ __all__ = [
     "OptionError",
     "PolicyError",
     "EndpointError",
+    "UsageError",
 ]
 
 
@@ -97,3 +98,7 @@ class PolicyError(BiastestError, ValueError):
 class EndpointError(BiastestError, RuntimeError):
     """A model behind an endpoint cannot score: no answer, no prompt log-probabilities, another model, an unreadable
     answer."""
+
+
+class UsageError(BiastestError, ValueError):
+    """The command line or an audit grid was used wrongly (an option that does not apply, a missing file …)."""

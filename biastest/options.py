@@ -38,7 +38,11 @@ from biastest.errors import OptionError
 __all__ = [
     "BOUNDS",
     "Bound",
+    "DEFAULT_BOOTSTRAP",
     "DEFAULT_CONFIDENCE",
+    "DEFAULT_NOISE_SIGMA",
+    "DEFAULT_PERMUTATIONS",
+    "DEFAULT_SEEDS",
     "DEFAULT_TWOAFC_BOOTSTRAP",
     "DEFAULT_WEAT_BOOTSTRAP",
     "MSG_BAD_CONFIDENCE",
@@ -69,6 +73,15 @@ DEFAULT_TWOAFC_BOOTSTRAP = 1_000
 DEFAULT_WEAT_BOOTSTRAP = 2_000
 #: The level of the 2AFC and WEAT intervals (and of the language and vision-language scores' on the command line).
 DEFAULT_CONFIDENCE = 0.95
+#: Default seeds of a headless run (command line, audit), as the apps' seed boxes (language models 42, the other
+#: two apps 0).
+DEFAULT_SEEDS = {"lm": 42, "vlm": 0, "embeddings": 0}
+#: Bootstrap resamples per run, by kind or embedding test, as in the apps.
+DEFAULT_BOOTSTRAP = {"lm": 10_000, "vlm": 10_000, "2afc": DEFAULT_TWOAFC_BOOTSTRAP, "weat": DEFAULT_WEAT_BOOTSTRAP}
+#: 2AFC: the perceptual noise σ of a headless run.
+DEFAULT_NOISE_SIGMA = 0.05
+#: WEAT: the permutations behind the p-value of a headless run.
+DEFAULT_PERMUTATIONS = 10_000
 
 
 @dataclass(frozen=True)

@@ -407,7 +407,7 @@ def test_test_data_that_cannot_be_drawn_fail_their_cells_only(tmp_path, models) 
 
 def test_test_data_are_frozen_once_for_the_whole_grid(tmp_path) -> None:
     """Pairs found in the store are written into the audit once; later store changes do not reach the audit."""
-    from biastest.cli import _pairs_from_store
+    from biastest.inputs import pairs_from_store
     from biastest.records import SentencePair
     from biastest.specs import get_spec
     from biastest.store import DatasetStore
@@ -424,13 +424,13 @@ def test_test_data_are_frozen_once_for_the_whole_grid(tmp_path) -> None:
     first = make_plan(parse_grid(doc, base=tmp_path), tmp_path / "out")
     items = first.items[0]
     assert items.file and items.count == 3 and len({c.items.sha256 for c in first.cells}) == 1
-    expected, _ = _pairs_from_store(str(store_dir), spec, "positional")
+    expected, _ = pairs_from_store(str(store_dir), spec, "positional")
     frozen = json.loads((tmp_path / "out" / items.file).read_text())
     assert [p["id"] for p in frozen["pairs"]] == [p.id for p in expected]
     store.add([], [SentencePair(stereotyped="The man adores algebra.", anti_stereotyped="The woman adores algebra.",
                                 attribute_term="algebra", group_term_stereotyped="man", group_term_anti="woman",
                                 source="test", spec_name=spec.name)])
-    assert len(_pairs_from_store(str(store_dir), spec, "positional")[0]) == 4
+    assert len(pairs_from_store(str(store_dir), spec, "positional")[0]) == 4
     again = make_plan(parse_grid(doc, base=tmp_path), tmp_path / "out")
     assert again.items[0].sha256 == items.sha256 and again.items[0].count == 3
     assert [c.key for c in again.cells] == [c.key for c in first.cells]
@@ -486,7 +486,7 @@ def test_embeddings_cells_equal_the_runners(tmp_path) -> None:
 
 
 def test_vision_language_cells_equal_the_runner_in_process_and_behind_an_endpoint(tmp_path, monkeypatch) -> None:
-    from biastest.cli import images_from_folder
+    from biastest.inputs import images_from_folder
     from biastest.runner.vlm import run_vlm_test
     from biastest.spec import BiasSpec
     from tests import vlm_helpers

@@ -21,8 +21,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from biastest import cli
-from biastest.errors import DataError, EmbeddingError, ModelLoadError
+from biastest import cli, inputs
+from biastest.errors import DataError, EmbeddingError, ModelLoadError, UsageError
 from biastest.metrics.stereotype_score import METHODS, MSG_METHOD_NOT_FOR_KIND, MSG_NOTHING_SCORED, MSG_UNKNOWN_METHOD
 from biastest.records import SentencePair, TestImage
 from biastest.report.export import _jsonable
@@ -235,7 +235,12 @@ def test_weat_on_default_glove_equals_runner(tmp_path, capsys):
 def test_embedding_interval_defaults_are_the_apps_and_their_flags_reach_the_runners(tmp_path, capsys):
     """The 2AFC command line drew 200 resamples where the app draws 1,000; WEAT had no flag for the resamples of the
     words nor for the level. One default each (biastest.options), and --bootstrap / --confidence for both tests."""
-    from biastest.options import DEFAULT_CONFIDENCE, DEFAULT_TWOAFC_BOOTSTRAP, DEFAULT_WEAT_BOOTSTRAP
+    from biastest.options import (
+        DEFAULT_BOOTSTRAP,
+        DEFAULT_CONFIDENCE,
+        DEFAULT_TWOAFC_BOOTSTRAP,
+        DEFAULT_WEAT_BOOTSTRAP,
+    )
     from biastest.runner.embeddings import run_twoafc, run_weat
     from biastest.specs import get_spec
     from biastest.ui import psychophysics as app
@@ -243,8 +248,8 @@ def test_embedding_interval_defaults_are_the_apps_and_their_flags_reach_the_runn
     demo = app.build_demo(allow_server_paths=False)
     shown = {b.elem_id: getattr(b, "value", None) for b in demo.blocks.values() if getattr(b, "elem_id", None)}
     assert (shown["n-bootstrap"], shown["n-bootstrap-d"]) == (DEFAULT_TWOAFC_BOOTSTRAP, DEFAULT_WEAT_BOOTSTRAP)
-    assert cli.DEFAULT_BOOTSTRAP["2afc"] == DEFAULT_TWOAFC_BOOTSTRAP == 1_000
-    assert cli.DEFAULT_BOOTSTRAP["weat"] == DEFAULT_WEAT_BOOTSTRAP and DEFAULT_CONFIDENCE == 0.95
+    assert DEFAULT_BOOTSTRAP["2afc"] == DEFAULT_TWOAFC_BOOTSTRAP == 1_000
+    assert DEFAULT_BOOTSTRAP["weat"] == DEFAULT_WEAT_BOOTSTRAP and DEFAULT_CONFIDENCE == 0.95
 
     spec = TwoAFCSpec(name="tiny 2afc", targets=("nurse", "pilot", "cook"), cue_pairs=(("she", "he"), ("woman", "man")),
                       cue1_name="female", cue2_name="male")
@@ -419,9 +424,9 @@ def _usage_cases(files, tmp):
          MSG_METHOD_NOT_FOR_KIND.format(method="pll-unmodified", method_kinds="masked", model_id=str(files["gpt2"]),
                                         kind="causal", choices="causal-sum, causal-diff-span")),
         (["run", str(tmp / "nope.json"), *lm],
-         cli.MSG_FILE_NOT_FOUND.format(what="specification file", path=str(tmp / "nope.json"))),
+         inputs.MSG_FILE_NOT_FOUND.format(what="specification file", path=str(tmp / "nope.json"))),
         (["run", spec, *lm[:4], "--pairs", str(tmp / "nope.csv"), *lm[6:]],
-         cli.MSG_FILE_NOT_FOUND.format(what="pairs file", path=str(tmp / "nope.csv"))),
+         inputs.MSG_FILE_NOT_FOUND.format(what="pairs file", path=str(tmp / "nope.csv"))),
         (["run", spec, *lm, "--images", str(tmp)],
          cli.MSG_OPTION_NOT_FOR_RUN.format(option="--images", what="--kind lm", applies="vlm")),
         (["run", "Occupations vs gender (Liang & Acuna 2020)", *lm],
@@ -433,7 +438,7 @@ def _usage_cases(files, tmp):
                                      choices="2afc, weat, bayes")),
         (["run", WEAT7, "--kind", "vlm", "--model", str(files["clip"]), "--images", str(tmp / "none"),
           "--out", str(tmp / "x.json")],
-         cli.MSG_FILE_NOT_FOUND.format(what="image folder", path=str(tmp / "none"))),
+         inputs.MSG_FILE_NOT_FOUND.format(what="image folder", path=str(tmp / "none"))),
         (["run", spec, *lm[:-1], str(tmp / "no" / "x.json")],
          cli.MSG_NO_OUTPUT_FOLDER.format(path=tmp / "no")),
     ]
@@ -469,7 +474,7 @@ def test_exit_code_mapping():
     assert cli.exit_code_for(DataError("bad data")) == 2
     assert cli.exit_code_for(ModelLoadError("no model")) == 1
     assert cli.exit_code_for(EmbeddingError("no vectors")) == 1
-    assert cli.exit_code_for(cli.UsageError("bad option")) == 2
+    assert cli.exit_code_for(UsageError("bad option")) == 2
 
 
 # ----------------------------------------------------------------------------- the entry point, as a process
@@ -506,7 +511,7 @@ def test_a_library_name_with_a_slash_is_a_name_not_a_path(tmp_path, monkeypatch)
     names = [n for n in list_specs() if "/" in n]
     assert names, "the library has no name with a slash any more: this test checks nothing"
     for name in names:
-        assert cli.load_spec(name).name == name
-        assert cli.load_spec(name.upper()).name == name
-    with pytest.raises(cli.UsageError):
-        cli.load_spec("no-such-folder/spec.json")
+        assert inputs.load_spec(name).name == name
+        assert inputs.load_spec(name.upper()).name == name
+    with pytest.raises(UsageError):
+        inputs.load_spec("no-such-folder/spec.json")

@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from biastest.store.hub import dataset_card
-from biastest.store.local import MSG_NEWER_SCHEMA, SCHEMA_VERSION, SCHEMA_VERSION_COLUMN, SCHEMAS, DatasetStore
+from biastest.store.local import MSG_NEWER_SCHEMA, DatasetStore
+from biastest.store.schema import SCHEMA_VERSION, SCHEMA_VERSION_COLUMN, SCHEMAS
 from tests.store_helpers import png_bytes
 
 FROZEN = Path(__file__).parent / "data" / "store_v1"

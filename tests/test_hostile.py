@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from biastest import cli, public
+from biastest import cli, inputs, public
 from biastest.errors import OptionError, PolicyError
 from biastest.options import BOUNDS, MSG_BAD_CONFIDENCE, MSG_BAD_NUMBER, MSG_BAD_POSITIVE, MSG_BAD_WHOLE
 from biastest.spec import MAX_SPEC_BYTES, MSG_JSON_TOO_DEEP, MSG_JSON_TOO_LARGE
@@ -200,7 +200,7 @@ def test_cli_output_in_a_missing_folder_or_on_a_folder(tmp_path, capsys):
                             capsys)
     assert (code, stderr.strip()) == (cli.EXIT_USAGE, cli.MSG_NO_OUTPUT_FOLDER.format(path=tmp_path / "no"))
     code, _, stderr = _main(["run", WEAT_SPEC, "--kind", "embeddings", "--out", str(tmp_path)], capsys)
-    folder = cli.MSG_FILE_UNREADABLE.format(what="output file", path=str(tmp_path), problem="it is a folder")
+    folder = inputs.MSG_FILE_UNREADABLE.format(what="output file", path=str(tmp_path), problem="it is a folder")
     assert (code, stderr.strip()) == (cli.EXIT_USAGE, folder)
 
 
@@ -822,4 +822,5 @@ def test_a_deeply_nested_image_manifest_is_bad_input(tmp_path, capsys):
                              "--out", str(tmp_path / "r.json")], capsys)
     from biastest.store.importers import MSG_TOO_DEEP
 
-    assert (code, stderr.strip()) == (cli.EXIT_USAGE, cli.MSG_BAD_MANIFEST.format(path=manifest, problem=MSG_TOO_DEEP))
+    expected = inputs.MSG_BAD_MANIFEST.format(path=manifest, problem=MSG_TOO_DEEP)
+    assert (code, stderr.strip()) == (cli.EXIT_USAGE, expected)

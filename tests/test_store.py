@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from biastest.errors import DataError, StoreError
-from biastest.records import SentencePair, TestSentence
+from biastest.records import SentencePair, TestImage, TestSentence
 from biastest.spec import BiasSpec, contains_term
 from biastest.store import local as local_mod
+from biastest.store.folding import ascii_term_pattern
 from biastest.store.local import DatasetStore, default_store_dir
 from tests.store_helpers import append_worker, png_bytes, worker_sentences
 
@@ -253,13 +254,13 @@ def test_ascii_pattern_finds_exactly_what_the_term_regex_finds():
              "7", "he she", "Social Worker", "[T]", "a\\b", "^he$", ".*"]
     lowered = pc.ascii_lower(pa.array(texts))
     for term in terms:
-        pattern = local_mod.ascii_term_pattern(term)
+        pattern = ascii_term_pattern(term)
         got = pc.match_substring_regex(lowered, pattern=pattern).to_pylist()
         want = [term_regex(term).search(t) is not None for t in texts]
         assert got == want, term
         assert any(want) or term in {"[T]", "a\\b", "^he$", ".*"}, term  # the texts exercise the term
-    assert local_mod.ascii_term_pattern("naïve") is None
-    assert local_mod.ascii_term_pattern("   ") is None
+    assert ascii_term_pattern("naïve") is None
+    assert ascii_term_pattern("   ") is None
 
 
 # --------------------------------------------------------------------- images
@@ -347,7 +348,7 @@ def test_fast_record_conversion_equals_from_row(tmp_path):
                             provenance={"k": [1, 2]}), TestSentence("She likes art.", "she", "art")],
               [SentencePair("a b", "c d", "x", "y", "z", provenance={"p": 1})])
     store.add_image(png_bytes(), image_term="nurse", seed=None)
-    for table, cls in (("sentences", TestSentence), ("pairs", SentencePair), ("images", local_mod.TestImage)):
+    for table, cls in (("sentences", TestSentence), ("pairs", SentencePair), ("images", TestImage)):
         view = store.view(table)
         fast = view.records()
         slow = [cls.from_row(r) for r in view.rows_dicts(view.unique_rows())]

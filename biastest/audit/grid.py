@@ -50,6 +50,8 @@ from pathlib import Path
 from typing import Any
 
 from biastest.errors import BiastestError, OptionError
+from biastest.inputs import embedding_source, load_spec
+from biastest.options import DEFAULT_BOOTSTRAP, DEFAULT_NOISE_SIGMA, DEFAULT_PERMUTATIONS
 
 __all__ = [
     "DATA_SOURCES",
@@ -120,7 +122,6 @@ OPTION_SCOPES: dict[str, tuple[str, ...]] = {
 
 @cache
 def _defaults() -> dict[str, Any]:
-    from biastest.cli import DEFAULT_BOOTSTRAP, DEFAULT_NOISE_SIGMA, DEFAULT_PERMUTATIONS
     from biastest.metrics.stereotype_score import DEFAULT_BATCH_SIZE, DEFAULT_CLUSTERS, DEFAULT_TIE_TOLERANCE
     from biastest.metrics.vlm_score import COMBINE_CHOICES, DEFAULT_PROMPT_TEMPLATE, DEFAULT_QUESTION
     from biastest.metrics.vlm_score import DEFAULT_CLUSTERS as VLM_CLUSTERS
@@ -252,7 +253,7 @@ class ModelEntry:
     kind : {"lm", "vlm", "embeddings"}
     ref : str
         What loads it: a resolved local folder or file, a Hub id, or an embedding source
-        (:func:`biastest.cli.embedding_source`); the served model's name for an endpoint.
+        (:func:`biastest.inputs.embedding_source`); the served model's name for an endpoint.
     local : bool
         ``ref`` is a folder or file on this machine.
     revision : str or None
@@ -652,7 +653,6 @@ def _model(value: Any, index: int, base: Path) -> ModelEntry:
 def _embedding_ref(given: str, path: Path, base: Path, where: str) -> tuple[str, bool]:
     """The embedding source of ``id``: a registry name, or a file or sentence-encoder folder (read from ``base``)."""
     from biastest import public
-    from biastest.cli import embedding_source
     from biastest.models.embeddings import EMBEDDING_SOURCES, resolve_source
 
     low = given.lower()
@@ -801,7 +801,6 @@ def _spec(value: Any, index: int, base: Path) -> SpecEntry:
 
 def _load_spec(value: str, base: Path, where: str):
     """A library specification by name first (names may hold '/'), else a specification file."""
-    from biastest.cli import load_spec
     from biastest.specs import get_twoafc_spec, list_specs
 
     folded = {n.casefold(): n for n in list_specs("twoafc")}

@@ -54,6 +54,8 @@ from biastest.audit.grid import (
     option_defaults,
 )
 from biastest.errors import BiastestError, DataError
+from biastest.inputs import images_from_folder, images_from_store, pairs_from_files, pairs_from_store
+from biastest.options import DEFAULT_SEEDS
 
 __all__ = [
     "Cell",
@@ -159,13 +161,11 @@ def _write_once(target: Path, text: str) -> None:
 
 
 def _draw_pairs(spec, conf: dict[str, Any]) -> tuple[list, dict[str, Any]]:
-    from biastest import cli
-
     if conf["from"] == "files":
-        pairs, names = cli._pairs_from_files(conf["files"], conf["format"], spec)
+        pairs, names = pairs_from_files(conf["files"], conf["format"], spec)
         return pairs, {"from": "files", "files": names, "format": conf["format"]}
     if conf["from"] == "store":
-        return cli._pairs_from_store(conf["store"], spec, conf["pairing"])
+        return pairs_from_store(conf["store"], spec, conf["pairing"])
     from biastest.generate import generate_sentences, make_text_generator
     from biastest.runner.services import TEXT_REQUEST_TIMEOUT, generation_limits
 
@@ -194,12 +194,10 @@ def _draw_pairs(spec, conf: dict[str, Any]) -> tuple[list, dict[str, Any]]:
 
 
 def _draw_images(spec, conf: dict[str, Any]) -> tuple[list, Path, dict[str, Any]]:
-    from biastest import cli
-
     if conf["from"] == "images":
-        images, root = cli.images_from_folder(conf["images"])
+        images, root = images_from_folder(conf["images"])
         return images, root, {"from": "images", "images": conf["images"]}
-    images, root = cli._images_from_store(conf["store"], spec)
+    images, root = images_from_store(conf["store"], spec)
     return images, Path(root), {"from": "store", "store": conf["store"]}
 
 
@@ -407,8 +405,6 @@ def make_plan(grid: Grid, out: str | Path) -> Plan:
     Cells come grouped by model (the grid's order), then specification, method and seed, so a process runs
     each model's cells one after another and loads it once.
     """
-    from biastest.cli import DEFAULT_SEEDS
-
     out = Path(out)
     frozen: dict[tuple[str, int], Items] = {}
     spec_items: dict[int, Items] = {}

@@ -30,7 +30,6 @@ from biastest.store.local import (
     TABLES,
     AddReport,
     DatasetStore,
-    TableView,
     default_store_dir,
 )
 from biastest.store.retrieval import (
@@ -43,6 +42,7 @@ from biastest.store.retrieval import (
     retrieve_pairs,
     retrieve_sentences,
 )
+from biastest.store.view import TableView
 
 __all__ = [
     "DATA_DIR_ENV",

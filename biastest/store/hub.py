@@ -54,7 +54,8 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from biastest.errors import SyncError
-from biastest.store.local import LOCAL_ONLY_SUFFIX, SCHEMAS, TABLES, DatasetStore
+from biastest.store.local import LOCAL_ONLY_SUFFIX, TABLES, DatasetStore
+from biastest.store.schema import SCHEMAS
 
 __all__ = [
     "DATASET_ENV",

@@ -39,7 +39,8 @@ from biastest.errors import SpecError
 from biastest.provenance import provenance
 from biastest.records import ATTRIBUTE_SLOT, GROUP_SLOT, SentencePair, TestImage, TestSentence
 from biastest.spec import BiasSpec, counterpart_pairs
-from biastest.store.local import DatasetStore, field_key, plain_word
+from biastest.store.folding import field_key, plain_word
+from biastest.store.local import DatasetStore
 
 __all__ = [
     "Coverage",
