@@ -33,9 +33,10 @@ def _median_us(fn, items, repeats: int) -> float:
 
 def run(quick: bool = False) -> dict:
     from biastest.generate import generate_sentences
-    from biastest.generate.base import RetryPolicy, SentenceRules
+    from biastest.generate.base import SentenceRules
     from biastest.generate.counterfactual import swap_counterfactual
     from biastest.generate.openai_chat import OpenAIChatGenerator
+    from biastest.remote import RetryPolicy
     from biastest.spec import BiasSpec
     from tests.openai_stub import FRAMES, OpenAIStub
 

@@ -608,8 +608,7 @@ def _run_lm(args, spec, progress) -> _Run:
     runner_options = dict(options)
     where, notices = "", []
     if endpoint is not None:
-        from biastest.generate.base import mask_secret
-        from biastest.models.endpoint_lm import safe_base_url
+        from biastest.remote import mask_secret, safe_base_url
 
         for option in ("device", "dtype"):
             del options[option], runner_options[option]
@@ -677,8 +676,7 @@ def _run_vlm(args, spec, progress) -> _Run:
     runner_options = dict(options)
     where = ""
     if endpoint is not None:
-        from biastest.generate.base import mask_secret
-        from biastest.models.endpoint_lm import safe_base_url
+        from biastest.remote import mask_secret, safe_base_url
 
         for option in ("prompt_template", "combine", "batch_size", "revision", "device", "dtype"):
             del options[option], runner_options[option]

@@ -9,22 +9,22 @@ logged. In public mode:
 
 * **no server paths**: inputs that name a file or folder on the server (an
   embedding file by path, a model folder) are off; models load by Hub id only;
-* **outbound requests go to public addresses only**: every generator endpoint
-  the user types must resolve to global addresses; private, loopback,
-  link-local (cloud metadata), shared and reserved ranges are refused on the
-  address check itself, before any connection, and again for each request a
-  client makes (redirects included). The operator may allow hosts with
-  ``BIASTEST_ALLOWED_HOSTS`` (comma-separated host names, addresses or CIDR
-  ranges);
+* **outbound requests go to public addresses only**: every endpoint the user
+  types must resolve to global addresses; private, loopback, link-local (cloud
+  metadata), shared and reserved ranges are refused on the address check
+  itself, before any connection, and each request (redirects included)
+  connects only to the addresses checked for it (:mod:`biastest.remote`). The
+  operator may allow hosts with ``BIASTEST_ALLOWED_HOSTS`` (comma-separated
+  host names, addresses or CIDR ranges);
 * **uploads are bounded** in size (per file) and count (per upload and per
   session).
 
 Self-hosted on 127.0.0.1, none of this applies: server paths and local
 endpoints (vLLM, Ollama on localhost) keep working.
 
-This module is plain Python (no gradio, no network library); the guarded HTTP
-transport for the OpenAI client lives with the client
-(:mod:`biastest.generate.openai_chat`).
+This module is plain Python (no gradio, no network library); the outbound
+address check and the one HTTP client that applies it are
+:mod:`biastest.remote`'s.
 """
 
 from __future__ import annotations
@@ -33,10 +33,8 @@ import ipaddress
 import logging
 import os
 import re
-import socket
 import threading
-import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,9 +45,6 @@ __all__ = [
     "ALLOWED_HOSTS_ENV",
     "MAX_FILES_PER_UPLOAD",
     "MAX_UPLOAD_BYTES",
-    "MSG_BAD_URL",
-    "MSG_HOST_UNRESOLVED",
-    "MSG_PRIVATE_ADDRESS",
     "MSG_SERVER_PATHS_OFF",
     "MSG_MODEL_PATH_OFF",
     "MSG_TOO_MANY_FILES",
@@ -57,13 +52,11 @@ __all__ = [
     "PUBLIC_ENV",
     "Policy",
     "check_model_reference",
-    "check_outbound_url",
     "check_server_path",
     "check_upload",
     "configure",
     "current",
     "decide",
-    "is_public_address",
 ]
 
 log = logging.getLogger("biastest.public")
@@ -83,22 +76,12 @@ MSG_MODEL_PATH_OFF = (
     "This server is public, so models are loaded only from the Hugging Face Hub by their id (for example "
     "'gpt2' or 'openai/clip-vit-base-patch32'), not from folders on the server; '{value}' is not such an id."
 )
-MSG_BAD_URL = "The service address {value!r} is not a web address. Give one such as https://api.example.com/v1."
-MSG_HOST_UNRESOLVED = "The host '{host}' of the service address could not be found. Check the address."
-MSG_PRIVATE_ADDRESS = (
-    "This server is public, so it only connects to public internet addresses, and '{host}' points to a private, "
-    "loopback or link-local address. Use a publicly reachable service, or run biastest on your own computer to "
-    "use a local one."
-)
 MSG_TOO_MANY_FILES = "Upload at most {limit} files at a time; you chose {count}."
 MSG_FILE_TOO_LARGE = "The file '{name}' is larger than {limit_mb} MB. Upload a smaller file."
 
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
 # A Hugging Face Hub model id: "name" or "namespace/name" (letters, digits, '-', '_', '.'; no '..').
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95})?$")
-
-Resolver = Callable[[str, int], Sequence[str]]
-
 
 def _env_flag(value: str | None) -> bool | None:
     if value is None or not value.strip():
@@ -262,96 +245,6 @@ def check_model_reference(value: str, policy: Policy | None = None) -> str:
     if not _HUB_ID.match(v) or ".." in v or os.path.lexists(v) or os.path.lexists(os.path.expanduser(v)):
         raise PolicyError(MSG_MODEL_PATH_OFF.format(value=shown), value=shown)
     return v
-
-
-# --------------------------------------------------------------------------- outbound addresses
-def is_public_address(address: str) -> bool:
-    """Whether an IP address is globally routable (not private, loopback, link-local, shared, reserved …).
-
-    IPv4 addresses embedded in IPv6 (mapped, 6to4, Teredo, NAT64 well-known prefix) are judged by the IPv4
-    address they carry.
-
-    Examples
-    --------
-    >>> is_public_address("8.8.8.8"), is_public_address("169.254.169.254"), is_public_address("::ffff:10.0.0.1")
-    (True, False, False)
-    """
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address):
-        embedded = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
-        if embedded is None and ip in ipaddress.ip_network("64:ff9b::/96"):
-            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-        if embedded is not None:
-            return is_public_address(str(embedded))
-    return bool(ip.is_global) and not ip.is_multicast
-
-
-def _system_resolver(host: str, port: int) -> list[str]:
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return sorted({str(info[4][0]) for info in infos})
-
-
-def _allowed(policy: Policy, host: str, addresses: Sequence[str]) -> bool:
-    h = host.lower().rstrip(".")
-    if h in policy.allowed_hosts:
-        return True
-    if policy.allowed_networks and addresses:
-        ips = [ipaddress.ip_address(a.split("%", 1)[0]) for a in addresses]
-        return all(any(ip in net for net in policy.allowed_networks) for ip in ips)
-    return False
-
-
-def check_outbound_url(
-    url: str, *, policy: Policy | None = None, resolver: Resolver | None = None
-) -> str:
-    """Check an outbound http(s) address against the policy, before any connection.
-
-    Parameters
-    ----------
-    url : str
-        The address (``https://host[:port]/path``).
-    policy : Policy, optional
-        Default :func:`current`.
-    resolver : callable(host, port) -> list of str, optional
-        Name resolution (default: the system's ``getaddrinfo``); tests pass their own.
-
-    Returns
-    -------
-    str
-        ``url`` unchanged.
-
-    Raises
-    ------
-    PolicyError
-        Not an http(s) address (:data:`MSG_BAD_URL`); in public mode, a host that cannot be resolved
-        (:data:`MSG_HOST_UNRESOLVED`) or that resolves to any non-public address and is not on the
-        operator's allow-list (:data:`MSG_PRIVATE_ADDRESS`).
-    """
-    policy = policy or current()
-    try:
-        parts = urllib.parse.urlsplit(url or "")
-        host = parts.hostname or ""
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        parts, host, port = None, "", 0
-    if parts is None or parts.scheme not in ("http", "https") or not host:
-        shown = (url or "")[:100] if isinstance(url, str) else url
-        raise PolicyError(MSG_BAD_URL.format(value=shown))
-    if not policy.public:
-        return url
-    if host.lower().rstrip(".") in policy.allowed_hosts:
-        return url
-    try:
-        addresses = list((resolver or _system_resolver)(host, port))
-    except (OSError, UnicodeError, ValueError):
-        raise PolicyError(MSG_HOST_UNRESOLVED.format(host=host[:100]), host=host) from None
-    if not addresses:
-        raise PolicyError(MSG_HOST_UNRESOLVED.format(host=host[:100]), host=host)
-    if _allowed(policy, host, addresses):
-        return url
-    if not all(is_public_address(a) for a in addresses):
-        raise PolicyError(MSG_PRIVATE_ADDRESS.format(host=host[:100]), host=host)
-    return url
 
 
 # --------------------------------------------------------------------------- uploads

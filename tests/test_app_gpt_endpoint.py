@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from biastest import public, workdir
-from biastest.generate.base import STOP_BUDGET, STOP_RATE_LIMITED, STOP_TIME, STOP_UNAVAILABLE, RetryPolicy
+from biastest import public, remote, workdir
 from biastest.metrics.stereotype_score import StereotypeResult
 from biastest.models import endpoint_lm as E
+from biastest.remote import STOP_BUDGET, STOP_RATE_LIMITED, STOP_TIME, STOP_UNAVAILABLE, RetryPolicy
 from biastest.report import gpt as report
 from biastest.report.text import md_escape
 from biastest.runner import services
@@ -150,7 +150,7 @@ def test_the_endpoint_choice_is_checked_before_any_request(stub, url, served, me
 def test_public_mode_refuses_a_private_endpoint_before_any_request(stub, gpt2_dir, monkeypatch):
     monkeypatch.setattr(public, "_policy", public.decide(host="0.0.0.0", environ={}))
     out = app.run_test("", "causal-sum", 1, _state(), _table(), endpoint=_endpoint(stub, gpt2_dir))
-    assert out[0] == _inline(public.MSG_PRIVATE_ADDRESS.format(host="127.0.0.1"))
+    assert out[0] == _inline(remote.MSG_PRIVATE_ADDRESS.format(host="127.0.0.1"))
     assert stub.requests == []
 
 

@@ -24,21 +24,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from biastest import cli, public
+from biastest import cli, public, remote
 from biastest.errors import EndpointError, MethodError, OptionError, PolicyError
-from biastest.generate.base import (
-    STOP_BUDGET,
-    STOP_CANCELLED,
-    STOP_TIME,
-    STOP_UNAVAILABLE,
-    RetryPolicy,
-    RunLimits,
-)
 from biastest.metrics.stereotype_score import REASONS, score_pairs
 from biastest.models import endpoint_lm as E
 from biastest.models.endpoint_lm import EndpointCausalLM
 from biastest.models.lm import load_language_model
 from biastest.records import SentencePair
+from biastest.remote import STOP_BUDGET, STOP_CANCELLED, STOP_TIME, STOP_UNAVAILABLE, RetryPolicy, RunLimits
 from biastest.runner.lm import run_stereotype_test
 from biastest.spec import BiasSpec
 from tests import lm_helpers as H
@@ -262,7 +255,7 @@ def test_public_mode_refuses_a_private_endpoint_before_any_request(stub, gpt2_di
     with pytest.raises(PolicyError) as e:
         run_stereotype_test(pairs=PAIRS, model_id=SERVED, method="causal-sum", seed=1, endpoint=stub.base_url,
                             tokenizer="gpt2")
-    assert e.value.message == public.MSG_PRIVATE_ADDRESS.format(host="127.0.0.1")
+    assert e.value.message == remote.MSG_PRIVATE_ADDRESS.format(host="127.0.0.1")
     assert stub.requests == []
 
 

@@ -27,14 +27,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from biastest import cli, public
+from biastest import cli, public, remote
 from biastest.errors import EndpointError, OptionError, PolicyError
-from biastest.generate.base import STOP_BUDGET, STOP_CANCELLED, STOP_TIME, STOP_UNAVAILABLE, RetryPolicy
 from biastest.metrics.vlm_score import VLMResult, summarize_vlm
 from biastest.models import endpoint_vlm as V
 from biastest.models.cache import ModelCache
 from biastest.models.endpoint_vlm import EndpointVLM, answer_term_probabilities, strict_answer
 from biastest.records import TestImage
+from biastest.remote import STOP_BUDGET, STOP_CANCELLED, STOP_TIME, STOP_UNAVAILABLE, RetryPolicy
 from biastest.report import vqa as rep
 from biastest.runner.vlm import run_vlm_test
 from biastest.spec import BiasSpec
@@ -481,7 +481,7 @@ def test_public_mode_refuses_a_private_endpoint_before_any_request(stub, images,
     monkeypatch.setattr(public, "_policy", public.decide(host="0.0.0.0", environ={}))
     with pytest.raises(PolicyError) as e:
         _run(stub, images, base)
-    assert e.value.message == public.MSG_PRIVATE_ADDRESS.format(host="127.0.0.1")
+    assert e.value.message == remote.MSG_PRIVATE_ADDRESS.format(host="127.0.0.1")
     assert stub.requests == []
 
 

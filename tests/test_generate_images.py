@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from biastest import remote
 from biastest.errors import GenerationError, ModelKindError, ModelLoadError
 from biastest.generate import base, make_image_generator
-from biastest.generate.base import RetryPolicy, RunLimits
 from biastest.generate.images import (
     REJECT_NOT_AN_IMAGE,
     LocalDiffusionGenerator,
@@ -25,6 +25,7 @@ from biastest.generate.images import (
 )
 from biastest.models.diffusion import MSG_NOT_TEXT_TO_IMAGE, MSG_PIPELINE_HUB_UNAVAILABLE
 from biastest.models.text_generation import MSG_PATH_NOT_FOUND
+from biastest.remote import RetryPolicy, RunLimits
 from tests.generate_helpers import build_tiny_diffusion, build_tiny_gpt2
 from tests.openai_stub import Action, OpenAIStub, png_bytes
 
@@ -112,7 +113,7 @@ def test_image_faults_and_rejections(stub: OpenAIStub) -> None:
     assert rep.transient_failures == {"server_error": 1, "rate_limit": 1} and rep.requests_used == 5
     stub.always("images", Action("status", 429))
     run = generate_images(["nurse", "judge"], g, seed=1, target_per_term=1, retry=FAST_RETRY)
-    assert run.report.stopped_because == base.STOP_RATE_LIMITED
+    assert run.report.stopped_because == remote.STOP_RATE_LIMITED
     assert run.report.message == base.MSG_RUN_RATE_LIMITED.format(tries=3, accepted=0, items="images", missing=2)
 
 
@@ -120,7 +121,7 @@ def test_image_budget_and_key_hygiene(stub: OpenAIStub, caplog: pytest.LogCaptur
     caplog.set_level(logging.DEBUG)
     g = make_image_generator("openai-image", {"model": "gpt-image-1", "api_key": FAKE_KEY, "base_url": stub.base_url})
     run = generate_images(["nurse", "judge"], g, seed=1, target_per_term=3, limits=RunLimits(max_requests=4))
-    assert run.report.stopped_because == base.STOP_BUDGET and run.report.accepted == 4
+    assert run.report.stopped_because == remote.STOP_BUDGET and run.report.accepted == 4
     assert {i.image_term for i in run.images} == {"nurse", "judge"}
     assert any(r["headers"].get("authorization") == f"Bearer {FAKE_KEY}" for r in stub.requests)
     for h in (caplog.text, repr(g), json.dumps(run.to_dict()),
@@ -135,7 +136,7 @@ def test_to_png_converts_and_rejects() -> None:
     assert png.startswith(b"\x89PNG") and (w, h) == (5, 4)
     raw = png_bytes()
     assert to_png(raw)[0] == raw
-    with pytest.raises(base.MalformedAnswer) as e:
+    with pytest.raises(remote.MalformedAnswer) as e:
         to_png(b"GIF89a-not-really")
     assert e.value.reason == REJECT_NOT_AN_IMAGE
 

@@ -8,7 +8,6 @@ import pytest
 
 from biastest.errors import GenerationError, ModelKindError, ModelLoadError
 from biastest.generate import base, generate_sentences, make_text_generator
-from biastest.generate.base import RunLimits
 from biastest.generate.local import MSG_PROMPT_TOO_LONG, LocalTextGenerator
 from biastest.models.cache import MODEL_CACHE
 from biastest.models.text_generation import (
@@ -17,6 +16,7 @@ from biastest.models.text_generation import (
     MSG_NOT_TEXT_GENERATION,
     MSG_PATH_NOT_FOUND,
 )
+from biastest.remote import RunLimits
 from tests.generate_helpers import build_tiny_bert_config, build_tiny_gpt2, small_spec, with_chat_template
 
 CHAT_TEMPLATE = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"

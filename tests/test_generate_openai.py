@@ -15,18 +15,12 @@ import time
 
 import pytest
 
+from biastest import remote
 from biastest.errors import GenerationError
 from biastest.generate import base, generate_sentences
-from biastest.generate.base import RetryPolicy, RunLimits
-from biastest.generate.openai_chat import (
-    MSG_AUTH_FAILED,
-    MSG_BAD_BASE_URL,
-    MSG_NO_API_KEY,
-    MSG_QUOTA,
-    OpenAIChatGenerator,
-    OpenAICompatibleGenerator,
-)
+from biastest.generate.openai_chat import MSG_NO_API_KEY, OpenAIChatGenerator, OpenAICompatibleGenerator
 from biastest.generate.prompts import get_sentence_prompt
+from biastest.remote import MSG_AUTH_FAILED, MSG_BAD_BASE_URL, MSG_QUOTA, RetryPolicy, RunLimits
 from biastest.spec import BiasSpec
 from tests.generate_helpers import small_spec
 from tests.openai_stub import FRAMES, Action, OpenAIStub
@@ -135,7 +129,7 @@ def test_malformed_and_empty_answers_are_counted(stub: OpenAIStub) -> None:
                              prompt="plain", limits=RunLimits(attempts_per_item=10), retry=FAST_RETRY)
     rep = run.report
     assert rep.rejected == {
-        base.REJECT_MALFORMED: 2, base.REJECT_EMPTY: 2, base.REJECT_MISSING_ATTRIBUTE: 1,
+        remote.REJECT_MALFORMED: 2, base.REJECT_EMPTY: 2, base.REJECT_MISSING_ATTRIBUTE: 1,
         base.REJECT_NOT_ONE_SENTENCE: 1, base.REJECT_OTHER_GROUP: 1, base.REJECT_TOO_SHORT: 1,
         base.REJECT_MISSING_GROUP: 1,
     }
@@ -186,7 +180,7 @@ def test_persistent_500_stops_with_partial_results(stub: OpenAIStub) -> None:
     run = generate_sentences(spec, gen(stub), seed=2, target_per_attribute=2, retry=FAST_RETRY)
     rep = run.report
     assert rep.accepted == 3 and len(run.pairs) == 3  # kept
-    assert rep.stopped_because == base.STOP_UNAVAILABLE
+    assert rep.stopped_because == remote.STOP_UNAVAILABLE
     assert rep.requests_used == 3 + FAST_RETRY.max_retries + 1 == stub.count(CHAT)
     assert rep.total_missing == 5 and sum(rep.missing.values()) == 5
     assert rep.message == base.MSG_RUN_UNAVAILABLE.format(tries=3, accepted=3, items="sentences", missing=5)
@@ -196,7 +190,7 @@ def test_persistent_429_stops_as_rate_limited(stub: OpenAIStub) -> None:
     spec = small_spec()
     stub.always("chat", Action("status", 429))
     run = generate_sentences(spec, gen(stub), seed=2, target_per_attribute=1, retry=FAST_RETRY)
-    assert run.report.stopped_because == base.STOP_RATE_LIMITED
+    assert run.report.stopped_because == remote.STOP_RATE_LIMITED
     assert run.report.message == base.MSG_RUN_RATE_LIMITED.format(tries=3, accepted=0, items="sentences", missing=4)
     assert run.sentences == () and run.pairs == ()
 
@@ -211,7 +205,7 @@ def test_timeouts_end_within_bounds(stub: OpenAIStub) -> None:
                              retry=RetryPolicy(max_retries=1, initial_delay=0.01, jitter=0.0))
     elapsed = time.monotonic() - t0
     assert elapsed < 2.0  # two tries of 0.2 s plus overhead, not 5 s
-    assert run.report.accepted == 1 and run.report.stopped_because == base.STOP_UNAVAILABLE
+    assert run.report.accepted == 1 and run.report.stopped_because == remote.STOP_UNAVAILABLE
     assert run.report.transient_failures == {"timeout": 2}
 
 
@@ -223,7 +217,7 @@ def test_time_limit_caps_the_run(stub: OpenAIStub) -> None:
     run = generate_sentences(spec, gen(stub), seed=2, target_per_attribute=1, limits=limits,
                              retry=RetryPolicy(max_retries=50, initial_delay=0.2, factor=1.0, jitter=0.0))
     assert time.monotonic() - t0 < 1.5
-    assert run.report.stopped_because == base.STOP_TIME
+    assert run.report.stopped_because == remote.STOP_TIME
     assert run.report.message == base.MSG_RUN_TIME.format(seconds=0.6, accepted=0, items="sentences", missing=4)
 
 
@@ -233,7 +227,7 @@ def test_request_budget_is_a_hard_limit(stub: OpenAIStub) -> None:
                              retry=FAST_RETRY)
     rep = run.report
     assert stub.count(CHAT) == 5 == rep.requests_used and rep.accepted == 5
-    assert rep.stopped_because == base.STOP_BUDGET
+    assert rep.stopped_because == remote.STOP_BUDGET
     assert rep.message == base.MSG_RUN_BUDGET.format(requests=5, accepted=5, items="sentences", missing=7)
     # round-robin: a cut-short run still covers every attribute
     assert {s.attribute_term for s in run.sentences} == set(small_spec().attribute_terms)
@@ -248,7 +242,7 @@ def test_cancel_keeps_partial_results(stub: OpenAIStub) -> None:
             cancel.set()
 
     run = generate_sentences(spec, gen(stub), seed=2, target_per_attribute=2, cancel=cancel, progress=progress)
-    assert run.report.stopped_because == base.STOP_CANCELLED and run.report.accepted == 2
+    assert run.report.stopped_because == remote.STOP_CANCELLED and run.report.accepted == 2
 
 
 def test_fatal_errors_end_the_run_with_their_message(stub: OpenAIStub) -> None:

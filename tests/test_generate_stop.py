@@ -13,10 +13,11 @@ import time
 
 import pytest
 
+from biastest import remote
 from biastest.generate import base, generate_sentences
-from biastest.generate.base import MalformedAnswer, RetryPolicy, RunLimits, RunState, RunStopped
 from biastest.generate.images import OpenAICompatibleImageGenerator, generate_images
 from biastest.generate.openai_chat import OpenAIChatGenerator
+from biastest.remote import MalformedAnswer, RetryPolicy, RunLimits, RunState, RunStopped
 from tests.generate_helpers import small_spec
 from tests.openai_stub import Action, OpenAIStub
 
@@ -75,7 +76,7 @@ def test_stop_after_k_sentences_keeps_exactly_those(stub: OpenAIStub) -> None:
     run = generate_sentences(small_spec(), chat(stub), seed=5, target_per_attribute=2, retry=FAST_RETRY,
                              cancel=cancel, progress=progress)
     rep = run.report
-    assert rep.stopped_because == base.STOP_CANCELLED
+    assert rep.stopped_because == remote.STOP_CANCELLED
     assert rep.accepted == 3 == len(run.sentences) == len(run.pairs)
     assert rep.total_missing == 8 - 3
     assert rep.message == base.MSG_RUN_CANCELLED.format(accepted=3, items="sentences", missing=5)
@@ -92,7 +93,7 @@ def test_stop_after_k_images_keeps_exactly_those(stub: OpenAIStub) -> None:
     run = generate_images(["man", "woman"], images(stub), seed=1, target_per_term=3, retry=FAST_RETRY,
                           cancel=cancel, progress=progress)
     rep = run.report
-    assert rep.stopped_because == base.STOP_CANCELLED
+    assert rep.stopped_because == remote.STOP_CANCELLED
     assert rep.accepted == 2 == len(run.images)
     assert [i.image_term for i in run.images] == ["man", "woman"]  # round-robin: both terms covered
     assert rep.message == base.MSG_RUN_CANCELLED.format(accepted=2, items="images", missing=4)
@@ -103,7 +104,7 @@ def test_a_stop_set_before_the_run_sends_nothing(stub: OpenAIStub) -> None:
     cancel = threading.Event()
     cancel.set()
     run = generate_sentences(small_spec(), chat(stub), seed=5, target_per_attribute=1, cancel=cancel)
-    assert run.report.stopped_because == base.STOP_CANCELLED and run.sentences == ()
+    assert run.report.stopped_because == remote.STOP_CANCELLED and run.sentences == ()
     assert stub.count(CHAT) == 0
 
 
@@ -116,9 +117,9 @@ def test_hanging_endpoint_is_given_up_at_the_time_limit_and_results_are_kept(stu
     run = generate_sentences(small_spec(), chat(stub), seed=3, target_per_attribute=1, limits=limits,
                              retry=RetryPolicy(max_retries=4, initial_delay=0.01, jitter=0.0))
     elapsed = time.monotonic() - t0
-    assert elapsed < 1.0 + base.DEADLINE_GRACE_SECONDS + 5.0, elapsed  # not 60 s, nor 5 × 60 s
+    assert elapsed < 1.0 + remote.DEADLINE_GRACE_SECONDS + 5.0, elapsed  # not 60 s, nor 5 × 60 s
     rep = run.report
-    assert rep.stopped_because == base.STOP_TIME
+    assert rep.stopped_because == remote.STOP_TIME
     assert rep.accepted == 2 == len(run.pairs)
     assert rep.message == base.MSG_RUN_TIME.format(seconds=1.0, accepted=2, items="sentences", missing=2)
 
@@ -129,8 +130,8 @@ def test_hanging_image_service_is_given_up_at_the_time_limit(stub: OpenAIStub) -
     t0 = time.monotonic()
     run = generate_images(["man", "woman"], images(stub), seed=1, target_per_term=2,
                           limits=RunLimits(max_seconds=1.0, request_timeout=120.0), retry=FAST_RETRY)
-    assert time.monotonic() - t0 < 1.0 + base.DEADLINE_GRACE_SECONDS + 5.0
-    assert run.report.stopped_because == base.STOP_TIME and len(run.images) == 1
+    assert time.monotonic() - t0 < 1.0 + remote.DEADLINE_GRACE_SECONDS + 5.0
+    assert run.report.stopped_because == remote.STOP_TIME and len(run.images) == 1
     assert run.report.message == base.MSG_RUN_TIME.format(seconds=1.0, accepted=1, items="images", missing=3)
 
 
@@ -152,7 +153,7 @@ def test_stop_while_a_request_hangs_is_honoured_at_once(stub: OpenAIStub) -> Non
         stop.cancel_timer()
     assert stop.set_at is not None
     assert ended - stop.set_at < 5.0  # the hanging request is given up, not waited for (20 s)
-    assert run.report.stopped_because == base.STOP_CANCELLED
+    assert run.report.stopped_because == remote.STOP_CANCELLED
     assert run.report.accepted == 2 == len(run.sentences)
     assert run.report.message == base.MSG_RUN_CANCELLED.format(accepted=2, items="sentences", missing=2)
 
@@ -175,7 +176,7 @@ def test_stop_during_a_backoff_wait_is_honoured_within_a_second(stub: OpenAIStub
         stop.cancel_timer()
     assert stop.set_at is not None and ended - stop.set_at < 5.0  # not the 30 s the service asked for
     rep = run.report
-    assert rep.stopped_because == base.STOP_CANCELLED and rep.accepted == 1
+    assert rep.stopped_because == remote.STOP_CANCELLED and rep.accepted == 1
     assert rep.transient_failures == {"server_error": 1} and rep.requests_used == 2
 
 
@@ -196,8 +197,8 @@ def test_run_state_gives_up_work_that_ignores_its_timeout_at_the_time_limit() ->
             run.call(stuck, what="stuck")
     finally:
         release.set()
-    assert stopped.value.reason == base.STOP_TIME
-    assert time.monotonic() - t0 < 0.3 + base.DEADLINE_GRACE_SECONDS + 5.0
+    assert stopped.value.reason == remote.STOP_TIME
+    assert time.monotonic() - t0 < 0.3 + remote.DEADLINE_GRACE_SECONDS + 5.0
     assert seen and seen[0] <= 0.3  # the time-out handed to the work never exceeds the time left
 
 
@@ -222,5 +223,5 @@ def test_run_state_stop_ends_a_call_in_flight_and_keeps_finished_answers() -> No
     finally:
         release.set()
         timer.cancel()
-    assert stopped.value.reason == base.STOP_CANCELLED
+    assert stopped.value.reason == remote.STOP_CANCELLED
     assert time.monotonic() - t0 < 0.2 + 5.0  # not the 10 s the work would take

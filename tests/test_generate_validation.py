@@ -7,10 +7,12 @@ import random
 
 import pytest
 
+from biastest import remote
 from biastest.errors import GenerationError
 from biastest.generate import base, counterfactual, prompts, sentences
-from biastest.generate.base import RetryPolicy, RunLimits, SentenceRules
+from biastest.generate.base import SentenceRules
 from biastest.generate.counterfactual import check_rewrite, diff_template, is_gender_pair, swap_counterfactual
+from biastest.remote import RetryPolicy, RunLimits
 from tests.generate_helpers import small_spec
 
 # ------------------------------------------------------------------ helpers
@@ -79,10 +81,10 @@ def test_rules_reasons() -> None:
 def test_rules_reject_bad_settings() -> None:
     with pytest.raises(GenerationError) as e:
         SentenceRules(min_words=10, max_words=5)
-    assert e.value.message == base.MSG_BAD_LIMIT.format(name="max_words", allowed="at least min_words (10)", value=5)
+    assert e.value.message == remote.MSG_BAD_LIMIT.format(name="max_words", allowed="at least min_words (10)", value=5)
     with pytest.raises(GenerationError) as e:
         RunLimits(max_requests=0)
-    assert e.value.message == base.MSG_BAD_LIMIT.format(name="max_requests", allowed="a whole number above 0",
+    assert e.value.message == remote.MSG_BAD_LIMIT.format(name="max_requests", allowed="a whole number above 0",
                                                         value=0)
 
 

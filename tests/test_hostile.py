@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from biastest import cli, inputs, public
+from biastest import cli, inputs, public, remote
 from biastest.errors import OptionError, PolicyError
 from biastest.options import BOUNDS, MSG_BAD_CONFIDENCE, MSG_BAD_NUMBER, MSG_BAD_POSITIVE, MSG_BAD_WHOLE
 from biastest.spec import MAX_SPEC_BYTES, MSG_JSON_TOO_DEEP, MSG_JSON_TOO_LARGE
@@ -336,8 +336,8 @@ def test_public_mode_refuses_private_addresses_on_the_address_check(address, pub
         return [address]
 
     with pytest.raises(PolicyError) as e:
-        public.check_outbound_url("https://models.example.org/v1", resolver=resolver)
-    assert e.value.message == public.MSG_PRIVATE_ADDRESS.format(host="models.example.org")
+        remote.check_outbound_url("https://models.example.org/v1", resolver=resolver)
+    assert e.value.message == remote.MSG_PRIVATE_ADDRESS.format(host="models.example.org")
     assert resolved == [("models.example.org", 443)]
 
 
@@ -345,28 +345,28 @@ def test_public_mode_refuses_private_addresses_on_the_address_check(address, pub
 def test_public_mode_refuses_private_address_literals(address, public_mode):
     host = f"[{address}]" if ":" in address else address
     with pytest.raises(PolicyError) as e:
-        public.check_outbound_url(f"http://{host}:8000/v1")  # an address literal: no name lookup, no connection
-    assert e.value.message == public.MSG_PRIVATE_ADDRESS.format(host=address)
+        remote.check_outbound_url(f"http://{host}:8000/v1")  # an address literal: no name lookup, no connection
+    assert e.value.message == remote.MSG_PRIVATE_ADDRESS.format(host=address)
 
 
 def test_public_mode_refuses_a_name_with_one_private_address_among_public_ones(public_mode):
     with pytest.raises(PolicyError):
-        public.check_outbound_url("https://x.example.org/", resolver=lambda h, p: ["8.8.8.8", "10.0.0.7"])
+        remote.check_outbound_url("https://x.example.org/", resolver=lambda h, p: ["8.8.8.8", "10.0.0.7"])
 
 
 @pytest.mark.parametrize("address", PUBLIC)
 def test_public_mode_allows_public_addresses(address, public_mode):
     url = "https://api.example.org/v1"
-    assert public.check_outbound_url(url, resolver=lambda h, p: [address]) == url
+    assert remote.check_outbound_url(url, resolver=lambda h, p: [address]) == url
 
 
 def test_operator_allow_list_admits_named_hosts_and_networks():
     names = public.decide(host="0.0.0.0", environ={public.ALLOWED_HOSTS_ENV: "vllm.internal, 10.1.0.0/16"})
-    assert public.check_outbound_url("http://vllm.internal:8000/v1", policy=names,
+    assert remote.check_outbound_url("http://vllm.internal:8000/v1", policy=names,
                                      resolver=lambda h, p: ["10.9.9.9"])
-    assert public.check_outbound_url("http://gpu.lab:8000/v1", policy=names, resolver=lambda h, p: ["10.1.2.3"])
+    assert remote.check_outbound_url("http://gpu.lab:8000/v1", policy=names, resolver=lambda h, p: ["10.1.2.3"])
     with pytest.raises(PolicyError):
-        public.check_outbound_url("http://other.lab:8000/v1", policy=names, resolver=lambda h, p: ["10.2.0.1"])
+        remote.check_outbound_url("http://other.lab:8000/v1", policy=names, resolver=lambda h, p: ["10.2.0.1"])
 
 
 @pytest.mark.parametrize("url", ["ftp://example.org/x", "", "http://", "javascript:alert(1)", "file:///etc/passwd",
@@ -374,8 +374,8 @@ def test_operator_allow_list_admits_named_hosts_and_networks():
 def test_not_web_addresses_are_refused_in_both_modes(url):
     for policy in (public.decide(host="0.0.0.0", environ={}), public.decide(host="127.0.0.1", environ={})):
         with pytest.raises(PolicyError) as e:
-            public.check_outbound_url(url, policy=policy)
-        assert e.value.message == public.MSG_BAD_URL.format(value=url)
+            remote.check_outbound_url(url, policy=policy)
+        assert e.value.message == remote.MSG_BAD_URL.format(value=url)
 
 
 def test_unresolvable_host_is_refused_without_a_connection(public_mode):
@@ -383,8 +383,8 @@ def test_unresolvable_host_is_refused_without_a_connection(public_mode):
         raise OSError("no such host")
 
     with pytest.raises(PolicyError) as e:
-        public.check_outbound_url("https://nowhere.example.org/v1", resolver=resolver)
-    assert e.value.message == public.MSG_HOST_UNRESOLVED.format(host="nowhere.example.org")
+        remote.check_outbound_url("https://nowhere.example.org/v1", resolver=resolver)
+    assert e.value.message == remote.MSG_HOST_UNRESOLVED.format(host="nowhere.example.org")
 
 
 @pytest.mark.parametrize(("environ", "host", "is_public"), [
@@ -435,7 +435,7 @@ def test_public_mode_generator_to_a_loopback_stub_sends_no_request(public_mode):
     with OpenAIStub() as stub:
         with pytest.raises(PolicyError) as e:
             OpenAICompatibleGenerator(stub.base_url, "stub-model")
-        assert e.value.message == public.MSG_PRIVATE_ADDRESS.format(host="127.0.0.1")
+        assert e.value.message == remote.MSG_PRIVATE_ADDRESS.format(host="127.0.0.1")
         assert stub.requests == []
 
 
@@ -482,7 +482,7 @@ def test_public_mode_refuses_a_redirect_to_a_private_address(monkeypatch):
             server.shutdown()
             server.server_close()
             thread.join(timeout=5)
-        assert e.value.message == public.MSG_PRIVATE_ADDRESS.format(host="127.0.0.1")
+        assert e.value.message == remote.MSG_PRIVATE_ADDRESS.format(host="127.0.0.1")
         assert stub.requests == []
 
 
@@ -584,7 +584,7 @@ def test_gpt_app_generation_refuses_private_endpoints(url, gpt_session):
     prompt = services.sentence_prompt_choices()[0][1]
     message = _gpt_inline(c.predict("openai-compatible", "", url, "some-model", 2, prompt, 1, table,
                                     api_name="/generate_sentences"), GPT_GEN_MESSAGE)
-    assert message == public.MSG_PRIVATE_ADDRESS.format(host=_host(url))
+    assert message == remote.MSG_PRIVATE_ADDRESS.format(host=_host(url))
 
 
 def test_gpt_app_generation_to_a_loopback_stub_sends_no_request(gpt_session):
@@ -595,13 +595,13 @@ def test_gpt_app_generation_to_a_loopback_stub_sends_no_request(gpt_session):
     with OpenAIStub() as stub:
         message = _gpt_inline(c.predict("openai-compatible", "", stub.base_url, "stub-model", 2, prompt, 1,
                                         table, api_name="/generate_sentences"), GPT_GEN_MESSAGE)
-        assert message == public.MSG_PRIVATE_ADDRESS.format(host="127.0.0.1")
+        assert message == remote.MSG_PRIVATE_ADDRESS.format(host="127.0.0.1")
         assert stub.requests == []
 
 
 @pytest.mark.parametrize("url", ["file:///etc/passwd", "gopher://127.0.0.1:70/", "ftp://example.org/v1"])
 def test_gpt_app_generation_refuses_other_schemes(url, gpt_session):
-    from biastest.generate.openai_chat import MSG_BAD_BASE_URL, safe_base_url
+    from biastest.remote import MSG_BAD_BASE_URL, safe_base_url
     from biastest.runner import services
 
     c, table = gpt_session
@@ -691,7 +691,7 @@ def test_vqa_app_generation_refuses_private_endpoints(url, vqa_session):
     c, _ = vqa_session
     message = _vqa_inline(c.predict(vqa.GEN_COMPATIBLE, "", url, "sd", "", "256x256", 1,
                                     next(iter(IMAGE_PROMPTS)), 0, api_name="/generate_images"))
-    assert message == public.MSG_PRIVATE_ADDRESS.format(host=_host(url))
+    assert message == remote.MSG_PRIVATE_ADDRESS.format(host=_host(url))
 
 
 @pytest.mark.parametrize("model", ["/etc", "../../tmp/sd"])

@@ -129,7 +129,7 @@ def run_cell(task: dict[str, Any], items: dict[str, Any] | None, *, progress=Non
     except Exception as exc:  # a bug or an unforeseen library error: recorded, and the other cells go on
         detail = " ".join(str(exc).split())[:300]
         if api_key:
-            from biastest.generate.base import mask_secret
+            from biastest.remote import mask_secret
 
             detail = detail.replace(api_key, mask_secret(api_key))
         doc = _document(task, started, at)

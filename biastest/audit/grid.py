@@ -287,7 +287,7 @@ class ModelEntry:
     def identity(self) -> dict[str, Any]:
         """What makes this model this model (its label excluded): the part of a cell's key that names it."""
         if self.endpoint is not None:
-            from biastest.models.endpoint_lm import safe_base_url
+            from biastest.remote import safe_base_url
 
             return {"kind": self.kind, "endpoint": safe_base_url(self.endpoint), "model": self.ref,
                     "tokenizer": self.tokenizer, "revision": self.revision}
@@ -300,7 +300,7 @@ class ModelEntry:
         """The entry as recorded in the plan and every cell (no key: only the name of its variable)."""
         out = {"name": self.name, "kind": self.kind, "ref": self.ref, "local": self.local, "revision": self.revision}
         if self.endpoint is not None:
-            from biastest.models.endpoint_lm import safe_base_url
+            from biastest.remote import safe_base_url
 
             out.update({"endpoint": safe_base_url(self.endpoint), "api_key_env": self.api_key_env,
                         "tokenizer": self.tokenizer})

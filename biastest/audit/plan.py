@@ -179,13 +179,13 @@ def _draw_pairs(spec, conf: dict[str, Any]) -> tuple[list, dict[str, Any]]:
                              prompt=conf["prompt"], limits=generation_limits(request_timeout=TEXT_REQUEST_TIMEOUT))
     if not run.pairs:
         raise DataError(MSG_GENERATED_NONE.format(spec=spec.name, message=run.report.message))
-    from biastest.generate.base import mask_secret
+    from biastest.remote import mask_secret
 
     info = {"from": "generate", "generator": conf["generator"], "model": conf["model"], "seed": conf["seed"],
             "per_attribute": conf["per_attribute"], "prompt": conf["prompt"], "n_sentences": len(run.sentences),
             "report": run.report.message}
     if conf.get("base_url"):
-        from biastest.generate.openai_chat import safe_base_url
+        from biastest.remote import safe_base_url
 
         info["base_url"] = safe_base_url(conf["base_url"])
     if options.get("api_key"):

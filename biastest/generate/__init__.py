@@ -27,8 +27,6 @@ from biastest.errors import GenerationError
 from biastest.generate.base import (
     GenerationReport,
     ImageGenerator,
-    RetryPolicy,
-    RunLimits,
     SentenceRules,
     TextGenerator,
 )
@@ -44,8 +42,6 @@ from biastest.generate.sentences import SentenceRun, generate_sentences, plan_mi
 __all__ = [
     "GenerationReport",
     "ImageGenerator",
-    "RetryPolicy",
-    "RunLimits",
     "SentenceRules",
     "TextGenerator",
     "Counterfactual",

@@ -26,9 +26,6 @@ import io
 import logging
 import random
 import threading
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,26 +33,29 @@ from typing import Any
 from biastest.errors import GenerationError
 from biastest.generate.base import (
     REJECT_EMPTY,
-    REJECT_MALFORMED,
     STOP_ATTEMPTS,
     STOP_COMPLETED,
     STOP_ERROR,
     GenerationReport,
     ImageGenerator,
-    MalformedAnswer,
     ProgressCallback,
-    RetryPolicy,
-    RunLimits,
-    RunState,
-    RunStopped,
-    TransientError,
     report_message,
 )
-from biastest.generate.openai_chat import _OpenAIClientMixin, translate_openai_error
+from biastest.generate.openai_chat import _OpenAIClientMixin
 from biastest.generate.prompts import get_image_prompt
 from biastest.models.diffusion import draw, load_diffusion_pipeline
 from biastest.provenance import provenance
 from biastest.records import TestImage
+from biastest.remote import (
+    REJECT_MALFORMED,
+    MalformedAnswer,
+    RetryPolicy,
+    RunLimits,
+    RunState,
+    RunStopped,
+    download,
+    translate_openai_error,
+)
 
 __all__ = [
     "GeneratedImage",
@@ -261,32 +261,9 @@ class OpenAIImageGenerator(_OpenAIClientMixin, ImageGenerator):
         raise MalformedAnswer(REJECT_EMPTY)
 
     def _download(self, url: str, timeout: float) -> bytes:
-        from biastest import public
-
-        if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
-            raise MalformedAnswer(REJECT_MALFORMED)
-        public.check_outbound_url(url)  # the address the service answered with, and every redirect below
-
-        class _CheckedRedirects(urllib.request.HTTPRedirectHandler):
-            def redirect_request(self, req, fp, code, msg, headers, newurl):
-                public.check_outbound_url(newurl)
-                return super().redirect_request(req, fp, code, msg, headers, newurl)
-
-        opener = urllib.request.build_opener(_CheckedRedirects)
-        try:
-            with opener.open(url, timeout=timeout) as resp:
-                data = resp.read(MAX_DOWNLOAD_BYTES + 1)
-        except TimeoutError:
-            raise TransientError("timeout") from None
-        except urllib.error.HTTPError as exc:
-            if exc.code == 429 or exc.code >= 500:
-                raise TransientError("server_error", status=exc.code) from None
-            raise MalformedAnswer(REJECT_MALFORMED) from None
-        except (urllib.error.URLError, OSError):
-            raise TransientError("connection") from None
-        if len(data) > MAX_DOWNLOAD_BYTES:
-            raise MalformedAnswer(REJECT_MALFORMED)
-        return data
+        """The image an answer points to, through the one outbound client: the address the service answered
+        with and every redirect are checked and pinned (:func:`biastest.remote.download`)."""
+        return download(url, timeout=timeout, max_bytes=MAX_DOWNLOAD_BYTES)
 
     def describe(self) -> dict[str, Any]:
         return {"generator": self.kind, "model": self.model, "width": self.width, "height": self.height,

@@ -22,8 +22,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from biastest.errors import GenerationError
-from biastest.generate.base import REJECT_EMPTY, MalformedAnswer, TextGenerator
+from biastest.generate.base import REJECT_EMPTY, TextGenerator
 from biastest.models.text_generation import encode_prompt, generate, load_text_model
+from biastest.remote import MalformedAnswer
 
 __all__ = ["LocalTextGenerator"]
 

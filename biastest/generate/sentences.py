@@ -29,17 +29,11 @@ from typing import Any, Literal
 
 from biastest.errors import GenerationError
 from biastest.generate.base import (
-    REJECT_MALFORMED,
     STOP_ATTEMPTS,
     STOP_COMPLETED,
     STOP_ERROR,
     GenerationReport,
-    MalformedAnswer,
     ProgressCallback,
-    RetryPolicy,
-    RunLimits,
-    RunState,
-    RunStopped,
     SentenceRules,
     TextGenerator,
     clean_answer,
@@ -50,6 +44,7 @@ from biastest.generate.counterfactual import Counterfactual, check_rewrite, swap
 from biastest.generate.prompts import get_sentence_prompt, messages_text, rewrite_messages
 from biastest.provenance import provenance
 from biastest.records import SentencePair, TestSentence
+from biastest.remote import REJECT_MALFORMED, MalformedAnswer, RetryPolicy, RunLimits, RunState, RunStopped
 from biastest.spec import BiasSpec
 
 __all__ = ["SentenceRun", "plan_missing", "generate_sentences", "count_key"]

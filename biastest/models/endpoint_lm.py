@@ -38,7 +38,7 @@ Provenance says which way was used.
 Requests
 --------
 ``batch_size`` prompts per request, at most ``concurrency`` requests at once.
-Every request goes through one :class:`~biastest.generate.base.RunState`:
+Every request goes through one :class:`~biastest.remote.RunState`:
 retries with backoff on 429, 5xx, time-outs and lost connections (honouring
 ``Retry-After``), a request budget and an overall time limit. When a limit
 ends the run, what was scored is kept and the sentences not scored come back
@@ -54,10 +54,11 @@ Keys and addresses
 ------------------
 The key lives only in the ``openai`` client object, in memory: never in
 :meth:`EndpointCausalLM.describe`, a log line or a ``repr``; the address is
-recorded without credentials or query (:func:`safe_base_url`). The address
-passes the public-mode check before anything is sent, and in public mode every
-request (redirects included) goes through
-:func:`biastest.generate.openai_chat.guarded_http_client`.
+recorded without credentials or query (:func:`biastest.remote.safe_base_url`).
+The address passes the public-mode check before anything is sent, and every
+request (redirects included) goes through the one outbound client,
+:func:`biastest.remote.openai_client`, which connects only to the addresses
+checked for it.
 
 Examples
 --------
@@ -90,7 +91,9 @@ from biastest.errors import (
     OptionError,
     PolicyError,
 )
-from biastest.generate.base import (
+from biastest.models.lm import MSG_TOO_LONG, begin_token_id
+from biastest.remote import (
+    MSG_QUOTA,
     STOP_BUDGET,
     STOP_CANCELLED,
     STOP_RATE_LIMITED,
@@ -101,10 +104,12 @@ from biastest.generate.base import (
     RunState,
     RunStopped,
     TransientError,
+    check_base_url,
     mask_secret,
+    openai_client,
+    safe_base_url,
+    translate_openai_error,
 )
-from biastest.generate.openai_chat import MSG_QUOTA, safe_base_url
-from biastest.models.lm import MSG_TOO_LONG, begin_token_id
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -120,7 +125,6 @@ __all__ = [
     "check_endpoint_url",
     "default_retry",
     "load_tokenizer",
-    "safe_base_url",
 ]
 
 log = logging.getLogger(__name__)
@@ -254,12 +258,10 @@ def check_endpoint_url(base_url: Any) -> str:
     PolicyError
         Public mode and the address is private, loopback, link-local … (:mod:`biastest.public`).
     """
-    from biastest.generate.openai_chat import _check_base_url
-
     if not isinstance(base_url, str) or not base_url.strip():
         raise OptionError(MSG_BAD_ENDPOINT.format(value=base_url if not isinstance(base_url, str) else ""))
     try:
-        return _check_base_url(base_url.strip())
+        return check_base_url(base_url.strip())
     except GenerationError:
         raise OptionError(MSG_BAD_ENDPOINT.format(value=safe_base_url(base_url.strip())[:100])) from None
 
@@ -284,18 +286,6 @@ def load_tokenizer(reference: str, *, revision: str | None = None) -> Any:
         return AutoTokenizer.from_pretrained(source.location, **source.pretrained_kwargs())
     except Exception as exc:
         raise translate_load_error(exc, source=source, what="tokenizer") from None
-
-
-def _build_client(base_url: str, api_key: str | None, timeout: float) -> Any:
-    from openai import OpenAI
-
-    from biastest import public
-    from biastest.generate.openai_chat import guarded_http_client
-
-    http_client = guarded_http_client(timeout) if public.current().public else None
-    # Servers without authentication ignore the header; the client insists on a value.
-    return OpenAI(api_key=api_key or "no-key", base_url=base_url, max_retries=0, timeout=timeout,
-                  http_client=http_client)
 
 
 def _version_url(base_url: str) -> str | None:
@@ -359,7 +349,7 @@ class ServedEndpoint:
         self._seed = int(seed)
         self._cancel = cancel
         self._has_key = bool(api_key)
-        self._client = _build_client(self.base_url, api_key or None, self.limits.request_timeout)
+        self._client = openai_client(self.base_url, api_key=api_key or None, timeout=self.limits.request_timeout)
         self._service = service
         self._lock = threading.Lock()
         self._connected = False
@@ -378,8 +368,6 @@ class ServedEndpoint:
 
     def _translate(self, exc: BaseException) -> BaseException:
         """An exception of the OpenAI client as the error the run reports (transient ones are retried)."""
-        from biastest.generate.openai_chat import translate_openai_error
-
         mapped = translate_openai_error(exc, where=self.where, model=self.model_id)
         if isinstance(mapped, TransientError | PolicyError):
             return mapped

@@ -87,7 +87,16 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from biastest.errors import EndpointError
-from biastest.generate.base import (
+from biastest.metrics.vlm_score import VERDICT_NEITHER, VERDICT_T1, VERDICT_T2, fill_question
+from biastest.models.endpoint_lm import (
+    DEFAULT_CONCURRENCY,
+    MSG_BAD_ENDPOINT,
+    MSG_KEY_REFUSED,
+    MSG_NO_MODEL_NAME,
+    MSG_NOT_SERVED,
+    ServedEndpoint,
+)
+from biastest.remote import (
     STOP_BUDGET,
     STOP_CANCELLED,
     STOP_RATE_LIMITED,
@@ -97,15 +106,6 @@ from biastest.generate.base import (
     RunLimits,
     RunState,
     mask_secret,
-)
-from biastest.metrics.vlm_score import VERDICT_NEITHER, VERDICT_T1, VERDICT_T2, fill_question
-from biastest.models.endpoint_lm import (
-    DEFAULT_CONCURRENCY,
-    MSG_BAD_ENDPOINT,
-    MSG_KEY_REFUSED,
-    MSG_NO_MODEL_NAME,
-    MSG_NOT_SERVED,
-    ServedEndpoint,
 )
 from biastest.spec import BiasSpec
 

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from biastest.errors import DataError, SpecError
-from biastest.generate.base import RetryPolicy, RunLimits
 from biastest.metrics.stereotype_score import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_CLUSTERS,
@@ -51,6 +50,7 @@ from biastest.models.endpoint_lm import (
 from biastest.models.lm import ProgressCallback, detect_model_kind, load_language_model
 from biastest.options import validate_options
 from biastest.records import SentencePair, TestSentence
+from biastest.remote import RetryPolicy, RunLimits
 from biastest.spec import BiasSpec, contains_term
 from biastest.stats.bootstrap import check_confidence, check_n_resamples, check_seed
 

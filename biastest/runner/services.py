@@ -108,10 +108,10 @@ def generation_limits(*, request_timeout: float, max_seconds: float = GENERATION
     """The apps' bounds of one generation run: an overall time limit and a per-request time-out.
 
     A request's time-out is never longer than the time left in the run
-    (:class:`~biastest.generate.base.RunState`), so a hanging service holds
+    (:class:`~biastest.remote.RunState`), so a hanging service holds
     a user for at most ``max_seconds`` (or until they press Stop).
     """
-    from biastest.generate.base import RunLimits
+    from biastest.remote import RunLimits
 
     return RunLimits(max_seconds=max_seconds, request_timeout=min(request_timeout, max_seconds))
 
@@ -429,7 +429,7 @@ def check_lm_endpoint(endpoint: LMEndpoint, method: str) -> LMEndpoint:
         No address (:data:`MSG_NEED_ENDPOINT_URL`), one that is not a web address, no served model name, or a
         budget or time limit out of bounds (:mod:`biastest.options`).
     PolicyError
-        Public mode and the address is not public (:func:`biastest.public.check_outbound_url`).
+        Public mode and the address is not public (:func:`biastest.remote.check_outbound_url`).
     MethodError
         A masked-LM method (it needs the model in this process), or an unknown one.
     """

@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 
 from biastest.errors import DataError, MethodError
-from biastest.generate.base import RetryPolicy, RunLimits
 from biastest.metrics.vlm_score import (
     COMBINE_CHOICES,
     DEFAULT_CLUSTERS,
@@ -63,6 +62,7 @@ from biastest.models.images import DEFAULT_MAX_BYTES, DEFAULT_MAX_PIXELS, load_i
 from biastest.models.vlm import load_vlm
 from biastest.options import validate_options
 from biastest.records import TestImage
+from biastest.remote import RetryPolicy, RunLimits
 from biastest.spec import BiasSpec
 
 __all__ = [
