@@ -270,3 +270,24 @@ def test_bad_base_url_is_a_generation_error():
     with pytest.raises(GenerationError) as e:
         remote.check_base_url("ftp://example.org/v1")
     assert e.value.message == remote.MSG_BAD_BASE_URL.format(value="ftp://example.org/v1")
+
+
+def test_private_mode_uses_a_configured_proxy_and_public_mode_never_does(monkeypatch):
+    """A self-hosted server behind a company proxy reaches its endpoints through it; a public one pins instead."""
+    from biastest.remote.http import PinnedTransport, http_client
+
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "NO_PROXY",
+                "no_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # never contacted: no request is sent
+    monkeypatch.setattr("biastest.remote.http.current", lambda: public.Policy(public=False, reason="test"))
+    with http_client(5.0) as client:
+        assert not isinstance(client._transport, PinnedTransport)
+        assert any(m is not None for m in client._mounts.values())  # the proxy's transport
+    monkeypatch.setattr("biastest.remote.http.current", lambda: public.Policy(public=True, reason="test"))
+    with http_client(5.0) as client:
+        assert isinstance(client._transport, PinnedTransport) and not client._mounts
+    monkeypatch.delenv("HTTPS_PROXY")
+    monkeypatch.setattr("biastest.remote.http.current", lambda: public.Policy(public=False, reason="test"))
+    with http_client(5.0) as client:  # private mode, no proxy: pinned as before
+        assert isinstance(client._transport, PinnedTransport)

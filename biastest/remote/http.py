@@ -7,8 +7,10 @@ address for the check and to 127.0.0.1 for the connection. The URL keeps its
 host name, so TLS (SNI and certificate check) and the ``Host`` header use the
 original host, and connections are pooled per host name. A redirect is a new
 request through the same transport: each hop is resolved, checked and pinned
-the same way. The process's proxy settings are not used (a proxy would resolve
-the name itself).
+the same way. In public mode the process's proxy settings are not used (a proxy
+would resolve the name itself); in private mode, where every address is allowed
+and nothing needs pinning, a proxy set by ``HTTP(S)_PROXY`` is used as ``httpx``
+uses it (a self-hosted server behind a company proxy).
 
 :func:`http_client` builds the client, :func:`openai_client` the ``openai``
 client around it (the endpoints and the generators use it), and
@@ -19,13 +21,14 @@ from __future__ import annotations
 
 import contextvars
 import urllib.parse
+import urllib.request
 from collections.abc import Iterable
 from typing import Any
 
 import httpcore2
 import httpx2
 
-from biastest.public import Policy
+from biastest.public import Policy, current
 from biastest.remote.address import Pinned, Resolver, UnresolvedHost, pin
 from biastest.remote.retry import REJECT_MALFORMED, MalformedAnswer, TransientError
 
@@ -111,9 +114,21 @@ class PinnedTransport(httpx2.HTTPTransport):
 
 
 def http_client(timeout: float, *, policy: Policy | None = None, resolver: Resolver | None = None) -> httpx2.Client:
-    """An ``httpx2`` client through :class:`PinnedTransport` that follows redirects (each hop checked)."""
+    """An ``httpx2`` client through :class:`PinnedTransport` that follows redirects (each hop checked).
+
+    In private mode with a proxy configured in the environment (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``)
+    and no fixed policy or resolver, the client goes through that proxy instead (nothing is refused in private
+    mode, so there is nothing to pin).
+    """
+    if policy is None and resolver is None and not current().public and _proxy_configured():
+        return httpx2.Client(timeout=timeout, follow_redirects=True, trust_env=True)
     transport = PinnedTransport(policy=policy, resolver=resolver)
     return httpx2.Client(transport=transport, timeout=timeout, follow_redirects=True, trust_env=False)
+
+
+def _proxy_configured() -> bool:
+    """Whether the environment names a proxy (as ``httpx`` reads it: ``*_PROXY`` in either case)."""
+    return any(urllib.request.getproxies().get(scheme) for scheme in ("http", "https", "all"))
 
 
 def openai_client(base_url: str | None, *, api_key: str | None, timeout: float,
