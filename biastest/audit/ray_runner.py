@@ -43,6 +43,7 @@ from typing import Any
 import ray
 
 from biastest.audit.cells import failed_document, run_cell
+from biastest.audit.progress import progress_bar
 
 __all__ = ["DEFAULT_MAX_RETRIES", "MSG_NOTHING_AT", "MSG_RAY_CONNECT", "MSG_WORKER_LOST", "CellWorker", "run_on_ray"]
 
@@ -136,7 +137,6 @@ def run_on_ray(
         ``on_worker(model name, {"host", "pid"})`` as each worker starts (restarted workers are not reported;
         each cell's document names the worker that ran it).
     """
-    from biastest.audit.run import _progress_bar
 
     if not cells:
         return
@@ -168,7 +168,7 @@ def run_on_ray(
             for i, cell in enumerate(group):
                 ref = replicas[i % len(replicas)].run.remote(cell.task(), refs_items.get(cell.items.sha256))
                 pending[ref] = (cell, name, retries)
-        bar = _progress_bar(len(cells), progress)
+        bar = progress_bar(len(cells), progress)
         try:
             while pending:
                 ready, _ = ray.wait([*asked, *pending], num_returns=1)

@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from typing import Any
 from biastest.audit.cells import COLUMNS, row_of, run_cell
 from biastest.audit.grid import Grid, GridError, load_grid
 from biastest.audit.plan import Cell, Plan, make_plan
+from biastest.audit.progress import progress_bar
 from biastest.errors import BiastestError
 
 __all__ = [
@@ -218,17 +218,10 @@ def _prepare_out(out: Path) -> None:
         raise BiastestError(MSG_CANNOT_WRITE.format(path=out, problem=exc.strerror or type(exc).__name__)) from None
 
 
-def _progress_bar(total: int, enabled: bool):
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc="cells", unit="cell", file=sys.stderr, disable=not enabled or total == 0,
-                dynamic_ncols=True)
-
-
 def run_in_process(cells: list[Cell], items: dict[str, dict[str, Any] | None], save: Callable[[dict], None],
                    *, progress: bool = True) -> None:
     """Run ``cells`` here, one after another (in the plan's order: a model's cells together)."""
-    bar = _progress_bar(len(cells), progress)
+    bar = progress_bar(len(cells), progress)
     try:
         for cell in cells:
             bar.set_postfix_str(f"{cell.model.name} × {cell.spec.name[:30]} × {cell.method}", refresh=False)
