@@ -48,9 +48,9 @@ def _peak_mb() -> float:
 
 
 def _bayes_data():
-    from biastest.metrics.bayes import build_distance_data, load_controls
+    from biastest.measures.bayes.run import word_vectors
+    from biastest.measures.bayes.score import build_distance_data, load_controls
     from biastest.models.embeddings import load_embeddings
-    from biastest.runner.bayes import word_vectors
 
     emb = load_embeddings("glove-6b-50d")
     c = load_controls()
@@ -59,7 +59,8 @@ def _bayes_data():
 
 
 def bench_seconds_to_rhat(repeats: int) -> dict:
-    from biastest.metrics.bayes import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_TUNE, fit_bayes
+    from biastest.measures.bayes.fit import fit_bayes
+    from biastest.measures.bayes.score import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_TUNE
 
     data = _bayes_data()
     out = {"n_rows": data.n_rows}
@@ -91,14 +92,14 @@ def bench_seconds_to_rhat(repeats: int) -> dict:
 
 def bench_weat_defaults() -> dict:
     """The production defaults on the library's WEAT 1–10 on GloVe 6B 50d (what a user gets by default)."""
-    from biastest.runner.bayes import run_bayes
+    from biastest.measures.bayes import BayesItems, run
     from biastest.specs import get_spec, list_specs
 
     rows = []
     t0 = time.perf_counter()
     for name in list_specs("weat"):
         spec = get_spec(name)
-        res = run_bayes(spec_groups=dict(spec.social_groups[:2]), spec_attributes=dict(spec.attributes[:2]), seed=0)
+        res = run({"seed": 0}, BayesItems.from_spec(spec))
         d = res.diagnostics
         rows.append({"spec": name.split(":")[0], "rows": res.data["n_rows"], "attempts": d["attempts"],
                      "max_rhat": d["max_rhat"], "min_ess_bulk": d["min_ess_bulk"], "min_ess_tail": d["min_ess_tail"],
@@ -109,15 +110,15 @@ def bench_weat_defaults() -> dict:
 
 
 def bench_posterior_ess(repeats: int, draws: int) -> dict:
-    from biastest.metrics.posterior import (
-        _diag,
+    from biastest.measures.bayes.run import word_vectors
+    from biastest.measures.posterior.score import (
         lexicon_training_data,
         load_vader_lexicon,
         sample_embedding_posterior,
         train_classifier,
     )
+    from biastest.measures.posterior.summary import _diag
     from biastest.models.embeddings import load_embeddings
-    from biastest.runner.bayes import word_vectors
 
     emb = load_embeddings("glove-6b-50d")
     lex = load_vader_lexicon()
@@ -167,14 +168,14 @@ def bench_coverage(batches: int, sets_per_batch: int) -> dict:
     that of each batch's last run, and every run's diagnostics are reported.
     """
     sys.path.insert(0, ".")
-    from biastest.metrics.bayes import (
+    from biastest.measures.bayes.sampler import (
         _attempt_diagnostics,
         _summaries,
-        cell_statistics,
         convergence_problems,
         next_attempt_settings,
         run_cell_sampler,
     )
+    from biastest.measures.bayes.score import cell_statistics
     from tests.bayes_helpers import hdi_coverage, simulate_hierarchical
 
     inside = total = 0

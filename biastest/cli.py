@@ -68,6 +68,9 @@ from biastest.inputs import (
     pairs_from_files,
     pairs_from_store,
 )
+from biastest.measures.bayes import BayesItems, BayesOptions
+from biastest.measures.bayes import report as bayes_report
+from biastest.measures.bayes import run as run_bayes
 from biastest.options import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_CONFIDENCE,
@@ -96,7 +99,7 @@ EXIT_USAGE = 2
 KINDS = ("lm", "vlm", "embeddings")
 TESTS = ("2afc", "weat", "bayes")
 
-BAYES_DEFAULTS = {"bayes_model": "hierarchical"}  # sampler defaults: biastest.metrics.bayes (DEFAULT_*, HDI_PROB)
+BAYES_DEFAULTS = {"bayes_model": "hierarchical"}  # sampler defaults: biastest.measures.bayes.BayesOptions
 
 
 MSG_UNKNOWN_KIND = "Unknown kind of test '{value}'.{hint} Choose one of: {choices}."
@@ -782,22 +785,20 @@ def _run_embeddings(args, spec, progress) -> _Run:
         doc["mac"] = mac.to_dict()
         write = _copy_export(lambda: rep.weat_exports(weat, mac, source=name, spec=spec.to_dict()))
         return _Run(doc, write, headline)
-    from biastest.metrics import bayes as bayes_defaults
-    from biastest.runner.bayes import run_bayes
-
+    bayes_defaults = BayesOptions.defaults()
     options = {
         "source": source,
         "model": _or(args.bayes_model, BAYES_DEFAULTS["bayes_model"]),
         "seed": seed,
-        "draws": _or(args.draws, bayes_defaults.DEFAULT_DRAWS),
-        "tune": _or(args.tune, bayes_defaults.DEFAULT_TUNE),
-        "chains": _or(args.chains, bayes_defaults.DEFAULT_CHAINS),
-        "hdi_prob": _or(args.hdi_prob, bayes_defaults.HDI_PROB),
-        "time_limit": _or(args.sampling_time_limit, bayes_defaults.DEFAULT_TIME_LIMIT),
+        "draws": _or(args.draws, bayes_defaults["draws"]),
+        "tune": _or(args.tune, bayes_defaults["tune"]),
+        "chains": _or(args.chains, bayes_defaults["chains"]),
+        "hdi_prob": _or(args.hdi_prob, bayes_defaults["hdi_prob"]),
+        "time_limit": _or(args.sampling_time_limit, bayes_defaults["time_limit"]),
     }
     spec.check_testable()
-    result = run_bayes(spec_groups=dict(spec.social_groups[:2]), spec_attributes=dict(spec.attributes[:2]),
-                       spec_name=spec.name, progress=progress, **_with_trusted_files(options, args.trust_gensim_file))
+    result = run_bayes(BayesOptions.given(_with_trusted_files(options, args.trust_gensim_file)),
+                       BayesItems.from_spec(spec), progress=progress)
     name = load_embeddings(source, trust_pickle=bool(args.trust_gensim_file)).name
     d = result.diagnostics
     state = "converged" if d.get("converged") else f"NOT CONVERGED ({'; '.join(d.get('problems', ()))})"
@@ -809,7 +810,7 @@ def _run_embeddings(args, spec, progress) -> _Run:
     if not d.get("converged") and d.get("stop_message"):
         headline += " " + d["stop_message"]
     doc = _document("embeddings", "bayes", spec, options, data, result.to_dict())
-    write = _copy_export(lambda: rep.bayes_exports(result, source=name))
+    write = _copy_export(lambda: bayes_report.bayes_exports(result, source=name))
     return _Run(doc, write, headline)
 
 

@@ -72,7 +72,7 @@ def planted_distance_data(*, seed: int, n_words: int, rows: int, sigma, tau):
     With very different ``sigma`` per connection (e.g. 0.001 vs 0.5) the posterior's scales differ by orders of
     magnitude: NUTS needs a long warm-up to adapt its mass matrix to them (a planted hard posterior).
     """
-    from biastest.metrics.bayes import CONNECTIONS, DistanceData
+    from biastest.measures.bayes.score import CONNECTIONS, DistanceData
 
     rng = np.random.default_rng(seed)
     base = {"associated": 0.8, "different": 0.9, "human": 0.85, "none": 0.9}

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from biastest.errors import DataError, EmbeddingError, MethodError, SpecError
-from biastest.metrics import bayes
+from biastest.measures.bayes import fit, sampler, score
+from biastest.report.text import level_percent
 from tests.bayes_helpers import glove_vectors, hdi_coverage, simulate_hierarchical
 
 SEED = 20240607
@@ -24,7 +25,7 @@ def _toy_vectors(words, *, seed):
 
 
 def test_controls_are_shipped_with_provenance():
-    c = bayes.load_controls()
+    c = score.load_controls()
     assert len(c.human) == 85 and len(c.none) == 226
     assert "eat" in c.human and "clock" in c.none
     assert "efemeryds/Bayesian-analysis-for-NLP-bias" in c.source
@@ -35,7 +36,7 @@ def test_rows_equal_naive_loop():
     a1, a2 = ["strong", "career"], ["gentle", "family", "nowhere"]
     human, none = ["eat", "sleep", "career"], ["clock", "soup"]
     vec = _toy_vectors(g1 + g2 + a1 + a2[:2] + human + none, seed=1)  # "nowhere" has no vector
-    data = bayes.build_distance_data(group1=g1, group2=g2, attributes1=a1, attributes2=a2, vectors=vec,
+    data = score.build_distance_data(group1=g1, group2=g2, attributes1=a1, attributes2=a2, vectors=vec,
                                      human=human, none=none, group_names=("men", "women"),
                                      attribute_names=("male", "female"))
     assert data.missing == ("nowhere",)
@@ -68,38 +69,38 @@ def test_row_errors_have_exact_messages():
     vec = _toy_vectors(["a", "b", "x", "y", "h", "n"], seed=2)
     kw = {"group1": ["a"], "group2": ["b"], "attributes1": ["x"], "attributes2": ["y"], "vectors": vec}
     with pytest.raises(DataError) as e:
-        bayes.build_distance_data(**kw, human=[], none=["n"])
-    assert e.value.message == bayes.MSG_EMPTY_CONTROL.format(list_name="neutral human attributes")
+        score.build_distance_data(**kw, human=[], none=["n"])
+    assert e.value.message == score.MSG_EMPTY_CONTROL.format(list_name="neutral human attributes")
     with pytest.raises(DataError) as e:
-        bayes.build_distance_data(**{**kw, "attributes1": ["x", "a"]}, human=["h"], none=["n"])
-    assert e.value.message == bayes.MSG_WORD_IN_TWO_ROLES.format(word="a")
+        score.build_distance_data(**{**kw, "attributes1": ["x", "a"]}, human=["h"], none=["n"])
+    assert e.value.message == score.MSG_WORD_IN_TWO_ROLES.format(word="a")
     with pytest.raises(EmbeddingError) as e:
-        bayes.build_distance_data(**{**kw, "group2": ["zz", "qq"]}, human=["h"], none=["n"])
-    assert e.value.message == bayes.MSG_NO_VECTOR_LIST.format(list_name="group 2", missing="zz, qq")
+        score.build_distance_data(**{**kw, "group2": ["zz", "qq"]}, human=["h"], none=["n"])
+    assert e.value.message == score.MSG_NO_VECTOR_LIST.format(list_name="group 2", missing="zz, qq")
     with pytest.raises(EmbeddingError) as e:
-        bayes.build_distance_data(**{**kw, "vectors": {**vec, "x": np.zeros(5)}}, human=["h"], none=["n"])
-    assert e.value.message == bayes.MSG_ZERO_VECTOR.format(word="x")
+        score.build_distance_data(**{**kw, "vectors": {**vec, "x": np.zeros(5)}}, human=["h"], none=["n"])
+    assert e.value.message == score.MSG_ZERO_VECTOR.format(word="x")
 
 
 def test_sampler_setting_errors():
     data = _planted_data(np.random.default_rng(0), n_words=2, rows=3, bias=0.0)
     with pytest.raises(MethodError) as e:
-        bayes.fit_bayes(data, model="nope", seed=0)
-    assert e.value.message == bayes.MSG_UNKNOWN_MODEL.format(name="nope", choices="additive, hierarchical")
+        fit.fit_bayes(data, model="nope", seed=0)
+    assert e.value.message == score.MSG_UNKNOWN_MODEL.format(name="nope", choices="additive, hierarchical")
     with pytest.raises(MethodError) as e:
-        bayes.fit_bayes(data, seed=0, draws=10)
-    assert e.value.message == bayes.MSG_BAD_SAMPLER_SETTINGS.format(draws=10, tune=1000, chains=2)
+        fit.fit_bayes(data, seed=0, draws=10)
+    assert e.value.message == score.MSG_BAD_SAMPLER_SETTINGS.format(draws=10, tune=1000, chains=2)
 
 
 def test_models_are_named_with_printable_priors():
-    assert set(bayes.BAYES_MODELS) == {"additive", "hierarchical"}
-    add = bayes.BAYES_MODELS["additive"].describe()
+    assert set(score.BAYES_MODELS) == {"additive", "hierarchical"}
+    add = score.BAYES_MODELS["additive"].describe()
     for s in ("Normal(1, 0.5)", "Normal(0, 1)", "HalfCauchy(0, 1)", "m[word_i] + co[connection_i]"):
         assert s in add
-    hier = bayes.BAYES_MODELS["hierarchical"].describe()
+    hier = score.BAYES_MODELS["hierarchical"].describe()
     for s in ("Normal(M[connection], tau[connection])", "Normal(1, 0.3)", "Exponential(2)", "sigma[connection]"):
         assert s in hier
-    json.dumps([m.to_dict() for m in bayes.BAYES_MODELS.values()])
+    json.dumps([m.to_dict() for m in score.BAYES_MODELS.values()])
 
 
 # --------------------------------------------------------------------------- likelihood
@@ -112,7 +113,7 @@ def test_sufficient_statistics_likelihood_equals_row_likelihood():
     wi = rng.integers(0, 5, size=300)
     ci = rng.integers(0, 4, size=300)
     y = rng.normal(0.9, 0.2, size=300)
-    n, mean, ss = bayes.cell_statistics(wi, ci, y, n_words=6)  # word 5 has no rows
+    n, mean, ss = score.cell_statistics(wi, ci, y, n_words=6)  # word 5 has no rows
     assert n[5].sum() == 0
     mu = rng.normal(1.0, 0.3, size=(6, 4))
     sigma = rng.uniform(0.1, 0.5, size=4)
@@ -120,9 +121,9 @@ def test_sufficient_statistics_likelihood_equals_row_likelihood():
         -math.log(sigma[c]) - 0.5 * math.log(2 * math.pi) - 0.5 * ((yy - mu[w, c]) / sigma[c]) ** 2
         for w, c, yy in zip(wi, ci, y, strict=True)
     )
-    assert bayes.sufficient_log_likelihood(n, mean, ss, mu, sigma[None, :]) == pytest.approx(naive, rel=1e-12)
-    assert bayes.row_log_likelihood(y, mu[wi, ci], sigma[ci]) == pytest.approx(naive, rel=1e-12)
-    jx = float(bayes.sufficient_log_likelihood(jnp.asarray(n), jnp.asarray(mean), jnp.asarray(ss), jnp.asarray(mu),
+    assert score.sufficient_log_likelihood(n, mean, ss, mu, sigma[None, :]) == pytest.approx(naive, rel=1e-12)
+    assert score.row_log_likelihood(y, mu[wi, ci], sigma[ci]) == pytest.approx(naive, rel=1e-12)
+    jx = float(score.sufficient_log_likelihood(jnp.asarray(n), jnp.asarray(mean), jnp.asarray(ss), jnp.asarray(mu),
                                                jnp.asarray(sigma)[None, :], xp=jnp))
     assert jx == pytest.approx(naive, rel=1e-5)
 
@@ -130,8 +131,8 @@ def test_sufficient_statistics_likelihood_equals_row_likelihood():
 def test_centering_weights_in_unit_interval():
     rng = np.random.default_rng(1)
     _, wi, ci, y = simulate_hierarchical(rng=rng, n_sets=1, n_words=5, rows_per_cell=4)
-    n, mean, ss = bayes.cell_statistics(wi, ci, y[0], n_words=5)
-    k = bayes.centering_weights(n, mean, ss)
+    n, mean, ss = score.cell_statistics(wi, ci, y[0], n_words=5)
+    k = score.centering_weights(n, mean, ss)
     assert k.shape == (5, 4) and np.all((k >= 0) & (k <= 1))
 
 
@@ -151,7 +152,7 @@ def test_hdi_is_arviz_hdi_and_not_the_percentile_interval():
 
     rng = np.random.default_rng(SEED)
     draws = rng.gamma(shape=1.5, scale=1.0, size=(2, 2000))  # right-skewed
-    stats = bayes._summaries({"x": draws}, bayes.HDI_PROB)["x"]
+    stats = sampler._summaries({"x": draws}, score.HDI_PROB)["x"]
     ref = az.hdi(draws.ravel(), hdi_prob=0.89)
     assert (stats["hdi_low"], stats["hdi_high"]) == pytest.approx(tuple(ref), abs=1e-12)
     lo, hi = _naive_shortest_interval(draws.ravel(), 0.89)
@@ -170,14 +171,14 @@ def _planted_data(rng, *, n_words, rows, bias):
     means = {"associated": 0.9 - bias, "different": 0.9, "human": 0.85, "none": 0.9}
     wi, ci, ys, att = [], [], [], []
     for w in range(n_words):
-        for k, c in enumerate(bayes.CONNECTIONS):
+        for k, c in enumerate(score.CONNECTIONS):
             for r in range(rows):
                 wi.append(w)
                 ci.append(k)
                 ys.append(rng.normal(means[c], 0.1))
                 att.append(f"{c}{r}")
     words = tuple(f"w{i}" for i in range(n_words))
-    return bayes.DistanceData(
+    return score.DistanceData(
         protected_words=words, word_groups=tuple(1 if i < n_words // 2 else 2 for i in range(n_words)),
         group_names=("g1", "g2"), attribute_names=("a1", "a2"), word_index=np.asarray(wi),
         connection_index=np.asarray(ci), attributes=tuple(att), distance=np.asarray(ys), missing=(),
@@ -188,7 +189,7 @@ def _planted_data(rng, *, n_words, rows, bias):
 @pytest.fixture(scope="module")
 def planted():
     data = _planted_data(np.random.default_rng(SEED), n_words=6, rows=12, bias=0.2)
-    return data, bayes.fit_bayes(data, model="hierarchical", seed=SEED, draws=600, tune=300)
+    return data, fit.fit_bayes(data, model="hierarchical", seed=SEED, draws=600, tune=300)
 
 
 def test_hierarchical_recovers_planted_bias(planted):
@@ -228,9 +229,9 @@ def test_interval_coverage_is_calibrated():
     rng = np.random.default_rng(SEED)
     k, w = 12, 6
     truth, wi, ci, y = simulate_hierarchical(rng=rng, n_sets=k, n_words=w, rows_per_cell=10)
-    stats = [bayes.cell_statistics(wi, ci, y[i], n_words=w) for i in range(k)]
+    stats = [score.cell_statistics(wi, ci, y[i], n_words=w) for i in range(k)]
     n, mean, ss = (np.stack([s[j] for s in stats]) for j in range(3))
-    run = bayes.run_cell_sampler(n, mean, ss, model="hierarchical", seed=SEED, draws=500, tune=300, chains=2)
+    run = sampler.run_cell_sampler(n, mean, ss, model="hierarchical", seed=SEED, draws=500, tune=300, chains=2)
     inside, total = hdi_coverage(run.samples, truth)
     print(f"coverage {inside}/{total} = {inside / total:.3f} (seed {SEED}); sampler {run.statistics()}")
     # Divergences are counted, not ignored. Datasets drawn from the prior include funnels (τ or σ near 0) that
@@ -245,19 +246,19 @@ def test_interval_coverage_is_calibrated():
 
 
 def test_runner_on_glove_weat7_like_spec():
-    from biastest.runner.bayes import MSG_TWO_LISTS, available_models, run_bayes
+    from biastest.measures.bayes import BayesItems, available_models, run
+    from biastest.measures.bayes.run import MSG_TWO_LISTS
 
     seen = []
     groups = {"math": ["math", "algebra", "geometry", "calculus"], "arts": ["poetry", "art", "dance", "novel"]}
     attributes = {"male": ["male", "man", "boy", "brother"], "female": ["female", "woman", "girl", "sister"]}
     vec_all = glove_vectors([w for ws in (*groups.values(), *attributes.values()) for w in ws]
-                            + list(bayes.load_controls().human) + list(bayes.load_controls().none))
-    rows = bayes.build_distance_data(group1=groups["math"], group2=groups["arts"], attributes1=attributes["male"],
+                            + list(score.load_controls().human) + list(score.load_controls().none))
+    rows = score.build_distance_data(group1=groups["math"], group2=groups["arts"], attributes1=attributes["male"],
                                      attributes2=attributes["female"], vectors=vec_all).records()
-    res = run_bayes(
-        spec_groups=groups,
-        spec_attributes=attributes,
-        model="additive", seed=SEED, draws=500, tune=300, progress=lambda d, t, m: seen.append((d, t, m)),
+    res = run(
+        {"model": "additive", "seed": SEED, "draws": 500, "tune": 300},
+        BayesItems(groups=groups, attributes=attributes), progress=lambda d, t, m: seen.append((d, t, m)),
     )
     assert res.data["n_rows"] == 8 * (8 + 85 + 225)  # 'literaly' is not in GloVe
     assert res.data["missing"] == ["literaly"]
@@ -285,7 +286,7 @@ def test_runner_on_glove_weat7_like_spec():
     an = overall["associated − none"]
     assert an["mean"] == pytest.approx(diff, abs=0.25 * se)
     assert an["hdi_high"] - an["hdi_low"] == pytest.approx(2 * 1.598 * se, rel=0.2)  # z(0.945) = 1.598
-    assert an["verdict"] == bayes._interval_verdict(an["hdi_low"], an["hdi_high"])
+    assert an["verdict"] == fit._interval_verdict(an["hdi_low"], an["hdi_high"])
     per = [r["mean"] for r in res.contrasts if r["contrast"] == "associated − none"]
     assert max(per) - min(per) < 1e-9  # additive: per-word contrasts equal the overall one
     assert res.diagnostics["max_rhat"] <= 1.02
@@ -293,7 +294,7 @@ def test_runner_on_glove_weat7_like_spec():
     assert not any("protected" in line for line in res.reading)
     assert len(available_models()) == 2
     with pytest.raises(SpecError) as e:
-        run_bayes(spec_groups={"a": ["he"]}, spec_attributes={"x": ["y"], "z": ["w"]}, seed=0)
+        run({"seed": 0}, BayesItems(groups={"a": ["he"]}, attributes={"x": ["y"], "z": ["w"]}))
     assert e.value.message == MSG_TWO_LISTS.format(kind="social groups", count=1, names="a", kind_one="group")
 
 
@@ -307,17 +308,17 @@ def test_parallel_chains_are_configured_safely():
     # the child processes must start clean: an earlier sampling run in this process may have set XLA_FLAGS
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     # in this process JAX is initialised by now: more chains than devices fall back to sequential
-    assert bayes.configure_parallel_chains(jax.local_device_count() + 1) == "sequential"
+    assert sampler.configure_parallel_chains(jax.local_device_count() + 1) == "sequential"
     # a process that initialised JAX before asking keeps its single device and samples sequentially
     code = (
-        "import jax; jax.devices(); from biastest.metrics.bayes import configure_parallel_chains as c; "
+        "import jax; jax.devices(); from biastest.measures.bayes.sampler import configure_parallel_chains as c; "
         "print(c(2), jax.local_device_count())"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True, env=env)
     assert out.stdout.split() == ["sequential", "1"]
     # a fresh process gets one device per chain, even with torch imported first
     code = (
-        "import torch; from biastest.metrics.bayes import configure_parallel_chains as c; import jax; "
+        "import torch; from biastest.measures.bayes.sampler import configure_parallel_chains as c; import jax; "
         "print(c(2), jax.local_device_count() >= 2)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True, env=env)
@@ -329,30 +330,30 @@ def test_parallel_chains_are_configured_safely():
 
 def test_convergence_criteria_at_their_boundaries():
     ok = {"max_rhat": 1.01, "rhat_undefined": 0, "min_ess_bulk": 200.0, "min_ess_tail": 200.0, "divergences": 0}
-    assert bayes.convergence_problems(ok, chains=2) == []
-    assert bayes.convergence_problems({**ok, "max_rhat": 1.0101}, chains=2) == [
-        bayes.MSG_PROBLEM_RHAT.format(value=1.0101, limit=1.01)]
-    assert bayes.convergence_problems({**ok, "max_rhat": math.nan, "rhat_undefined": 3}, chains=2) == [
-        bayes.MSG_PROBLEM_RHAT.format(value=math.nan, limit=1.01), bayes.MSG_PROBLEM_RHAT_UNDEFINED.format(count=3)]
-    assert bayes.convergence_problems({**ok, "divergences": 1}, chains=2) == [
-        bayes.MSG_PROBLEM_DIVERGENCES.format(count=1)]
-    assert bayes.convergence_problems({**ok, "min_ess_bulk": 199.9}, chains=2) == [
-        bayes.MSG_PROBLEM_ESS_BULK.format(value=199.9, limit=200)]
-    assert bayes.convergence_problems({**ok, "min_ess_tail": 299.0}, chains=3) == [
-        bayes.MSG_PROBLEM_ESS_BULK.format(value=200.0, limit=300), bayes.MSG_PROBLEM_ESS_TAIL.format(value=299.0,
+    assert sampler.convergence_problems(ok, chains=2) == []
+    assert sampler.convergence_problems({**ok, "max_rhat": 1.0101}, chains=2) == [
+        score.MSG_PROBLEM_RHAT.format(value=1.0101, limit=1.01)]
+    assert sampler.convergence_problems({**ok, "max_rhat": math.nan, "rhat_undefined": 3}, chains=2) == [
+        score.MSG_PROBLEM_RHAT.format(value=math.nan, limit=1.01), score.MSG_PROBLEM_RHAT_UNDEFINED.format(count=3)]
+    assert sampler.convergence_problems({**ok, "divergences": 1}, chains=2) == [
+        score.MSG_PROBLEM_DIVERGENCES.format(count=1)]
+    assert sampler.convergence_problems({**ok, "min_ess_bulk": 199.9}, chains=2) == [
+        score.MSG_PROBLEM_ESS_BULK.format(value=199.9, limit=200)]
+    assert sampler.convergence_problems({**ok, "min_ess_tail": 299.0}, chains=3) == [
+        score.MSG_PROBLEM_ESS_BULK.format(value=200.0, limit=300), score.MSG_PROBLEM_ESS_TAIL.format(value=299.0,
                                                                                                     limit=300)]
-    assert bayes.convergence_problems({**ok, "min_ess_bulk": 100, "min_ess_tail": 100, "max_rhat": math.nan},
-                                      chains=1) == [bayes.MSG_PROBLEM_ONE_CHAIN]
+    assert sampler.convergence_problems({**ok, "min_ess_bulk": 100, "min_ess_tail": 100, "max_rhat": math.nan},
+                                      chains=1) == [score.MSG_PROBLEM_ONE_CHAIN]
 
 
 def test_next_attempt_doubles_tuning_and_draws_and_raises_target_acceptance_after_divergences():
-    assert bayes.next_attempt_settings(2000, 1000, 0.95, diverged=False) == (4000, 2000, 0.95)
+    assert sampler.next_attempt_settings(2000, 1000, 0.95, diverged=False) == (4000, 2000, 0.95)
     ta, seen = 0.95, []
     for _ in range(4):
-        _, _, ta = bayes.next_attempt_settings(2000, 1000, ta, diverged=True)
+        _, _, ta = sampler.next_attempt_settings(2000, 1000, ta, diverged=True)
         seen.append(ta)
     assert seen == [0.975, 0.9875, 0.99, 0.99]  # half-way to 1, at most TARGET_ACCEPT_MAX
-    assert bayes.next_attempt_settings(15000, 12000, 0.99, diverged=True) == (20000, 20000, 0.99)  # the bounds
+    assert sampler.next_attempt_settings(15000, 12000, 0.99, diverged=True) == (20000, 20000, 0.99)  # the bounds
 
 
 def _fake_run(*, chains=2, draws=400, n_words=3, shift=0.0, divergent=0, seed=0):
@@ -368,7 +369,7 @@ def _fake_run(*, chains=2, draws=400, n_words=3, shift=0.0, divergent=0, seed=0)
                "mu_raw": mu, "mu": mu}
     diverging = np.zeros((chains, draws), dtype=bool)
     diverging[0, :divergent] = True
-    return bayes.SamplerRun(samples=samples, diverging=diverging, accept_prob=np.full((chains, draws), 0.9),
+    return sampler.SamplerRun(samples=samples, diverging=diverging, accept_prob=np.full((chains, draws), 0.9),
                             num_steps=np.full((chains, draws), 7.0), step_size=np.full(chains, 0.3),
                             chain_method="sequential", seconds=0.01)
 
@@ -384,20 +385,20 @@ def test_divergences_are_reported_in_every_output(monkeypatch, tmp_path):
     """A run with 3 divergent transitions: the result, the reading, the summary, the CSV and the JSON say so."""
     import csv
 
-    from biastest.report import psychophysics as rep
+    from biastest.measures.bayes import report as rep
 
     calls = []
-    monkeypatch.setattr(bayes, "run_cell_sampler", _fake_sampler([_fake_run(divergent=3)], calls))
+    monkeypatch.setattr(fit, "run_cell_sampler", _fake_sampler([_fake_run(divergent=3)], calls))
     data = _planted_data(np.random.default_rng(0), n_words=3, rows=2, bias=0.0)
-    res = bayes.fit_bayes(data, seed=5, max_attempts=1)
+    res = fit.fit_bayes(data, seed=5, max_attempts=1)
     d = res.diagnostics
     assert d["divergences"] == 3 and d["divergences_per_chain"] == [3, 0] and d["divergences_all_attempts"] == 3
-    assert not d["converged"] and d["problems"] == [bayes.MSG_PROBLEM_DIVERGENCES.format(count=3)]
+    assert not d["converged"] and d["problems"] == [score.MSG_PROBLEM_DIVERGENCES.format(count=3)]
     assert d["stop_reason"] == "max_attempts"
-    assert d["stop_message"] == bayes.MSG_STOP_MAX_ATTEMPTS.format(attempts=1, draws=2000, tune=1000)
-    assert res.reading[0] == bayes.MSG_NOT_CONVERGED.format(
-        problems=bayes.MSG_PROBLEM_DIVERGENCES.format(count=3), attempts=1, stop=d["stop_message"])
-    assert calls[0]["draws"] == bayes.DEFAULT_DRAWS and calls[0]["target_accept"] == bayes.DEFAULT_TARGET_ACCEPT
+    assert d["stop_message"] == score.MSG_STOP_MAX_ATTEMPTS.format(attempts=1, draws=2000, tune=1000)
+    assert res.reading[0] == score.MSG_NOT_CONVERGED.format(
+        problems=score.MSG_PROBLEM_DIVERGENCES.format(count=3), attempts=1, stop=d["stop_message"])
+    assert calls[0]["draws"] == score.DEFAULT_DRAWS and calls[0]["target_accept"] == score.DEFAULT_TARGET_ACCEPT
     md = rep.bayes_diagnostics_markdown(res)
     assert "**divergent transitions 3**" in md and "NOT converged" in md and "| 1 | 5 | 2000 | 1000 |" in md
     csv_path, json_path = rep.bayes_exports(res, source="toy", directory=tmp_path)
@@ -416,15 +417,15 @@ def test_stops_with_its_reason_when_retrying_cannot_help(monkeypatch):
     data = _planted_data(np.random.default_rng(0), n_words=3, rows=2, bias=0.0)
     # one chain: R-hat cannot be computed, so no retry
     calls = []
-    monkeypatch.setattr(bayes, "run_cell_sampler", _fake_sampler([_fake_run(chains=1)], calls))
-    res = bayes.fit_bayes(data, seed=0, chains=1)
+    monkeypatch.setattr(fit, "run_cell_sampler", _fake_sampler([_fake_run(chains=1)], calls))
+    res = fit.fit_bayes(data, seed=0, chains=1)
     assert len(calls) == 1 and res.diagnostics["stop_reason"] == "one_chain"
-    assert res.diagnostics["problems"] == [bayes.MSG_PROBLEM_ONE_CHAIN] and not res.diagnostics["converged"]
-    assert res.diagnostics["stop_message"] == bayes.MSG_STOP_ONE_CHAIN
+    assert res.diagnostics["problems"] == [score.MSG_PROBLEM_ONE_CHAIN] and not res.diagnostics["converged"]
+    assert res.diagnostics["stop_message"] == score.MSG_STOP_ONE_CHAIN
     # chains that disagree every time: retried up to the most attempts, each recorded with its own seed
     calls = []
-    monkeypatch.setattr(bayes, "run_cell_sampler", _fake_sampler([_fake_run(shift=1.0)], calls))
-    res = bayes.fit_bayes(data, seed=2**32 - 2, draws=100, tune=100, time_limit=3600)
+    monkeypatch.setattr(fit, "run_cell_sampler", _fake_sampler([_fake_run(shift=1.0)], calls))
+    res = fit.fit_bayes(data, seed=2**32 - 2, draws=100, tune=100, time_limit=3600)
     assert [c["draws"] for c in calls] == [100, 200, 400, 800] and [c["tune"] for c in calls] == [100, 200, 400, 800]
     assert [a["seed"] for a in res.attempts] == [2**32 - 2, 2**32 - 1, 0, 1]  # seed + k, mod 2³²
     assert res.diagnostics["stop_reason"] == "max_attempts" and res.diagnostics["attempts"] == 4
@@ -432,10 +433,10 @@ def test_stops_with_its_reason_when_retrying_cannot_help(monkeypatch):
     assert sum(line.startswith("Attempt ") for line in res.reading) == 3
     # already at the largest settings and no divergence to answer with a higher target: nothing left to change
     calls = []
-    monkeypatch.setattr(bayes, "run_cell_sampler", _fake_sampler([_fake_run(shift=1.0)], calls))
-    res = bayes.fit_bayes(data, seed=0, draws=20000, tune=20000, time_limit=3600)
+    monkeypatch.setattr(fit, "run_cell_sampler", _fake_sampler([_fake_run(shift=1.0)], calls))
+    res = fit.fit_bayes(data, seed=0, draws=20000, tune=20000, time_limit=3600)
     assert len(calls) == 1 and res.diagnostics["stop_reason"] == "settings_limit"
-    assert res.diagnostics["stop_message"] == bayes.MSG_STOP_SETTINGS_LIMIT.format(draws=20000, tune=20000,
+    assert res.diagnostics["stop_message"] == score.MSG_STOP_SETTINGS_LIMIT.format(draws=20000, tune=20000,
                                                                                   target_accept=0.95)
 
 
@@ -443,21 +444,21 @@ def test_fit_options_are_checked_before_sampling(monkeypatch):
     from biastest.errors import OptionError
     from biastest.options import BOUNDS, MSG_BAD_NUMBER, MSG_BAD_POSITIVE
 
-    monkeypatch.setattr(bayes, "run_cell_sampler", lambda *a, **k: pytest.fail("sampled"))
+    monkeypatch.setattr(fit, "run_cell_sampler", lambda *a, **k: pytest.fail("sampled"))
     data = _planted_data(np.random.default_rng(0), n_words=2, rows=2, bias=0.0)
     with pytest.raises(OptionError) as e:
-        bayes.fit_bayes(data, seed=0, hdi_prob=1.5)
+        fit.fit_bayes(data, seed=0, hdi_prob=1.5)
     assert e.value.message == MSG_BAD_NUMBER.format(label=BOUNDS["hdi_prob"].label, low=0.5, high=0.999, value=1.5)
     assert e.value.message == "The probability mass of the intervals must be a number from 0.5 to 0.999, got 1.5."
     with pytest.raises(OptionError) as e:
-        bayes.fit_bayes(data, seed=0, time_limit=0)
+        fit.fit_bayes(data, seed=0, time_limit=0)
     assert e.value.message == MSG_BAD_POSITIVE.format(label=BOUNDS["time_limit"].label, low=0, high=86400, value=0)
     with pytest.raises(MethodError) as e:
-        bayes.fit_bayes(data, seed=0, target_accept=1.0)
-    assert e.value.message == bayes.MSG_BAD_TARGET_ACCEPT.format(value=1.0, high=0.99)
+        fit.fit_bayes(data, seed=0, target_accept=1.0)
+    assert e.value.message == score.MSG_BAD_TARGET_ACCEPT.format(value=1.0, high=0.99)
     with pytest.raises(MethodError) as e:
-        bayes.fit_bayes(data, seed=0, max_attempts=0)
-    assert e.value.message == bayes.MSG_BAD_ATTEMPTS.format(value=0, high=bayes.MAX_ATTEMPTS)
+        fit.fit_bayes(data, seed=0, max_attempts=0)
+    assert e.value.message == score.MSG_BAD_ATTEMPTS.format(value=0, high=score.MAX_ATTEMPTS)
 
 
 #: A planted hard posterior: one connection's distances vary 500 times less than the others', so NUTS must adapt
@@ -471,7 +472,7 @@ def hard_fit():
 
     data = planted_distance_data(**HARD)
     # a generous limit, so that a loaded machine cannot stop the retry; a 95% interval, to check the labels
-    return bayes.fit_bayes(data, seed=3, draws=400, tune=100, hdi_prob=0.95, time_limit=3600)
+    return fit.fit_bayes(data, seed=3, draws=400, tune=100, hdi_prob=0.95, time_limit=3600)
 
 
 @pytest.mark.slow
@@ -489,7 +490,7 @@ def test_planted_hard_posterior_is_flagged_then_converges_with_more_tuning(hard_
     assert (res.draws, res.tune) == (800, 200)  # the summarised samples are the converged attempt's
     assert [a["attempt"] for a in res.provenance["attempts"]] == [1, 2]
     assert res.provenance["attempts"][0]["max_rhat"] == first["max_rhat"]
-    assert res.reading[0] == bayes.MSG_RETRIED.format(attempt=1, problems="; ".join(first["problems"]), draws=800,
+    assert res.reading[0] == score.MSG_RETRIED.format(attempt=1, problems="; ".join(first["problems"]), draws=800,
                                                       tune=200, target_accept=0.95)
     assert res.reading[1].startswith("The sampler converged (attempt 2)")
     print(f"planted hard posterior: {[(a['max_rhat'], a['min_ess_bulk'], a['seconds']) for a in res.attempts]}")
@@ -498,18 +499,18 @@ def test_planted_hard_posterior_is_flagged_then_converges_with_more_tuning(hard_
 def test_time_limit_reached_is_reported_as_not_converged(monkeypatch):
     """An unconverged first run whose successor would not end within the limit: no retry, NOT CONVERGED, why."""
     calls = []
-    monkeypatch.setattr(bayes, "run_cell_sampler", _fake_sampler([_fake_run(shift=1.0)], calls))
+    monkeypatch.setattr(fit, "run_cell_sampler", _fake_sampler([_fake_run(shift=1.0)], calls))
     data = _planted_data(np.random.default_rng(0), n_words=3, rows=2, bias=0.0)
-    res = bayes.fit_bayes(data, seed=3, draws=400, tune=100, time_limit=0.01)
+    res = fit.fit_bayes(data, seed=3, draws=400, tune=100, time_limit=0.01)
     assert len(calls) == 1 and len(res.attempts) == 1 and not res.diagnostics["converged"]
     assert res.attempts[0]["max_rhat"] > 1.01
     d = res.diagnostics
     assert d["stop_reason"] == "time_limit" and d["time_limit"] == 0.01
     s = d["stop_details"]
     assert (s["next_draws"], s["next_tune"]) == (800, 200) and s["elapsed"] + s["predicted"] > 0.01
-    assert d["stop_message"] == bayes.MSG_STOP_TIME_LIMIT.format(limit=0.01, attempts=1, elapsed=s["elapsed"],
+    assert d["stop_message"] == score.MSG_STOP_TIME_LIMIT.format(limit=0.01, attempts=1, elapsed=s["elapsed"],
                                                                  draws=800, tune=200, predicted=s["predicted"])
-    assert res.reading[0] == bayes.MSG_NOT_CONVERGED.format(problems="; ".join(d["problems"]), attempts=1,
+    assert res.reading[0] == score.MSG_NOT_CONVERGED.format(problems="; ".join(d["problems"]), attempts=1,
                                                             stop=d["stop_message"])
     assert not any("converged (attempt" in line for line in res.reading)
 
@@ -518,10 +519,10 @@ def test_interval_labels_follow_the_level_of_the_result(hard_fit, tmp_path):
     """A 95% fit is labelled 95% everywhere: figures, hover, table, summary, reading, CSV and JSON; never 89%."""
     import csv
 
-    from biastest.report import psychophysics as rep
+    from biastest.measures.bayes import report as rep
 
     res = hard_fit
-    assert res.hdi_prob == 0.95 and res.level_label == "95% HPDI" and bayes.level_percent(0.975) == "97.5%"
+    assert res.hdi_prob == 0.95 and res.level_label == "95% HPDI" and level_percent(0.975) == "97.5%"
     figs = [rep.bayes_interval_figure(res), rep.bayes_contrast_figure(res)]
     table = rep.bayes_contrast_frame(res)
     texts = [f.layout.title.text for f in figs] + [tr.hovertemplate for f in figs for tr in f.data]
@@ -548,7 +549,7 @@ def test_defaults_converge_on_weat_1_to_10_on_glove():
     """Every WEAT spec (1–10) on GloVe 6B 50d with the production defaults: R-hat ≤ 1.01, no divergence."""
     import time
 
-    from biastest.runner.bayes import run_bayes
+    from biastest.measures.bayes import BayesItems, run
     from biastest.specs import get_spec, list_specs
 
     names = list_specs("weat")
@@ -556,12 +557,11 @@ def test_defaults_converge_on_weat_1_to_10_on_glove():
     t0, report = time.perf_counter(), []
     for name in names:
         spec = get_spec(name)
-        res = run_bayes(spec_groups=dict(spec.social_groups[:2]), spec_attributes=dict(spec.attributes[:2]), seed=0,
-                        spec_name=spec.name)
+        res = run({"seed": 0}, BayesItems.from_spec(spec))
         d = res.diagnostics
         report.append((name.split(":")[0], d["attempts"], d["max_rhat"], d["min_ess_bulk"], d["divergences"],
                        res.seconds))
-        assert res.attempts[0]["draws"] == bayes.DEFAULT_DRAWS and res.attempts[0]["tune"] == bayes.DEFAULT_TUNE
+        assert res.attempts[0]["draws"] == score.DEFAULT_DRAWS and res.attempts[0]["tune"] == score.DEFAULT_TUNE
         assert d["converged"], (name, d["problems"], d["stop_message"])
         assert d["max_rhat"] <= 1.01 and d["divergences"] == 0 and d["divergences_all_attempts"] == 0
         assert d["min_ess_bulk"] >= 200 and d["min_ess_tail"] >= 200

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import importlib
 import json
 import os
 import subprocess
@@ -326,7 +327,7 @@ class _SamplerSpy:
 
     Sampling itself is tested in ``test_bayes.py``; running it twice here (CLI and direct) would take ~30 s of
     JAX compilation, so this checks that the command line hands the sampler the same data and settings as a
-    direct :func:`~biastest.runner.bayes.run_bayes` call, and writes what the sampler returns.
+    direct :func:`~biastest.measures.bayes.run.run` call, and writes what the sampler returns.
     """
 
     def __init__(self):
@@ -352,8 +353,10 @@ class _SamplerSpy:
 
 
 def test_bayes_hands_the_sampler_what_a_direct_call_does(tmp_path, capsys, monkeypatch):
-    from biastest.runner import bayes as runner
+    from biastest.measures.bayes import BayesItems
     from biastest.specs import get_spec
+
+    runner = importlib.import_module("biastest.measures.bayes.run")  # the module; the package's run is its function
 
     spy = _SamplerSpy()
     monkeypatch.setattr(runner, "fit_bayes", spy)
@@ -368,9 +371,10 @@ def test_bayes_hands_the_sampler_what_a_direct_call_does(tmp_path, capsys, monke
             and "7 divergent transitions, intervals 90% HPDI" in stdout
             and "Sampling stopped at the time limit." in stdout)
     spec = get_spec(WEAT7)
-    direct = runner.run_bayes(spec_groups=dict(spec.social_groups), spec_attributes=dict(spec.attributes),
-                              source="glove-6b-50d", model="additive", seed=SEED, draws=100, tune=100, chains=1,
-                              hdi_prob=0.9, time_limit=30, spec_name=spec.name)
+    direct = runner.run({"source": "glove-6b-50d", "model": "additive", "seed": SEED, "draws": 100, "tune": 100,
+                         "chains": 1, "hdi_prob": 0.9, "time_limit": 30},
+                        BayesItems(groups=dict(spec.social_groups), attributes=dict(spec.attributes),
+                                   spec_name=spec.name))
     doc = json.loads(out.read_text(encoding="utf-8"))
     got, want = doc["result"], json.loads(json.dumps(_jsonable(direct.to_dict())))
     assert want.pop("call") == 2 and got.pop("call") == 1

@@ -266,16 +266,16 @@ def _weat(**kw):
 
 
 def _bayes(**kw):
-    from biastest.runner.bayes import run_bayes
+    from biastest.measures.bayes import BayesItems, run
 
-    return run_bayes(spec_groups={"a": ["he"], "b": ["she"]}, spec_attributes={"x": ["math"], "y": ["art"]},
-                     source=f"file:{NO_MODEL}.txt", **{"seed": 1, **kw})
+    return run({"source": f"file:{NO_MODEL}.txt", "seed": 1, **kw},
+               BayesItems(groups={"a": ["he"], "b": ["she"]}, attributes={"x": ["math"], "y": ["art"]}))
 
 
 def _posterior(**kw):
-    from biastest.runner.bayes import run_posterior
+    from biastest.measures.posterior import run
 
-    return run_posterior(source=f"file:{NO_MODEL}.txt", **{"seed": 1, **kw})
+    return run({"source": f"file:{NO_MODEL}.txt", "seed": 1, **kw})
 
 
 RUNNERS = {"lm": _lm, "vlm": _vlm, "twoafc": _twoafc, "weat": _weat, "bayes": _bayes, "posterior": _posterior}

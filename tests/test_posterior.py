@@ -11,7 +11,8 @@ from scipy import integrate
 from scipy.special import expit
 
 from biastest.errors import DataError, EmbeddingError
-from biastest.metrics import posterior as P
+from biastest.measures.posterior import score as P
+from biastest.measures.posterior import summary
 from tests.bayes_helpers import glove
 
 SEED = 11
@@ -114,7 +115,7 @@ def test_nuts_recovers_exact_posterior_of_a_logistic_classifier():
     for label, sign in (("+", 1.0), ("-", -1.0)):
         ref_mean, ref_cov = _reference_logistic_posterior(w, b, sign)
         x = samples[label].reshape(-1, d)
-        ess = P._diag(samples[label])["min_ess_bulk"]
+        ess = summary._diag(samples[label])["min_ess_bulk"]
         se = np.sqrt(np.diag(ref_cov) / ess)
         assert np.all(np.abs(x.mean(0) - ref_mean) < 5 * se), (label, x.mean(0), ref_mean)
         assert np.linalg.norm(ref_mean) > 10 * se.max()  # the shift is large against the Monte Carlo error
@@ -153,11 +154,11 @@ def test_jax_logit_equals_numpy_logit(glove_classifier):
 
 
 def test_runner_posterior_on_glove():
-    from biastest.runner.bayes import run_posterior
+    from biastest.measures.posterior import PosteriorItems, run
 
     seen = []
-    res = run_posterior(seed=SEED, draws=300, tune=300, vocab_size=20000, k_words=5, epochs=60,
-                        progress=lambda d, t, m: seen.append(d))
+    res = run({"seed": SEED, "draws": 300, "tune": 300, "vocab_size": 20000, "k_words": 5, "epochs": 60},
+              progress=lambda d, t, m: seen.append(d))
     d = json.loads(json.dumps(res.to_dict()))
     assert d["classifier"]["test_auc"] > 0.85
     for p in ("+", "-"):
@@ -178,5 +179,6 @@ def test_runner_posterior_on_glove():
     assert seen[-1] == 100
     assert {r["kind"] for r in res.word_records()} == {"nearest", "farthest"}
     with pytest.raises(EmbeddingError) as e:
-        run_posterior(seed=0, draws=100, tune=100, groups={"a": ["zzqqx", "john"], "b": ["amy", "ann"]})
+        run({"seed": 0, "draws": 100, "tune": 100},
+            PosteriorItems(groups={"a": ["zzqqx", "john"], "b": ["amy", "ann"]}))
     assert e.value.message == P.MSG_GROUP_TOO_SMALL.format(name="a", count=1)

@@ -1,6 +1,6 @@
 """A small PyTorch binary classifier (MLP or logistic regression), trained seeded and returned as numpy weights.
 
-Used by :func:`biastest.metrics.posterior.train_classifier` (the classifier
+Used by :func:`biastest.measures.posterior.score.train_classifier` (the classifier
 ``p(+ | s)`` on word embeddings of Liang & Acuna 2020), which keeps the
 train/test split and the evaluation in numpy; the torch part is here.
 

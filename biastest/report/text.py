@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any
 
-__all__ = ["esc", "fmt", "fmt_p", "md_escape"]
+__all__ = ["esc", "fmt", "fmt_p", "level_percent", "md_escape"]
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~])")
 
@@ -50,3 +50,12 @@ def fmt_p(value: float | None) -> str:
 def esc(text: Any) -> str:
     """``text`` HTML-escaped (quotes too); ``None`` is the empty string."""
     return html.escape("" if text is None else str(text), quote=True)
+
+
+def level_percent(prob: float) -> str:
+    """The mass of an interval as its labels print it.
+
+    >>> level_percent(0.89), level_percent(0.975)
+    ('89%', '97.5%')
+    """
+    return f"{round(float(prob) * 100, 1):g}%"

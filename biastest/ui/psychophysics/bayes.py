@@ -17,16 +17,10 @@ from typing import Any
 import gradio as gr
 
 from biastest.errors import DataError
-from biastest.metrics.bayes import (
-    DEFAULT_CHAINS,
-    DEFAULT_DRAWS,
-    DEFAULT_TIME_LIMIT,
-    DEFAULT_TUNE,
-    HDI_PROB,
-    level_percent,
-)
-from biastest.report import psychophysics as rep
-from biastest.runner.bayes import available_models, run_bayes
+from biastest.measures.bayes import BayesItems, BayesOptions, available_models, run
+from biastest.measures.bayes import report as rep
+from biastest.measures.bayes.score import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_TIME_LIMIT, DEFAULT_TUNE, HDI_PROB
+from biastest.report.text import level_percent
 from biastest.spec import BiasSpec
 from biastest.ui.common import (
     USER_MISTAKES,
@@ -72,20 +66,17 @@ def bayes_core(session, model, draws, tune, chains, seed, hdi_prob=HDI_PROB, tim
     spec = session["spec"]
     if not isinstance(spec, BiasSpec):
         raise DataError(MSG_BAYES_NEEDS_WEAT)
-    result = run_bayes(
-        spec_groups=dict(spec.social_groups[:2]),
-        spec_attributes=dict(spec.attributes[:2]),
-        source=session["source"],
-        model=model or BAYES_DEFAULTS["model"],
-        seed=option_value("seed", seed),
-        draws=option_value("draws", draws),
-        tune=option_value("tune", tune),
-        chains=option_value("chains", chains),
-        hdi_prob=option_value("hdi_prob", hdi_prob),
-        time_limit=option_value("time_limit", time_limit),
-        spec_name=spec.name,
-        progress=progress,
-    )
+    options = BayesOptions.given({
+        "source": session["source"],
+        "model": model or BAYES_DEFAULTS["model"],
+        "seed": option_value("seed", seed),
+        "draws": option_value("draws", draws),
+        "tune": option_value("tune", tune),
+        "chains": option_value("chains", chains),
+        "hdi_prob": option_value("hdi_prob", hdi_prob),
+        "time_limit": option_value("time_limit", time_limit),
+    })
+    result = run(options, BayesItems.from_spec(spec), progress=progress)
     new = dict(session)
     new["bayes"] = result
     return new

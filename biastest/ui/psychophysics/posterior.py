@@ -12,9 +12,8 @@ from typing import Any
 
 import gradio as gr
 
-from biastest.metrics.posterior import load_default_groups
-from biastest.report import psychophysics as rep
-from biastest.runner.bayes import run_posterior
+from biastest.measures.posterior import PosteriorItems, PosteriorOptions, load_default_groups, run
+from biastest.measures.posterior import report as rep
 from biastest.spec import parse_terms
 from biastest.ui.common import (
     USER_MISTAKES,
@@ -51,15 +50,14 @@ def posterior_core(session, name_a, words_a, name_b, words_b, draws, tune, chain
         (name_a or "").strip() or "group 1": list(parse_terms(words_a)),
         (name_b or "").strip() or "group 2": list(parse_terms(words_b)),
     }
-    result = run_posterior(
-        source=session["source"],
-        seed=option_value("seed", seed),
-        draws=option_value("draws", draws),
-        tune=option_value("tune", tune),
-        chains=option_value("chains", chains),
-        groups=groups,
-        progress=progress,
-    )
+    options = PosteriorOptions.given({
+        "source": session["source"],
+        "seed": option_value("seed", seed),
+        "draws": option_value("draws", draws),
+        "tune": option_value("tune", tune),
+        "chains": option_value("chains", chains),
+    })
+    result = run(options, PosteriorItems(groups=groups), progress=progress)
     new = dict(session)
     new["posterior"] = result
     return new

@@ -24,33 +24,34 @@ Welch's t-test), which the original did not report.
 
 from __future__ import annotations
 
+import json
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from itertools import combinations
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
-from biastest.errors import DataError, EmbeddingError, MethodError
+from biastest.errors import DataError, MethodError
+from biastest.measures.bayes.sampler import SamplerRun, configure_parallel_chains
 from biastest.models.classifier import fit_binary_mlp
-from biastest.provenance import provenance
 
 __all__ = [
     "PRIOR_SD",
     "Classifier",
     "GroupTest",
-    "PosteriorResult",
     "auc_score",
     "autocorrelation",
     "group_distance_test",
     "lexicon_training_data",
+    "load_default_groups",
     "load_vader_lexicon",
     "nearest_words",
     "pca_projection",
-    "run_embedding_posterior",
     "sample_embedding_posterior",
     "train_classifier",
 ]
@@ -313,12 +314,10 @@ def sample_embedding_posterior(
         ``{"+": (chain, draw, d), "-": (chain, draw, d)}``.
     info : dict
         ``seconds`` (wall time incl. compilation), ``chain_method``, ``target_accept``, and the sampler's own
-        statistics of the kept draws (:meth:`biastest.metrics.bayes.SamplerRun.statistics`):
+        statistics of the kept draws (:meth:`biastest.measures.bayes.sampler.SamplerRun.statistics`):
         ``divergences`` (total), ``divergences_per_chain``, ``mean_accept_prob`` (overall and
         ``mean_accept_prob_per_chain``), ``step_size`` and ``mean_tree_size`` per chain.
     """
-    from biastest.metrics.bayes import SamplerRun, configure_parallel_chains
-
     if not (draws >= 100 and tune >= 100 and 1 <= chains <= 8):
         raise MethodError(MSG_BAD_POSTERIOR_SETTINGS.format(draws=draws, tune=tune, chains=chains))
     chain_method = configure_parallel_chains(chains)
@@ -409,8 +408,7 @@ def nearest_words(
     return near, far
 
 
-@dataclass(frozen=True)
-class GroupTest:
+class GroupTest(BaseModel):
     """Mean cosine distance of two word groups to one posterior, with significance tests.
 
     ``score(w) = mean over posterior draws of (1 − cos(w, s))``; the statistic is
@@ -436,12 +434,7 @@ class GroupTest:
     p_welch: float
     seed: int
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form."""
-        d = dict(self.__dict__)
-        for k in ("words_a", "words_b", "scores_a", "scores_b"):
-            d[k] = list(d[k])
-        return d
+    model_config = ConfigDict(frozen=True)
 
 
 def group_distance_test(
@@ -487,234 +480,7 @@ def group_distance_test(
     return p, exact, float(t.statistic), float(t.pvalue)
 
 
-# ---------------------------------------------------------------------------
-# Result
-
-
-@dataclass(frozen=True)
-class PosteriorResult:
-    """Everything the app shows about the two embedding posteriors.
-
-    Attributes
-    ----------
-    classifier : dict
-        :meth:`Classifier.to_dict` (incl. held-out AUC).
-    diagnostics : dict
-        Per posterior (``"+"``, ``"-"``): ``max_rhat``, ``min_ess_bulk``,
-        ``median_ess_bulk``, ``min_ess_tail``; plus the sampler's statistics
-        (``divergences``, ``divergences_per_chain``, ``mean_accept_prob``,
-        ``mean_accept_prob_per_chain``, ``step_size``, ``mean_tree_size``,
-        ``target_accept``), ``seconds``, ``ess_per_second`` (smallest bulk ESS
-        over all dimensions of both posteriors / wall seconds of sampling incl.
-        compilation), ``converged`` and ``problems`` (the criteria of
-        :func:`biastest.metrics.bayes.convergence_problems`, over both posteriors).
-    autocorrelation : tuple of dict
-        Per posterior and lag: mean and max |ACF| over dimensions (Fig. 5).
-    pca : dict
-        ``explained_ratio`` and ``points`` (posterior, pc1, pc2) of thinned samples (Fig. 6).
-    words : dict
-        Per posterior: ``nearest`` and ``farthest`` (word, cosine) to its mean (Table 1).
-    group_tests : tuple of dict
-        :meth:`GroupTest.to_dict` per posterior.
-    seed, draws, tune, chains : int
-    provenance : dict
-    """
-
-    classifier: dict[str, Any]
-    diagnostics: dict[str, Any]
-    autocorrelation: tuple[dict[str, Any], ...]
-    pca: dict[str, Any]
-    words: dict[str, Any]
-    group_tests: tuple[dict[str, Any], ...]
-    reading: tuple[str, ...]
-    seed: int
-    draws: int
-    tune: int
-    chains: int
-    provenance: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form."""
-        return {
-            "classifier": self.classifier,
-            "diagnostics": self.diagnostics,
-            "autocorrelation": [dict(r) for r in self.autocorrelation],
-            "pca": self.pca,
-            "words": self.words,
-            "group_tests": [dict(r) for r in self.group_tests],
-            "reading": list(self.reading),
-            "seed": self.seed,
-            "draws": self.draws,
-            "tune": self.tune,
-            "chains": self.chains,
-            "provenance": self.provenance,
-        }
-
-    def word_records(self) -> list[dict[str, Any]]:
-        """Tidy rows of the nearest/farthest word tables."""
-        out = []
-        for post, d in self.words.items():
-            for kind in ("nearest", "farthest"):
-                for rank, (w, c) in enumerate(d[kind], start=1):
-                    out.append({"posterior": post, "kind": kind, "rank": rank, "word": w, "cosine": c})
-        return out
-
-
 def load_default_groups() -> dict[str, list[str]]:
     """The shipped default word groups (female vs male first names of WEAT 6, Caliskan et al. 2017)."""
-    import json
-
     doc = json.loads((resources.files("biastest") / "data" / "controls" / _DEFAULT_GROUPS_FILE).read_text("utf-8"))
     return {k: list(v) for k, v in doc["groups"].items()}
-
-
-def _diag(samples: np.ndarray) -> dict[str, float]:
-    import arviz as az
-
-    ds = az.convert_to_dataset({"s": samples})
-    rhat = np.asarray(az.rhat(ds)["s"].values)
-    bulk = np.asarray(az.ess(ds, method="bulk")["s"].values)
-    tail = np.asarray(az.ess(ds, method="tail")["s"].values)
-    return {
-        "max_rhat": round(float(rhat.max()), 4),
-        "min_ess_bulk": round(float(bulk.min()), 1),
-        "median_ess_bulk": round(float(np.median(bulk)), 1),
-        "min_ess_tail": round(float(tail.min()), 1),
-    }
-
-
-def run_embedding_posterior(
-    *,
-    classifier: Classifier,
-    vocab_matrix: np.ndarray,
-    vocab_words: Sequence[str],
-    groups: Mapping[str, Sequence[str]],
-    vectors: Mapping[str, np.ndarray],
-    seed: int,
-    draws: int = 2000,
-    tune: int = 1000,
-    chains: int = 2,
-    k_words: int = 10,
-    max_lag: int = 50,
-    pca_points: int = 500,
-    progress: Callable[[float, str], None] | None = None,
-    provenance_fields: Mapping[str, Any] | None = None,
-) -> PosteriorResult:
-    """Sample both posteriors and compute every read-out.
-
-    Parameters
-    ----------
-    classifier : Classifier
-        From :func:`train_classifier`.
-    vocab_matrix, vocab_words : ndarray (n, d), sequence of str
-        The vocabulary searched for nearest / farthest words.
-    groups : mapping name -> words
-        Exactly two word groups (e.g. female and male names).
-    vectors : mapping str -> ndarray
-        Vectors of the group words.
-    seed : int
-        Seeds the sampler and the permutation test.
-    draws, tune, chains : int
-        Per chain.
-    k_words, max_lag, pca_points : int
-        Table length, ACF lags, points per posterior in the PCA view.
-    """
-    names = list(groups)
-    if len(names) != 2:
-        raise DataError(MSG_GROUP_TOO_SMALL.format(name=", ".join(names) or "(none)", count=len(names)))
-    group_words: dict[str, list[str]] = {}
-    for name in names:
-        kept = [w for w in groups[name] if vectors.get(w) is not None]
-        if len(kept) < 2:
-            raise EmbeddingError(MSG_GROUP_TOO_SMALL.format(name=name, count=len(kept)), group=name)
-        group_words[name] = kept
-    if progress:
-        progress(0.1, "Sampling the two posteriors with NUTS")
-    samples, info = sample_embedding_posterior(classifier, seed=seed, draws=draws, tune=tune, chains=chains)
-    if progress:
-        progress(0.7, "Diagnostics, PCA, word tables and group tests")
-    diagnostics: dict[str, Any] = {p: _diag(samples[p]) for p in ("+", "-")}
-    diagnostics.update(info)
-    min_ess = min(diagnostics[p]["min_ess_bulk"] for p in ("+", "-"))
-    diagnostics["ess_per_second"] = round(min_ess / max(info["seconds"], 1e-9), 1)
-    # the Bayesian estimate's criteria, over both posteriors (R-hat ≤ 1.01, ESS ≥ 100 per chain, no divergence)
-    from biastest.metrics.bayes import convergence_problems
-
-    both = {"max_rhat": max(diagnostics[p]["max_rhat"] for p in ("+", "-")),
-            "min_ess_bulk": min_ess, "min_ess_tail": min(diagnostics[p]["min_ess_tail"] for p in ("+", "-")),
-            "divergences": info["divergences"]}
-    diagnostics["problems"] = convergence_problems(both, chains=chains)
-    diagnostics["converged"] = not diagnostics["problems"]
-
-    acf_rows = []
-    for p in ("+", "-"):
-        acf = autocorrelation(samples[p], max_lag=max_lag)
-        for lag in range(acf.shape[0]):
-            acf_rows.append({"posterior": p, "lag": lag, "mean_acf": round(float(acf[lag].mean()), 5),
-                             "max_abs_acf": round(float(np.abs(acf[lag]).max()), 5)})
-
-    flat = {p: samples[p].reshape(-1, samples[p].shape[-1]) for p in ("+", "-")}
-    rng = np.random.default_rng(seed)
-    picks = {p: np.sort(rng.choice(flat[p].shape[0], size=min(pca_points, flat[p].shape[0]), replace=False))
-             for p in ("+", "-")}
-    both = np.concatenate([flat["+"][picks["+"]], flat["-"][picks["-"]]])
-    scores, _, ratio = pca_projection(both)
-    labels = ["+"] * picks["+"].size + ["-"] * picks["-"].size
-    pca = {
-        "explained_ratio": [round(float(r), 5) for r in ratio],
-        "points": [{"posterior": lab, "pc1": round(float(a), 4), "pc2": round(float(b), 4)}
-                   for lab, (a, b) in zip(labels, scores, strict=True)],
-    }
-
-    words = {}
-    for p in ("+", "-"):
-        mean = flat[p].mean(axis=0)
-        near, far = nearest_words(mean, vocab_matrix, vocab_words, k=k_words)
-        words[p] = {"nearest": near, "farthest": far, "mean_norm": round(float(np.linalg.norm(mean)), 4)}
-
-    tests = []
-    for p in ("+", "-"):
-        s = flat[p] / np.linalg.norm(flat[p], axis=1, keepdims=True)
-        sc = {}
-        for name in names:
-            m = np.stack([np.asarray(vectors[w], dtype=np.float64) for w in group_words[name]])
-            m = m / np.linalg.norm(m, axis=1, keepdims=True)
-            sc[name] = 1.0 - (m @ s.T).mean(axis=1)
-        pp, exact, t, pw = group_distance_test(sc[names[0]], sc[names[1]], seed=seed)
-        tests.append(GroupTest(
-            posterior=p, group_a=names[0], group_b=names[1],
-            words_a=tuple(group_words[names[0]]), words_b=tuple(group_words[names[1]]),
-            scores_a=tuple(round(float(v), 6) for v in sc[names[0]]),
-            scores_b=tuple(round(float(v), 6) for v in sc[names[1]]),
-            mean_a=round(float(sc[names[0]].mean()), 6), mean_b=round(float(sc[names[1]].mean()), 6),
-            difference=round(float(sc[names[0]].mean() - sc[names[1]].mean()), 6),
-            p_permutation=round(pp, 6), permutation_exact=exact, t_welch=round(t, 4), p_welch=round(pw, 6),
-            seed=seed,
-        ).to_dict())
-
-    reading = [
-        f"Classifier: {classifier.description}; held-out AUC {classifier.test_auc:.3f} on {classifier.n_test} words.",
-        f"Sampling: {chains} chains × {draws} draws per posterior in {info['seconds']:.1f} s; smallest bulk ESS "
-        f"{min_ess:.0f} ({diagnostics['ess_per_second']:.0f} effective samples per second), largest R-hat "
-        f"{max(diagnostics[p]['max_rhat'] for p in ('+', '-')):.3f}, {info['divergences']} divergent transitions, "
-        f"mean acceptance probability {info['mean_accept_prob']:.3f} (target {info['target_accept']}).",
-    ]
-    if diagnostics["problems"]:
-        reading.insert(0, MSG_POSTERIOR_NOT_CONVERGED.format(problems="; ".join(diagnostics["problems"])))
-    for t in tests:
-        closer = t["group_a"] if t["difference"] < 0 else t["group_b"]
-        sig = "significant" if t["p_permutation"] < 0.05 else "not significant"
-        reading.append(
-            f"Posterior '{t['posterior']}': the words of '{closer}' are closer on average (difference of mean cosine "
-            f"distance {t['difference']:+.4f}); permutation test p = {t['p_permutation']:.4f} ({sig} at 0.05), "
-            f"Welch t = {t['t_welch']:.2f}, p = {t['p_welch']:.4f}."
-        )
-    prov = provenance(method="embedding-posterior-nuts", seed=seed, draws=draws, tune=tune, chains=chains,
-                      prior=f"N(0, {PRIOR_SD:g}^2 I)", sampler="numpyro NUTS", **dict(provenance_fields or {}))
-    if progress:
-        progress(1.0, "Done")
-    return PosteriorResult(
-        classifier=classifier.to_dict(), diagnostics=diagnostics, autocorrelation=tuple(acf_rows), pca=pca,
-        words=words, group_tests=tuple(tests), reading=tuple(reading), seed=seed, draws=draws, tune=tune,
-        chains=chains, provenance=prov,
-    )

@@ -1,0 +1,367 @@
+"""Fitting the Bayesian cosine model: attempts until converged (or a bound), then the summary and its reading.
+
+:func:`fit_bayes` runs :func:`~biastest.measures.bayes.sampler.run_cell_sampler` again with more tuning
+and draws while :func:`~biastest.measures.bayes.sampler.convergence_problems` finds a problem, within a time
+limit and a number of attempts, and summarises the last attempt into a
+:class:`~biastest.measures.bayes.result.BayesResult`: posterior means with highest posterior density
+intervals per word and connection, the contrasts with the controls, every attempt's diagnostics and a
+plain-language reading.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+
+from biastest.errors import MethodError
+from biastest.measures.bayes.result import BayesResult
+from biastest.measures.bayes.sampler import (
+    _MODEL_FNS,
+    _attempt_diagnostics,
+    _check_settings,
+    _row,
+    _summaries,
+    convergence_problems,
+    next_attempt_settings,
+    run_cell_sampler,
+)
+from biastest.measures.bayes.score import (
+    BAYES_MODELS,
+    CONNECTIONS,
+    CONTRASTS,
+    DEFAULT_CHAINS,
+    DEFAULT_DRAWS,
+    DEFAULT_TARGET_ACCEPT,
+    DEFAULT_TIME_LIMIT,
+    DEFAULT_TUNE,
+    HDI_PROB,
+    MAX_ATTEMPTS,
+    MIN_ESS_PER_CHAIN,
+    MSG_BAD_ATTEMPTS,
+    MSG_BAD_TARGET_ACCEPT,
+    MSG_CONVERGED,
+    MSG_NOT_CONVERGED,
+    MSG_RETRIED,
+    MSG_STOP_MAX_ATTEMPTS,
+    MSG_STOP_ONE_CHAIN,
+    MSG_STOP_SETTINGS_LIMIT,
+    MSG_STOP_TIME_LIMIT,
+    MSG_UNKNOWN_MODEL,
+    RHAT_MAX,
+    TARGET_ACCEPT_MAX,
+    DistanceData,
+    cell_statistics,
+)
+from biastest.options import check_option
+from biastest.provenance import provenance
+from biastest.report.text import level_percent
+
+__all__ = ["fit_bayes", "sampler_lines"]
+
+
+def _derived(model: str, samples: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Cell means ``mu[w, c]``, connection means and contrasts, shape (chain, draw, ...)."""
+    ci = {c: k for k, c in enumerate(CONNECTIONS)}
+    if model == "additive":
+        mu = samples["m"][..., :, None] + samples["co"][..., None, :]
+        level = samples["co"]
+    else:
+        mu = samples["mu"]
+        level = samples["M"]
+    out = {"mu": mu, "level": level}
+    for a, b in CONTRASTS:
+        out[f"{a}-{b}"] = mu[..., ci[a]] - mu[..., ci[b]]
+        out[f"overall:{a}-{b}"] = level[..., ci[a]] - level[..., ci[b]]
+    return out
+
+
+def _interval_verdict(low: float, high: float) -> str:
+    if high < 0:
+        return "closer"
+    if low > 0:
+        return "farther"
+    return "uncertain"
+
+
+def _check_fit_options(*, chains: int, target_accept: float, hdi_prob: float, time_limit: float,
+                       max_attempts: int) -> tuple[float, float]:
+    hdi_prob = check_option("hdi_prob", hdi_prob)
+    time_limit = check_option("time_limit", time_limit)
+    ok_ta = isinstance(target_accept, (int, float)) and not isinstance(target_accept, bool)
+    if not (ok_ta and 0.5 <= target_accept <= TARGET_ACCEPT_MAX):
+        raise MethodError(MSG_BAD_TARGET_ACCEPT.format(value=target_accept, high=TARGET_ACCEPT_MAX),
+                          target_accept=target_accept)
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or not 1 <= max_attempts <= MAX_ATTEMPTS:
+        raise MethodError(MSG_BAD_ATTEMPTS.format(value=max_attempts, high=MAX_ATTEMPTS), max_attempts=max_attempts)
+    return hdi_prob, time_limit
+
+
+def fit_bayes(
+    data: DistanceData,
+    *,
+    model: str = "hierarchical",
+    seed: int,
+    draws: int = DEFAULT_DRAWS,
+    tune: int = DEFAULT_TUNE,
+    chains: int = DEFAULT_CHAINS,
+    target_accept: float = DEFAULT_TARGET_ACCEPT,
+    hdi_prob: float = HDI_PROB,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    max_attempts: int = MAX_ATTEMPTS,
+    progress: Callable[[float, str], None] | None = None,
+    provenance_fields: Mapping[str, Any] | None = None,
+) -> BayesResult:
+    """Fit a Bayesian cosine model, adaptively until it converges or a bound is reached, and summarise it.
+
+    **Adaptive sampling.** The first attempt uses the settings given. After
+    each attempt, :func:`convergence_problems` checks R-hat ≤ 1.01, bulk and
+    tail ESS ≥ 100 per chain and no divergent transition over every
+    quantity summarised. If one fails, the sampler runs again from scratch with
+    :func:`next_attempt_settings` (draws and tuning doubled; target acceptance
+    raised after divergences) and the next seed, until an attempt converges,
+    ``max_attempts`` attempts have run, or the next attempt is not expected to
+    end within ``time_limit``. The limit is checked before each further
+    attempt (the first always runs, and a started attempt runs to its end):
+    the next attempt's time is predicted as the last one's, scaled by the
+    ratio of iterations (× 1.5 when the target acceptance rises). The result
+    summarises the last attempt; every attempt is recorded (``attempts``,
+    ``provenance["attempts"]``), and a result that did not converge says so,
+    with the numbers and why sampling stopped, in ``diagnostics`` and the
+    first line of ``reading``.
+
+    Parameters
+    ----------
+    data : DistanceData
+        From :func:`build_distance_data`.
+    model : {"hierarchical", "additive"}
+        See :data:`BAYES_MODELS`.
+    seed : int
+        Seed of the sampler (JAX PRNG key); attempt ``k`` (0-based) uses
+        ``(seed + k) mod 2³²``.
+    draws, tune, chains : int
+        Draws kept per chain, tuning (warm-up) steps per chain, chains, of the
+        first attempt (defaults :data:`DEFAULT_DRAWS`, :data:`DEFAULT_TUNE`,
+        :data:`DEFAULT_CHAINS`).
+    target_accept : float
+        NUTS target acceptance probability of the first attempt (0.5 to
+        :data:`TARGET_ACCEPT_MAX`).
+    hdi_prob : float
+        Mass of the highest posterior density intervals (default 0.89; option
+        ``hdi_prob``, 0.5–0.999).
+    time_limit : float
+        Seconds within which further attempts must be expected to end
+        (option ``time_limit``; default :data:`DEFAULT_TIME_LIMIT`).
+    max_attempts : int
+        Most attempts (1 = no retry; at most :data:`MAX_ATTEMPTS`).
+    progress : callable(fraction, message), optional
+        Called as sampling proceeds.
+    provenance_fields : mapping, optional
+        Extra provenance (model id of the embedding, spec ...).
+
+    Returns
+    -------
+    BayesResult
+
+    Raises
+    ------
+    MethodError
+        Unknown model, sampler settings out of range.
+    OptionError
+        ``hdi_prob`` or ``time_limit`` out of range.
+    """
+    if model not in _MODEL_FNS:
+        raise MethodError(MSG_UNKNOWN_MODEL.format(name=model, choices=", ".join(BAYES_MODELS)), name=model)
+    _check_settings(draws, tune, chains)
+    hdi_prob, time_limit = _check_fit_options(chains=chains, target_accept=target_accept, hdi_prob=hdi_prob,
+                                              time_limit=time_limit, max_attempts=max_attempts)
+    t0 = time.perf_counter()
+    n, mean, ss = cell_statistics(
+        data.word_index, data.connection_index, data.distance, n_words=len(data.protected_words)
+    )
+    attempts: list[dict[str, Any]] = []
+    settings = (int(draws), int(tune), float(target_accept))
+    stop_reason, stop_message, stop_details = "", "", {}
+    for k in range(max_attempts):
+        a_draws, a_tune, a_ta = settings
+        a_seed = (seed + k) % 2**32
+        a0 = time.perf_counter()
+        lo = 0.9 * (1 - 0.5**k)  # attempt k's share of the bar: 0–0.45, 0.45–0.68, … (the total is not known)
+        tick = None
+        if progress:
+            def tick(fraction: float, message: str, lo=lo, k=k) -> None:
+                head = f"Attempt {k + 1} (the last was not converged): " if k else ""
+                progress(lo + 0.45 * 0.5**k * fraction, head + message)
+        run = run_cell_sampler(n, mean, ss, model=model, seed=a_seed, draws=a_draws, tune=a_tune, chains=chains,
+                               target_accept=a_ta, progress=tick)
+        if tick:
+            tick(0.9, "Summarising (highest posterior density intervals, R-hat, ESS)")
+        derived = _derived(model, run.samples)
+        stats = _summaries({**run.samples, **derived}, hdi_prob)
+        diag = _attempt_diagnostics(stats, run)
+        problems = convergence_problems(diag, chains=chains)
+        attempts.append({
+            "attempt": k + 1, "seed": a_seed, "draws": a_draws, "tune": a_tune, "chains": chains,
+            "target_accept": a_ta, **diag, "seconds": round(time.perf_counter() - a0, 3),
+            "converged": not problems, "problems": problems,
+        })
+        if not problems:
+            stop_reason, stop_message = "converged", ""
+            break
+        if chains < 2:
+            stop_reason, stop_message = "one_chain", MSG_STOP_ONE_CHAIN
+            break
+        if k + 1 == max_attempts:
+            stop_reason = "max_attempts"
+            stop_message = MSG_STOP_MAX_ATTEMPTS.format(attempts=k + 1, draws=a_draws, tune=a_tune)
+            break
+        nxt = next_attempt_settings(a_draws, a_tune, a_ta, diverged=diag["divergences"] > 0)
+        if nxt == settings:
+            stop_reason = "settings_limit"
+            stop_message = MSG_STOP_SETTINGS_LIMIT.format(draws=a_draws, tune=a_tune, target_accept=a_ta)
+            break
+        elapsed = round(time.perf_counter() - t0, 3)
+        scale = (nxt[0] + nxt[1]) / (a_draws + a_tune) * (1.5 if nxt[2] > a_ta else 1.0)
+        predicted = round(attempts[-1]["seconds"] * scale, 3)
+        if elapsed + predicted > time_limit:
+            stop_reason = "time_limit"
+            stop_details = {"elapsed": elapsed, "predicted": predicted, "next_draws": nxt[0], "next_tune": nxt[1],
+                            "next_target_accept": nxt[2]}
+            stop_message = MSG_STOP_TIME_LIMIT.format(limit=time_limit, attempts=k + 1, elapsed=elapsed,
+                                                      draws=nxt[0], tune=nxt[1], predicted=predicted)
+            break
+        settings = nxt
+    last = attempts[-1]
+    a_draws, a_tune, a_ta = last["draws"], last["tune"], last["target_accept"]
+    if progress:
+        progress(0.95, "Summarising")
+
+    pw = data.protected_words
+    gname = [data.group_names[g - 1] for g in data.word_groups]
+    n_cell, mean_cell, _ = cell_statistics(data.word_index, data.connection_index, data.distance, n_words=len(pw))
+
+    levels = tuple(
+        {"connection": c, "parameter": f"{'M' if model == 'hierarchical' else 'co'}[{c}]", **_row(stats["level"], k)}
+        for k, c in enumerate(CONNECTIONS)
+    )
+    cells = tuple(
+        {"protected_word": w, "group": gname[i], "connection": c, "n_rows": int(n_cell[i, k]),
+         "observed_mean": round(float(mean_cell[i, k]), 6), **_row(stats["mu"], (i, k))}
+        for i, w in enumerate(pw)
+        for k, c in enumerate(CONNECTIONS)
+    )
+    contrasts = []
+    for a, b in CONTRASTS:
+        name = f"{a}-{b}"
+        r = _row(stats[f"overall:{name}"])
+        contrasts.append({"protected_word": "(overall)", "group": "", "contrast": f"{a} − {b}", **r,
+                          "verdict": _interval_verdict(r["hdi_low"], r["hdi_high"])})
+        for i, w in enumerate(pw):
+            r = _row(stats[name], i)
+            contrasts.append({"protected_word": w, "group": gname[i], "contrast": f"{a} − {b}", **r,
+                              "verdict": _interval_verdict(r["hdi_low"], r["hdi_high"])})
+
+    parameters = []
+    for k in (k for k in run.samples if k != "mu_raw"):
+        st = stats[k]
+        shape = np.shape(st["mean"])
+        for idx in np.ndindex(*shape) if shape else [()]:
+            label = k + ("[" + ",".join(map(str, idx)) + "]" if idx else "")
+            parameters.append({"parameter": label, **_row(st, idx)})
+
+    seconds = round(time.perf_counter() - t0, 3)
+    diagnostics = {
+        **{key: last[key] for key in ("max_rhat", "rhat_undefined", "min_ess_bulk", "min_ess_tail", "divergences",
+                                      "divergences_per_chain", "mean_accept_prob", "mean_accept_prob_per_chain",
+                                      "step_size", "mean_tree_size")},
+        "draws_total": int(a_draws * chains),
+        "converged": last["converged"],
+        "problems": list(last["problems"]),
+        "rhat_max_allowed": RHAT_MAX,
+        "min_ess_wanted": MIN_ESS_PER_CHAIN * chains,
+        "attempts": len(attempts),
+        "divergences_all_attempts": int(sum(a["divergences"] for a in attempts)),
+        "stop_reason": stop_reason,
+        "stop_message": stop_message,
+        "stop_details": stop_details,
+        "time_limit": time_limit,
+        "max_attempts": max_attempts,
+        "seconds": seconds,
+    }
+    info = BAYES_MODELS[model]
+    reading = _reading(contrasts, diagnostics, attempts, hdi_prob, model, groups=data.group_names)
+    prov = provenance(
+        method=f"bayes-{model}", seed=seed, draws=a_draws, tune=a_tune, chains=chains, target_accept=a_ta,
+        hdi_prob=hdi_prob, sampler="numpyro NUTS", time_limit=time_limit, max_attempts=max_attempts,
+        requested={"draws": int(draws), "tune": int(tune), "target_accept": float(target_accept)},
+        attempts=[dict(a) for a in attempts], **dict(provenance_fields or {}),
+    )
+    if progress:
+        progress(1.0, "Done")
+    return BayesResult(
+        model=info.to_dict(), hdi_prob=hdi_prob, connection_levels=levels, cells=cells, contrasts=tuple(contrasts),
+        parameters=tuple(parameters), diagnostics=diagnostics, reading=tuple(reading), data=data.summary(),
+        seed=seed, draws=a_draws, tune=a_tune, chains=chains, chain_method=run.chain_method, seconds=seconds,
+        provenance=prov, rows=tuple(data.records()), target_accept=a_ta, attempts=tuple(attempts),
+    )
+
+
+def sampler_lines(diag: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The reading's lines on the sampler: each retry and why, then converged or not (with the numbers)."""
+    lines = []
+    for prev, nxt in pairwise(attempts):
+        lines.append(MSG_RETRIED.format(attempt=prev["attempt"], problems="; ".join(prev["problems"]),
+                                        draws=nxt["draws"], tune=nxt["tune"], target_accept=nxt["target_accept"]))
+    if diag["converged"]:
+        lines.append(MSG_CONVERGED.format(attempt=len(attempts), max_rhat=diag["max_rhat"], rhat_max=RHAT_MAX,
+                                          ess_bulk=diag["min_ess_bulk"], ess_tail=diag["min_ess_tail"],
+                                          min_ess=diag["min_ess_wanted"], divergences=diag["divergences"]))
+    else:
+        lines.insert(0, MSG_NOT_CONVERGED.format(problems="; ".join(diag["problems"]),
+                                                 attempts=len(attempts), stop=diag["stop_message"]))
+    return lines
+
+
+def _reading(contrasts: list[dict[str, Any]], diag: dict[str, Any], attempts: Sequence[Mapping[str, Any]],
+             hdi_prob: float, model: str, *, groups: tuple[str, str]) -> list[str]:
+    """Plain-language lines; the target words are named by their lists (``groups``, e.g. Math and Arts)."""
+    pct = level_percent(hdi_prob)
+    words_of = f"the words of {groups[0]} and {groups[1]}"
+    lines = sampler_lines(diag, attempts)
+    lines.append(
+        "Distances are cosine distances (0 = same direction). A negative contrast means the stereotype "
+        f"attributes sit closer to {words_of} than the control words do. A bias is called credible "
+        f"only where the whole {pct} highest posterior density interval lies below 0."
+    )
+    for r in contrasts:
+        if r["protected_word"] != "(overall)":
+            continue
+        other = r["contrast"].split(" − ")[1]
+        what = {"none": "neutral words", "human": "neutral human attributes",
+                "different": "the other group's stereotypes"}[other]
+        iv = f"{r['mean']:+.3f}, {pct} interval [{r['hdi_low']:+.3f}, {r['hdi_high']:+.3f}]"
+        if r["verdict"] == "closer":
+            lines.append(f"Overall, stereotype attributes are credibly closer than {what} ({iv}).")
+        elif r["verdict"] == "farther":
+            lines.append(f"Overall, stereotype attributes are credibly farther than {what} ({iv}): "
+                         "no bias in the stereotyped direction.")
+        else:
+            lines.append(f"Overall, no credible difference between stereotype attributes and {what} ({iv}): "
+                         "the interval includes 0.")
+    if model == "hierarchical":
+        for a, b in CONTRASTS[:2]:
+            name = f"{a} − {b}"
+            words = [r["protected_word"] for r in contrasts
+                     if r["contrast"] == name and r["protected_word"] != "(overall)" and r["verdict"] == "closer"]
+            total = sum(1 for r in contrasts if r["contrast"] == name and r["protected_word"] != "(overall)")
+            shown = ", ".join(words) if words else "none"
+            lines.append(f"Words of {groups[0]} and {groups[1]} with a credible bias ({name}): {len(words)} of "
+                         f"{total} ({shown}).")
+    else:
+        lines.append(f"In this model the connection effect is shared by all {words_of}, so per-word "
+                     "contrasts equal the overall one; use the hierarchical model for per-word estimates.")
+    return lines
+
