@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from biastest.errors import ModelKindError, ModelLoadError
+from biastest.models.catalog import CATALOGS, offline_source
 
 __all__ = [
     "DEVICE_CHOICES",
@@ -166,8 +167,6 @@ def _looks_like_path(text: str) -> bool:
 
 
 def _examples(family: str) -> str:
-    from biastest.models.catalog import CATALOGS
-
     return CATALOGS.get(family, CATALOGS["lm"]).examples_text()
 
 
@@ -206,8 +205,6 @@ def resolve_model_source(model_id: str, *, revision: str | None = None, family: 
         :data:`MSG_BAD_MODEL_ID`, :data:`MSG_FOLDER_NOT_FOUND`, or
         :data:`biastest.models.catalog.MSG_HUB_OFFLINE`.
     """
-    from biastest.models.catalog import offline_source
-
     examples = _examples(family)
     if not isinstance(model_id, str) or not model_id.strip():
         raise ModelLoadError(MSG_BAD_MODEL_ID.format(model_id=model_id, examples=examples), model_id=model_id)

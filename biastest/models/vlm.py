@@ -29,7 +29,6 @@ in float64), so metrics never handle tensors.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +50,7 @@ from biastest.models.base import (
     translate_load_error,
 )
 from biastest.models.cache import MODEL_CACHE, ModelCache
+from biastest.models.kinds import detect_vlm_kind
 
 __all__ = [
     "VLM_KINDS",
@@ -58,7 +58,6 @@ __all__ = [
     "GenerativeVLM",
     "VQAClassifierModel",
     "VisionLanguageModel",
-    "detect_vlm_kind",
     "load_vlm",
 ]
 
@@ -77,78 +76,6 @@ MSG_NO_PROCESSOR = (
 MSG_EMPTY_TEXTS = "No {what} were given to the model. Add at least one."
 MSG_EMPTY_CANDIDATE = "The answer {candidate!r} becomes no tokens for this model. Use a real word."
 
-_TEXT_ENCODER_ONLY_SUFFIXES = ("VisionModel", "TextModel", "VisionModelWithProjection", "TextModelWithProjection")
-
-
-# ----------------------------------------------------------------------------- kind detection
-def _candidate_classes(config: Any) -> list[type]:
-    """Model classes named by the config (``architectures``), then the Auto mappings' defaults."""
-    import transformers
-    from transformers.models.auto import modeling_auto as ma
-
-    out: list[type] = []
-    for name in getattr(config, "architectures", None) or ():
-        cls = getattr(transformers, str(name), None)
-        if isinstance(cls, type):
-            out.append(cls)
-    mappings = (
-        ma.MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES,
-        ma.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES,
-        ma.MODEL_MAPPING_NAMES,
-    )
-    model_type = getattr(config, "model_type", None)
-    for mapping in mappings:
-        name = mapping.get(model_type) if model_type else None
-        if isinstance(name, tuple | list):
-            name = name[0] if name else None
-        cls = getattr(transformers, str(name), None) if name else None
-        if isinstance(cls, type) and cls not in out:
-            out.append(cls)
-    return out
-
-
-def _accepts(cls: type, name: str) -> bool:
-    try:
-        return name in inspect.signature(cls.forward).parameters
-    except (TypeError, ValueError):  # pragma: no cover - defensive
-        return False
-
-
-def _kind_of_class(cls: type, config: Any) -> str | None:
-    from transformers.models.auto import modeling_auto as ma
-
-    name = cls.__name__
-    if name.endswith(_TEXT_ENCODER_ONLY_SUFFIXES):
-        return None
-    if hasattr(cls, "get_image_features") and hasattr(cls, "get_text_features"):
-        return "clip"
-    vqa_classes = set(ma.MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES.values())
-    can_generate = bool(getattr(cls, "can_generate", lambda: False)())
-    if name in vqa_classes and not can_generate:
-        return "vqa-classifier"
-    if can_generate and _accepts(cls, "pixel_values") and _accepts(cls, "input_ids"):
-        return "generative"
-    return None
-
-
-def detect_vlm_kind(config: Any) -> tuple[str, type] | None:
-    """Decide the vision-language kind of a model from its configuration.
-
-    Parameters
-    ----------
-    config : transformers.PretrainedConfig
-
-    Returns
-    -------
-    (kind, class) or None
-        ``kind`` in :data:`VLM_KINDS` and the transformers model class to load;
-        None when the model is not a vision-language model.
-    """
-    for cls in _candidate_classes(config):
-        kind = _kind_of_class(cls, config)
-        if kind is not None:
-            return kind, cls
-    return None
 
 
 # ----------------------------------------------------------------------------- adapters
