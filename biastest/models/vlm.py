@@ -123,6 +123,10 @@ class VisionLanguageModel:
     def model_id(self) -> str:
         return self.info.model_id
 
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready provenance (:meth:`VLMInfo.to_dict`), as every model backend gives it."""
+        return self.info.to_dict()
+
     @property
     def device(self):
         import torch
