@@ -253,14 +253,14 @@ _status: dict[str, HubStatus] = {}  # endpoint → last answer: process-wide net
 
 def hub_offline_flag() -> bool:
     """``HF_HUB_OFFLINE`` as huggingface_hub reads it (its constant, so a test or a caller may switch it)."""
-    from huggingface_hub import constants
+    from huggingface_hub import constants  # late: slow to import
 
     return bool(constants.HF_HUB_OFFLINE)
 
 
 def hub_endpoint() -> str:
     """The Hub address: ``$HF_ENDPOINT`` (read now) or huggingface_hub's, without a trailing slash."""
-    from huggingface_hub import constants
+    from huggingface_hub import constants  # late: slow to import
 
     return (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT or DEFAULT_HUB).rstrip("/")
 
@@ -359,7 +359,7 @@ class LocalModel:
 
 def hf_cache_dir() -> Path:
     """The Hugging Face cache folder huggingface_hub and transformers use (read at each call)."""
-    from huggingface_hub import constants
+    from huggingface_hub import constants  # late: slow to import
 
     return Path(constants.HF_HUB_CACHE)
 
@@ -426,7 +426,7 @@ def scan_hf_cache(app: str | AppModels, *, cache_dir: str | Path | None = None,
     folder = Path(cache_dir) if cache_dir is not None else hf_cache_dir()
 
     def compute() -> list[LocalModel]:
-        from huggingface_hub import scan_cache_dir
+        from huggingface_hub import scan_cache_dir  # late: slow to import
 
         try:
             info = scan_cache_dir(folder)
@@ -612,7 +612,7 @@ def picker_note(app: str | AppModels, entries: list[Suggestion], hub: HubStatus 
 # --------------------------------------------------------------------------- loading while offline
 def cached_snapshot(repo_id: str, *, revision: str | None = None, cache_dir: str | Path | None = None) -> Path | None:
     """The snapshot folder of a Hub model in the cache (its ``config.json`` is there), or None."""
-    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub import try_to_load_from_cache  # late: slow to import
 
     try:
         found = try_to_load_from_cache(repo_id, "config.json", cache_dir=str(cache_dir or hf_cache_dir()),

@@ -113,7 +113,7 @@ def lm_kind_of(config: dict[str, Any]) -> str | None:
 def _candidate_classes(config: Any) -> list[type]:
     """Model classes named by the config (``architectures``), then the Auto mappings' defaults."""
     import transformers  # late: transformers is heavy (module docstring)
-    from transformers.models.auto import modeling_auto as ma
+    from transformers.models.auto import modeling_auto as ma  # late: heavy
 
     out: list[type] = []
     for name in getattr(config, "architectures", None) or ():

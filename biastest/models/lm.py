@@ -213,7 +213,7 @@ class LanguageModel:
             raise DataError(MSG_TOO_LONG.format(n_tokens=n, max_length=self.max_length, model_id=self.model_id))
 
     def _padded(self, rows: Sequence[Sequence[int]]):
-        import torch
+        import torch  # late: heavy
 
         width = max(len(r) for r in rows)
         ids = torch.full((len(rows), width), self.pad_token_id, dtype=torch.long)
@@ -290,7 +290,7 @@ class MaskedLanguageModel(LanguageModel):
         list of numpy.ndarray
             One float64 array per query, aligned with ``scored``.
         """
-        import torch
+        import torch  # late: heavy
 
         # Identical masked inputs (e.g. the two one-token terms of template-mask) share one row.
         rows: list[tuple[int, ...]] = []
@@ -389,7 +389,7 @@ class CausalLanguageModel(LanguageModel):
         list of numpy.ndarray
             One float64 array of length n per sequence.
         """
-        import torch
+        import torch  # late: heavy
 
         for s in sequences:
             if len(s) == 0:
@@ -453,7 +453,7 @@ def _check_kind_arg(kind: str) -> str:
 
 
 def _load(source: ModelSource, *, kind: str, device: Any, dtype: Any) -> LanguageModel:
-    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer  # late: heavy
 
     quiet_transformers()
     config = load_config(source)

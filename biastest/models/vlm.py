@@ -129,13 +129,13 @@ class VisionLanguageModel:
 
     @property
     def device(self):
-        import torch
+        import torch  # late: heavy
 
         return torch.device(self.info.device)
 
     def pixel_inputs(self, images: Sequence[Any]) -> dict[str, Any]:
         """Image processor output for a batch of RGB images, on the model's device and dtype."""
-        import torch
+        import torch  # late: heavy
 
         batch = self.image_processor(images=list(images), return_tensors="pt")
         out: dict[str, Any] = {}
@@ -155,7 +155,7 @@ class VisionLanguageModel:
 
 def _features(out: Any):
     """``get_*_features`` returns a tensor (older transformers) or an output with ``pooler_output``."""
-    import torch
+    import torch  # late: heavy
 
     if isinstance(out, torch.Tensor):
         return out
@@ -203,7 +203,7 @@ class ClipLikeModel(VisionLanguageModel):
         MethodError
             No texts (:data:`MSG_EMPTY_TEXTS`).
         """
-        import torch
+        import torch  # late: heavy
 
         if not texts:
             raise MethodError(MSG_EMPTY_TEXTS.format(what="prompts"))
@@ -226,7 +226,7 @@ class ClipLikeModel(VisionLanguageModel):
         -------
         ndarray of float32, shape (len(images), d)
         """
-        import torch
+        import torch  # late: heavy
 
         with torch.inference_mode():
             pix = self.pixel_inputs(images)
@@ -261,7 +261,7 @@ class ClipLikeModel(VisionLanguageModel):
         class_embeddings : ndarray of float32, shape (2, d)
             Unit length; row 0 is class 1.
         """
-        import torch
+        import torch  # late: heavy
 
         text = torch.from_numpy(np.ascontiguousarray(text_embeddings))
         by_term = text.reshape(-1, n_templates, text.shape[-1]).mean(dim=1)
@@ -287,7 +287,7 @@ class ClipLikeModel(VisionLanguageModel):
         ndarray of float64, shape (n_images, n_texts)
             Multiply by :meth:`logit_scale` for the model's own zero-shot logits.
         """
-        import torch
+        import torch  # late: heavy
 
         feats = torch.from_numpy(np.ascontiguousarray(image_embeddings)).double()
         text = torch.from_numpy(np.ascontiguousarray(text_embeddings)).double()
@@ -318,7 +318,7 @@ class VQAClassifierModel(VisionLanguageModel):
 
     def answer_logits(self, images: Sequence[Any], question_tokens: dict[str, Any]) -> np.ndarray:
         """Logits over the whole answer list, float64 array (len(images), n_answers)."""
-        import torch
+        import torch  # late: heavy
 
         n = len(images)
         with torch.inference_mode():
@@ -399,7 +399,7 @@ class GenerativeVLM(VisionLanguageModel):
 
     def prepare(self, question: str, candidates: Sequence[str], sample_image: Any) -> dict[str, Any]:
         """Tokenise the question and the candidate answers once per run."""
-        import torch
+        import torch  # late: heavy
 
         eos = self._eos_id()
         if self.family == "blip-vqa":
@@ -422,7 +422,7 @@ class GenerativeVLM(VisionLanguageModel):
     # ------------------------------------------------------------ scoring
     def candidate_logprobs(self, images: Sequence[Any], prepared: dict[str, Any]) -> np.ndarray:
         """Teacher-forced log-probability of each candidate answer, float64 array (len(images), K)."""
-        import torch
+        import torch  # late: heavy
 
         seqs: list[list[int]] = prepared["sequences"]
         start: int = prepared["start"]
@@ -453,7 +453,7 @@ class GenerativeVLM(VisionLanguageModel):
         return total.reshape(n, k).cpu().numpy()
 
     def _blip_vqa_logits(self, pix: dict[str, Any], question: dict[str, Any], ids, mask):
-        import torch
+        import torch  # late: heavy
 
         model = self.model
         n, k = pix["pixel_values"].shape[0], ids.shape[0]
@@ -481,7 +481,7 @@ class GenerativeVLM(VisionLanguageModel):
         self, images: Sequence[Any], prepared: dict[str, Any], *, max_new_tokens: int = 8
     ) -> list[str]:
         """The model's own greedy answer to the question, one string per image."""
-        import torch
+        import torch  # late: heavy
 
         n = len(images)
         with torch.inference_mode():
@@ -517,7 +517,7 @@ class GenerativeVLM(VisionLanguageModel):
 
 # ----------------------------------------------------------------------------- loading
 def _load_processor(source: ModelSource):
-    from transformers import AutoImageProcessor, AutoProcessor, AutoTokenizer
+    from transformers import AutoImageProcessor, AutoProcessor, AutoTokenizer  # late: heavy
 
     kwargs = source.pretrained_kwargs()
     processor = tokenizer = image_processor = None

