@@ -3,7 +3,7 @@
 :func:`load_language_model` loads any Hugging Face Hub id or local folder
 through the ``transformers`` Auto classes and the process-wide
 :data:`~biastest.models.cache.MODEL_CACHE` (a model loads once per process).
-The model *kind* comes from its configuration (:func:`detect_kind`), never from
+The model *kind* comes from its configuration (:func:`biastest.models.kinds.detect_kind`), never from
 its name: ``config.architectures`` first (e.g. ``BertForMaskedLM`` → masked,
 ``GPT2LMHeadModel`` → causal), then ``config.model_type`` in transformers'
 ``MODEL_FOR_MASKED_LM_MAPPING_NAMES`` / ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``

@@ -2,7 +2,8 @@
 
 One loader, :func:`load_vlm`, takes any Hugging Face Hub id or local folder,
 reads its configuration and decides the *kind* from the architecture class the
-configuration names (never from the model's name):
+configuration names (:func:`biastest.models.kinds.detect_vlm_kind`; never from
+the model's name):
 
 ``clip``
     Dual encoders with ``get_image_features`` and ``get_text_features`` (CLIP,
