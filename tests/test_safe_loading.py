@@ -541,7 +541,7 @@ def test_gzipped_text_and_binary_word2vec_load(tmp_path):
 
 def test_an_uploaded_gzip_bomb_is_refused_before_parsing(tmp_path, monkeypatch):
     """A small .gz that unpacks beyond the upload limit is refused (the limit is lowered to keep the test fast)."""
-    from biastest.models import embeddings as E
+    from biastest.models.embeddings import readers as E
 
     monkeypatch.setattr(E, "MAX_UPLOAD_UNPACKED_BYTES", 4 * 1024**2)
     bomb = tmp_path / "vectors.txt.gz"

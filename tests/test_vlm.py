@@ -17,6 +17,7 @@ import torch
 from biastest.errors import DataError, MethodError, ModelKindError, ModelLoadError, OptionError, SpecError
 from biastest.metrics import vlm_score as V
 from biastest.models import images as IM
+from biastest.models import kinds as K
 from biastest.models import vlm as M
 from biastest.models.cache import ModelCache
 from biastest.options import MSG_BAD_WHOLE
@@ -116,16 +117,16 @@ def test_kind_from_config(models, name, kind, cls):
 def test_detect_kind_without_architectures():
     from transformers import CLIPConfig, ViltConfig
 
-    kind, cls = M.detect_vlm_kind(CLIPConfig())
+    kind, cls = K.detect_vlm_kind(CLIPConfig())
     assert kind == "clip" and cls.__name__ == "CLIPModel"
-    kind, cls = M.detect_vlm_kind(ViltConfig())
+    kind, cls = K.detect_vlm_kind(ViltConfig())
     assert kind == "vqa-classifier" and cls.__name__ == "ViltForQuestionAnswering"
     from transformers import BertConfig, CLIPVisionConfig
 
-    assert M.detect_vlm_kind(BertConfig()) is None
+    assert K.detect_vlm_kind(BertConfig()) is None
     cfg = CLIPVisionConfig()
     cfg.architectures = ["CLIPVisionModel"]
-    assert M.detect_vlm_kind(cfg) is None
+    assert K.detect_vlm_kind(cfg) is None
 
 
 def test_text_model_is_refused(models):

@@ -34,6 +34,7 @@ True
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from biastest.errors import ModelKindError, ModelLoadError
+from biastest.models.catalog import CATALOGS, offline_source
 
 __all__ = [
     "DEVICE_CHOICES",
@@ -166,8 +168,6 @@ def _looks_like_path(text: str) -> bool:
 
 
 def _examples(family: str) -> str:
-    from biastest.models.catalog import CATALOGS
-
     return CATALOGS.get(family, CATALOGS["lm"]).examples_text()
 
 
@@ -206,8 +206,6 @@ def resolve_model_source(model_id: str, *, revision: str | None = None, family: 
         :data:`MSG_BAD_MODEL_ID`, :data:`MSG_FOLDER_NOT_FOUND`, or
         :data:`biastest.models.catalog.MSG_HUB_OFFLINE`.
     """
-    from biastest.models.catalog import offline_source
-
     examples = _examples(family)
     if not isinstance(model_id, str) or not model_id.strip():
         raise ModelLoadError(MSG_BAD_MODEL_ID.format(model_id=model_id, examples=examples), model_id=model_id)
@@ -233,14 +231,14 @@ def resolve_model_source(model_id: str, *, revision: str | None = None, family: 
 
 # ------------------------------------------------------------------ device / dtype
 def _mps_available() -> bool:
-    import torch
+    import torch  # late: heavy
 
     backend = getattr(torch.backends, "mps", None)
     return bool(backend is not None and backend.is_available())
 
 
 def _auto_device_name() -> str:
-    import torch
+    import torch  # late: heavy
 
     if torch.cuda.is_available():
         return "cuda"
@@ -268,7 +266,7 @@ def select_device(device: Any = "auto"):
         :data:`MSG_BAD_DEVICE` for an unknown name, :data:`MSG_DEVICE_UNAVAILABLE`
         for a device this machine does not have.
     """
-    import torch
+    import torch  # late: heavy
 
     if isinstance(device, torch.device):
         name = str(device)
@@ -322,7 +320,7 @@ def select_dtype(dtype: Any = "auto", *, device: Any = None, config: Any = None)
         :data:`MSG_BAD_DTYPE` or :data:`MSG_DTYPE_UNSUPPORTED` (half precision
         on the CPU is refused: it is slow and inexact there).
     """
-    import torch
+    import torch  # late: heavy
 
     names = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
     dev_type = "cpu" if device is None else torch.device(device).type
@@ -357,7 +355,7 @@ def dtype_name(dtype: Any) -> str:
 # ------------------------------------------------------------------ errors
 def _transformers_version() -> str:
     try:
-        import transformers
+        import transformers  # late: heavy
 
         return transformers.__version__
     except ImportError:  # pragma: no cover - transformers is a hard requirement
@@ -383,7 +381,7 @@ def translate_load_error(exc: BaseException, *, source: ModelSource, what: str =
         With one of the ``MSG_*`` messages of this module; ``details`` keep
         the original exception type and text for logs.
     """
-    from huggingface_hub import errors as hub_errors
+    from huggingface_hub import errors as hub_errors  # late: slow to import
 
     model_id = source.model_id
     text = str(exc)
@@ -422,7 +420,7 @@ def translate_load_error(exc: BaseException, *, source: ModelSource, what: str =
 
 
 def _is_not_found(exc: BaseException, low: str) -> bool:
-    from huggingface_hub import errors as hub_errors
+    from huggingface_hub import errors as hub_errors  # late: slow to import
 
     if isinstance(
         exc,
@@ -454,7 +452,7 @@ def _model_type_from(text: str) -> str | None:
 def quiet_transformers() -> None:
     """Silence transformers' progress bars and load reports (the UI shows its own progress)."""
     try:
-        from transformers.utils import logging as tlogging
+        from transformers.utils import logging as tlogging  # late: heavy
 
         tlogging.set_verbosity_error()
         tlogging.disable_progress_bar()
@@ -478,7 +476,7 @@ def load_config(source: ModelSource):
     ------
     ModelLoadError
     """
-    from transformers import AutoConfig
+    from transformers import AutoConfig  # late: heavy
 
     quiet_transformers()
     if source.is_local and not os.path.isfile(os.path.join(source.location, "config.json")):
@@ -508,8 +506,6 @@ def load_config(source: ModelSource):
 
 
 def _read_local_model_type(folder: str) -> str | None:
-    import json
-
     try:
         with open(os.path.join(folder, "config.json"), encoding="utf-8") as fh:
             value = json.load(fh).get("model_type")

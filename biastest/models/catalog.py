@@ -51,8 +51,12 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
+
+from biastest import public as policy
+from biastest.errors import ModelLoadError
+from biastest.models.embeddings import EMBEDDING_SOURCES, SAFE_EMBEDDING_SUFFIXES
+from biastest.models.kinds import lm_kind_of, vlm_kind_of
 
 __all__ = [
     "CATALOGS",
@@ -122,36 +126,9 @@ LABEL_HUB_OFFLINE = "{ref} · Hub, needs the internet (unreachable now)"
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack", ".gguf")
 _ST_MARKERS = ("modules.json", "config_sentence_transformers.json")
-_CONFIG_KEYS = ("model_type", "architectures", "is_encoder_decoder", "is_decoder")
 
 
 # --------------------------------------------------------------------------- per-app catalogs
-def _lm_kind(config: dict[str, Any]) -> str | None:
-    """'masked' or 'causal' for a language model with its prediction head; None otherwise."""
-    from biastest.errors import ModelKindError
-    from biastest.models.lm import _mapping_names, detect_kind
-
-    try:
-        kind = detect_kind(SimpleNamespace(**{k: config.get(k) for k in _CONFIG_KEYS}))
-    except ModelKindError:
-        return None
-    archs = [str(a) for a in config.get("architectures") or ()]
-    masked, causal = _mapping_names()
-    if archs and not set(archs) & (set(masked.values()) | set(causal.values())):
-        return None  # e.g. BertModel: a checkpoint without the head the scoring needs
-    return kind
-
-
-def _vlm_kind(config: dict[str, Any]) -> str | None:
-    from biastest.models.vlm import detect_vlm_kind
-
-    try:
-        found = detect_vlm_kind(SimpleNamespace(**{k: config.get(k) for k in _CONFIG_KEYS}))
-    except Exception:  # an unknown architecture name: not one this app can load
-        return None
-    return None if found is None else found[0]
-
-
 @dataclass(frozen=True)
 class AppModels:
     """What one app tests and where its models come from.
@@ -189,8 +166,6 @@ class AppModels:
         """(value, label) of the defaults shipped with biastest that work offline (empty when the app has none)."""
         if self.key != "embeddings":
             return []
-        from biastest.models.embeddings import EMBEDDING_SOURCES
-
         return [(s.name, s.label.removesuffix(" (embedded default)")) for s in EMBEDDING_SOURCES.values()]
 
 
@@ -217,7 +192,7 @@ CATALOGS: dict[str, AppModels] = {
             "A model too large for this server (Llama, Mistral, Qwen …) can be tested where it is served: choose "
             "'A model behind an endpoint' (vLLM, llama.cpp's server)."
         ),
-        kind_of=_lm_kind,
+        kind_of=lm_kind_of,
     ),
     "vlm": AppModels(
         key="vlm",
@@ -233,7 +208,7 @@ CATALOGS: dict[str, AppModels] = {
             "A model served elsewhere (LLaVA or Qwen-VL on vLLM, a GPT-4o-class model) can be tested there: choose "
             "'A model behind an endpoint'."
         ),
-        kind_of=_vlm_kind,
+        kind_of=vlm_kind_of,
     ),
     "embeddings": AppModels(
         key="embeddings",
@@ -278,14 +253,14 @@ _status: dict[str, HubStatus] = {}  # endpoint → last answer: process-wide net
 
 def hub_offline_flag() -> bool:
     """``HF_HUB_OFFLINE`` as huggingface_hub reads it (its constant, so a test or a caller may switch it)."""
-    from huggingface_hub import constants
+    from huggingface_hub import constants  # late: slow to import
 
     return bool(constants.HF_HUB_OFFLINE)
 
 
 def hub_endpoint() -> str:
     """The Hub address: ``$HF_ENDPOINT`` (read now) or huggingface_hub's, without a trailing slash."""
-    from huggingface_hub import constants
+    from huggingface_hub import constants  # late: slow to import
 
     return (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT or DEFAULT_HUB).rstrip("/")
 
@@ -384,7 +359,7 @@ class LocalModel:
 
 def hf_cache_dir() -> Path:
     """The Hugging Face cache folder huggingface_hub and transformers use (read at each call)."""
-    from huggingface_hub import constants
+    from huggingface_hub import constants  # late: slow to import
 
     return Path(constants.HF_HUB_CACHE)
 
@@ -451,7 +426,7 @@ def scan_hf_cache(app: str | AppModels, *, cache_dir: str | Path | None = None,
     folder = Path(cache_dir) if cache_dir is not None else hf_cache_dir()
 
     def compute() -> list[LocalModel]:
-        from huggingface_hub import scan_cache_dir
+        from huggingface_hub import scan_cache_dir  # late: slow to import
 
         try:
             info = scan_cache_dir(folder)
@@ -493,8 +468,6 @@ def scan_models_dir(app: str | AppModels, *, folder: str | Path | None = None,
         return []
 
     def compute() -> list[LocalModel]:
-        from biastest.models.embeddings import SAFE_EMBEDDING_SUFFIXES
-
         found: list[LocalModel] = []
 
         def visit(path: Path, depth: int) -> None:
@@ -533,8 +506,6 @@ def local_models(app: str | AppModels, *, public: bool | None = None, cache_dir:
                  folder: str | Path | None = None) -> list[LocalModel]:
     """The app's models on this machine: the cache's, then the models folder's; none by path in public mode."""
     if public is None:
-        from biastest import public as policy
-
         public = policy.current().public
     found = [*scan_hf_cache(app, cache_dir=cache_dir), *scan_models_dir(app, folder=folder)]
     return [m for m in found if not (public and m.is_path)]
@@ -641,7 +612,7 @@ def picker_note(app: str | AppModels, entries: list[Suggestion], hub: HubStatus 
 # --------------------------------------------------------------------------- loading while offline
 def cached_snapshot(repo_id: str, *, revision: str | None = None, cache_dir: str | Path | None = None) -> Path | None:
     """The snapshot folder of a Hub model in the cache (its ``config.json`` is there), or None."""
-    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub import try_to_load_from_cache  # late: slow to import
 
     try:
         found = try_to_load_from_cache(repo_id, "config.json", cache_dir=str(cache_dir or hf_cache_dir()),
@@ -666,8 +637,6 @@ def offline_source(model_id: str, *, revision: str | None = None, family: str = 
         :data:`MSG_HUB_OFFLINE` — the Hub cannot be reached and the model is
         not in the cache; raised within :data:`HUB_PROBE_TIMEOUT` seconds.
     """
-    from biastest.errors import ModelLoadError
-
     status = hub_status()
     if status.reachable:
         return None

@@ -63,7 +63,7 @@ def fit_binary_mlp(
         One pair per linear layer, float64: ``W`` of shape ``(in, out)`` and
         ``b`` of shape ``(out,)``, so that a layer is ``h @ W + b``.
     """
-    import torch
+    import torch  # late: heavy
 
     xtr, ytr = torch.from_numpy(x), torch.from_numpy(y)
     with torch.random.fork_rng(devices=[]):

@@ -73,8 +73,8 @@ class Drawing:
 
 
 def _load_pipeline(model: str, revision: str | None, device: str) -> PipelineBundle:
-    import torch
-    from diffusers import AutoPipelineForText2Image
+    import torch  # late: heavy
+    from diffusers import AutoPipelineForText2Image  # late: heavy
 
     location, is_local = resolve_model_location(model)
     if is_local and not (Path(location) / "model_index.json").exists():
@@ -158,7 +158,7 @@ def draw(
     GenerationError
         The pipeline failed while drawing (:data:`MSG_IMAGE_FAILED`).
     """
-    import torch
+    import torch  # late: heavy
 
     generator = torch.Generator(device="cpu").manual_seed(0 if seed is None else int(seed))
     try:

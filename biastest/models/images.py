@@ -31,6 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import numpy as np
+from PIL import Image, ImageOps, UnidentifiedImageError
+
 from biastest.errors import DataError
 
 __all__ = [
@@ -142,8 +145,6 @@ def _read_source(
 
 def _open(data: bytes, label: str, max_pixels: int):
     """Open (lazily) and check the header: format, size, pixel count."""
-    from PIL import Image, UnidentifiedImageError
-
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
@@ -202,8 +203,6 @@ def to_rgb(img):
     within 0–255 is kept as is; otherwise it is rescaled to 0–255 by its own
     minimum and maximum (a constant image outside 0–255 becomes black).
     """
-    from PIL import Image
-
     mode = img.mode
     if mode == "RGB":
         return img
@@ -215,8 +214,6 @@ def to_rgb(img):
         background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         return Image.alpha_composite(background, rgba).convert("RGB")
     if mode in ("I", "I;16", "I;16B", "I;16L", "I;16N", "F"):
-        import numpy as np
-
         arr = np.asarray(img, dtype=np.float64)
         lo, hi = float(arr.min()), float(arr.max())
         if lo >= 0.0 and hi <= 255.0:
@@ -266,8 +263,6 @@ def load_image(
         :data:`MSG_IMAGE_CORRUPT`, :data:`MSG_IMAGE_TOO_MANY_PIXELS`,
         :data:`MSG_IMAGE_FILE_TOO_LARGE`, :data:`MSG_IMAGE_ZERO_SIZE`.
     """
-    from PIL import Image, ImageOps
-
     if isinstance(max_side, bool) or not isinstance(max_side, int) or max_side < 16:
         raise DataError(MSG_BAD_MAX_SIDE.format(value=max_side))
     data, label = _read_source(source, name, max_bytes)

@@ -3,7 +3,7 @@
 :func:`load_language_model` loads any Hugging Face Hub id or local folder
 through the ``transformers`` Auto classes and the process-wide
 :data:`~biastest.models.cache.MODEL_CACHE` (a model loads once per process).
-The model *kind* comes from its configuration (:func:`detect_kind`), never from
+The model *kind* comes from its configuration (:func:`biastest.models.kinds.detect_kind`), never from
 its name: ``config.architectures`` first (e.g. ``BertForMaskedLM`` → masked,
 ``GPT2LMHeadModel`` → causal), then ``config.model_type`` in transformers'
 ``MODEL_FOR_MASKED_LM_MAPPING_NAMES`` / ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``
@@ -51,6 +51,7 @@ from biastest.models.base import (
     translate_load_error,
 )
 from biastest.models.cache import LOAD_LOCK, MODEL_CACHE, ModelCache
+from biastest.models.kinds import MSG_NOT_A_LANGUAGE_MODEL, detect_kind
 
 __all__ = [
     "KINDS",
@@ -60,7 +61,6 @@ __all__ = [
     "MaskedQuery",
     "ProgressCallback",
     "begin_token_id",
-    "detect_kind",
     "detect_model_kind",
     "load_language_model",
 ]
@@ -70,14 +70,6 @@ ModelKind = Literal["masked", "causal"]
 ProgressCallback = Callable[[int, int, str], None]
 
 MSG_BAD_KIND = "Unknown language-model kind '{kind}'. Choose one of: auto, masked, causal."
-MSG_NOT_A_LANGUAGE_MODEL = (
-    "The model '{model_id}' (type '{model_type}') is not a language model that can score sentences: it is neither "
-    "a masked language model (like bert-base-uncased) nor a causal one (like gpt2). Choose a language model."
-)
-MSG_ENCODER_DECODER = (
-    "The model '{model_id}' (type '{model_type}') is an encoder-decoder model; the stereotype score needs a masked "
-    "language model (like bert-base-uncased) or a causal one (like gpt2). Choose one of those."
-)
 MSG_WRONG_KIND = (
     "The model '{model_id}' is a {actual} language model, but a {requested} language model is needed here. "
     "Choose a {requested} model, or a scoring method made for {actual} models."
@@ -221,7 +213,7 @@ class LanguageModel:
             raise DataError(MSG_TOO_LONG.format(n_tokens=n, max_length=self.max_length, model_id=self.model_id))
 
     def _padded(self, rows: Sequence[Sequence[int]]):
-        import torch
+        import torch  # late: heavy
 
         width = max(len(r) for r in rows)
         ids = torch.full((len(rows), width), self.pad_token_id, dtype=torch.long)
@@ -298,7 +290,7 @@ class MaskedLanguageModel(LanguageModel):
         list of numpy.ndarray
             One float64 array per query, aligned with ``scored``.
         """
-        import torch
+        import torch  # late: heavy
 
         # Identical masked inputs (e.g. the two one-token terms of template-mask) share one row.
         rows: list[tuple[int, ...]] = []
@@ -397,7 +389,7 @@ class CausalLanguageModel(LanguageModel):
         list of numpy.ndarray
             One float64 array of length n per sequence.
         """
-        import torch
+        import torch  # late: heavy
 
         for s in sequences:
             if len(s) == 0:
@@ -439,50 +431,6 @@ def begin_token_id(tokenizer: Any, *, model_id: str) -> int:
     return int(prefix)
 
 
-# ---------------------------------------------------------------------- kind detection
-def _mapping_names() -> tuple[dict[str, str], dict[str, str]]:
-    from transformers.models.auto.modeling_auto import (
-        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
-        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
-    )
-
-    return dict(MODEL_FOR_MASKED_LM_MAPPING_NAMES), dict(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
-
-
-def detect_kind(config: Any, *, model_id: str = "") -> str:
-    """The language-model kind of a configuration: ``"masked"`` or ``"causal"``.
-
-    Rules, in order: an encoder-decoder model is refused; an architecture
-    named in ``config.architectures`` that is one of transformers' causal-LM
-    classes gives ``causal``, a masked-LM class gives ``masked``; otherwise
-    ``config.model_type`` is looked up in the masked-LM and causal-LM
-    mappings (a type in both is causal only if ``config.is_decoder``).
-
-    Raises
-    ------
-    ModelKindError
-        :data:`MSG_NOT_A_LANGUAGE_MODEL` or :data:`MSG_ENCODER_DECODER`.
-    """
-    masked, causal = _mapping_names()
-    model_type = str(getattr(config, "model_type", "") or "")
-    if getattr(config, "is_encoder_decoder", False):
-        raise ModelKindError(MSG_ENCODER_DECODER.format(model_id=model_id, model_type=model_type), model_id=model_id)
-    causal_classes, masked_classes = set(causal.values()), set(masked.values())
-    for arch in getattr(config, "architectures", None) or ():
-        if arch in causal_classes:
-            return "causal"
-        if arch in masked_classes:
-            return "masked"
-    in_masked, in_causal = model_type in masked, model_type in causal
-    if in_masked and in_causal:
-        return "causal" if getattr(config, "is_decoder", False) else "masked"
-    if in_masked:
-        return "masked"
-    if in_causal:
-        return "causal"
-    raise ModelKindError(MSG_NOT_A_LANGUAGE_MODEL.format(model_id=model_id, model_type=model_type), model_id=model_id)
-
-
 def detect_model_kind(model_id: str, *, revision: str | None = None) -> str:
     """The kind of a model from its configuration alone (no weights are loaded).
 
@@ -505,7 +453,7 @@ def _check_kind_arg(kind: str) -> str:
 
 
 def _load(source: ModelSource, *, kind: str, device: Any, dtype: Any) -> LanguageModel:
-    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer  # late: heavy
 
     quiet_transformers()
     config = load_config(source)

@@ -155,8 +155,8 @@ class EncodedPrompt:
 
 
 def _load_text_model(model: str, revision: str | None, device: str) -> TextModelBundle:
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer  # late: heavy
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES  # late: heavy
 
     location, is_local = resolve_model_location(model)
     try:
@@ -286,7 +286,7 @@ def generate(
     GenerationError
         The model failed while generating (:data:`MSG_GENERATION_FAILED`).
     """
-    import torch
+    import torch  # late: heavy
 
     input_ids = prompt.input_ids.to(device)
     attention_mask = prompt.attention_mask

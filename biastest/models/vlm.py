@@ -2,7 +2,8 @@
 
 One loader, :func:`load_vlm`, takes any Hugging Face Hub id or local folder,
 reads its configuration and decides the *kind* from the architecture class the
-configuration names (never from the model's name):
+configuration names (:func:`biastest.models.kinds.detect_vlm_kind`; never from
+the model's name):
 
 ``clip``
     Dual encoders with ``get_image_features`` and ``get_text_features`` (CLIP,
@@ -29,7 +30,6 @@ in float64), so metrics never handle tensors.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +51,7 @@ from biastest.models.base import (
     translate_load_error,
 )
 from biastest.models.cache import MODEL_CACHE, ModelCache
+from biastest.models.kinds import detect_vlm_kind
 
 __all__ = [
     "VLM_KINDS",
@@ -58,7 +59,6 @@ __all__ = [
     "GenerativeVLM",
     "VQAClassifierModel",
     "VisionLanguageModel",
-    "detect_vlm_kind",
     "load_vlm",
 ]
 
@@ -77,78 +77,6 @@ MSG_NO_PROCESSOR = (
 MSG_EMPTY_TEXTS = "No {what} were given to the model. Add at least one."
 MSG_EMPTY_CANDIDATE = "The answer {candidate!r} becomes no tokens for this model. Use a real word."
 
-_TEXT_ENCODER_ONLY_SUFFIXES = ("VisionModel", "TextModel", "VisionModelWithProjection", "TextModelWithProjection")
-
-
-# ----------------------------------------------------------------------------- kind detection
-def _candidate_classes(config: Any) -> list[type]:
-    """Model classes named by the config (``architectures``), then the Auto mappings' defaults."""
-    import transformers
-    from transformers.models.auto import modeling_auto as ma
-
-    out: list[type] = []
-    for name in getattr(config, "architectures", None) or ():
-        cls = getattr(transformers, str(name), None)
-        if isinstance(cls, type):
-            out.append(cls)
-    mappings = (
-        ma.MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES,
-        ma.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES,
-        ma.MODEL_MAPPING_NAMES,
-    )
-    model_type = getattr(config, "model_type", None)
-    for mapping in mappings:
-        name = mapping.get(model_type) if model_type else None
-        if isinstance(name, tuple | list):
-            name = name[0] if name else None
-        cls = getattr(transformers, str(name), None) if name else None
-        if isinstance(cls, type) and cls not in out:
-            out.append(cls)
-    return out
-
-
-def _accepts(cls: type, name: str) -> bool:
-    try:
-        return name in inspect.signature(cls.forward).parameters
-    except (TypeError, ValueError):  # pragma: no cover - defensive
-        return False
-
-
-def _kind_of_class(cls: type, config: Any) -> str | None:
-    from transformers.models.auto import modeling_auto as ma
-
-    name = cls.__name__
-    if name.endswith(_TEXT_ENCODER_ONLY_SUFFIXES):
-        return None
-    if hasattr(cls, "get_image_features") and hasattr(cls, "get_text_features"):
-        return "clip"
-    vqa_classes = set(ma.MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES.values())
-    can_generate = bool(getattr(cls, "can_generate", lambda: False)())
-    if name in vqa_classes and not can_generate:
-        return "vqa-classifier"
-    if can_generate and _accepts(cls, "pixel_values") and _accepts(cls, "input_ids"):
-        return "generative"
-    return None
-
-
-def detect_vlm_kind(config: Any) -> tuple[str, type] | None:
-    """Decide the vision-language kind of a model from its configuration.
-
-    Parameters
-    ----------
-    config : transformers.PretrainedConfig
-
-    Returns
-    -------
-    (kind, class) or None
-        ``kind`` in :data:`VLM_KINDS` and the transformers model class to load;
-        None when the model is not a vision-language model.
-    """
-    for cls in _candidate_classes(config):
-        kind = _kind_of_class(cls, config)
-        if kind is not None:
-            return kind, cls
-    return None
 
 
 # ----------------------------------------------------------------------------- adapters
@@ -196,15 +124,19 @@ class VisionLanguageModel:
     def model_id(self) -> str:
         return self.info.model_id
 
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready provenance (:meth:`VLMInfo.to_dict`), as every model backend gives it."""
+        return self.info.to_dict()
+
     @property
     def device(self):
-        import torch
+        import torch  # late: heavy
 
         return torch.device(self.info.device)
 
     def pixel_inputs(self, images: Sequence[Any]) -> dict[str, Any]:
         """Image processor output for a batch of RGB images, on the model's device and dtype."""
-        import torch
+        import torch  # late: heavy
 
         batch = self.image_processor(images=list(images), return_tensors="pt")
         out: dict[str, Any] = {}
@@ -224,7 +156,7 @@ class VisionLanguageModel:
 
 def _features(out: Any):
     """``get_*_features`` returns a tensor (older transformers) or an output with ``pooler_output``."""
-    import torch
+    import torch  # late: heavy
 
     if isinstance(out, torch.Tensor):
         return out
@@ -272,7 +204,7 @@ class ClipLikeModel(VisionLanguageModel):
         MethodError
             No texts (:data:`MSG_EMPTY_TEXTS`).
         """
-        import torch
+        import torch  # late: heavy
 
         if not texts:
             raise MethodError(MSG_EMPTY_TEXTS.format(what="prompts"))
@@ -295,7 +227,7 @@ class ClipLikeModel(VisionLanguageModel):
         -------
         ndarray of float32, shape (len(images), d)
         """
-        import torch
+        import torch  # late: heavy
 
         with torch.inference_mode():
             pix = self.pixel_inputs(images)
@@ -330,7 +262,7 @@ class ClipLikeModel(VisionLanguageModel):
         class_embeddings : ndarray of float32, shape (2, d)
             Unit length; row 0 is class 1.
         """
-        import torch
+        import torch  # late: heavy
 
         text = torch.from_numpy(np.ascontiguousarray(text_embeddings))
         by_term = text.reshape(-1, n_templates, text.shape[-1]).mean(dim=1)
@@ -356,7 +288,7 @@ class ClipLikeModel(VisionLanguageModel):
         ndarray of float64, shape (n_images, n_texts)
             Multiply by :meth:`logit_scale` for the model's own zero-shot logits.
         """
-        import torch
+        import torch  # late: heavy
 
         feats = torch.from_numpy(np.ascontiguousarray(image_embeddings)).double()
         text = torch.from_numpy(np.ascontiguousarray(text_embeddings)).double()
@@ -387,7 +319,7 @@ class VQAClassifierModel(VisionLanguageModel):
 
     def answer_logits(self, images: Sequence[Any], question_tokens: dict[str, Any]) -> np.ndarray:
         """Logits over the whole answer list, float64 array (len(images), n_answers)."""
-        import torch
+        import torch  # late: heavy
 
         n = len(images)
         with torch.inference_mode():
@@ -468,7 +400,7 @@ class GenerativeVLM(VisionLanguageModel):
 
     def prepare(self, question: str, candidates: Sequence[str], sample_image: Any) -> dict[str, Any]:
         """Tokenise the question and the candidate answers once per run."""
-        import torch
+        import torch  # late: heavy
 
         eos = self._eos_id()
         if self.family == "blip-vqa":
@@ -491,7 +423,7 @@ class GenerativeVLM(VisionLanguageModel):
     # ------------------------------------------------------------ scoring
     def candidate_logprobs(self, images: Sequence[Any], prepared: dict[str, Any]) -> np.ndarray:
         """Teacher-forced log-probability of each candidate answer, float64 array (len(images), K)."""
-        import torch
+        import torch  # late: heavy
 
         seqs: list[list[int]] = prepared["sequences"]
         start: int = prepared["start"]
@@ -522,7 +454,7 @@ class GenerativeVLM(VisionLanguageModel):
         return total.reshape(n, k).cpu().numpy()
 
     def _blip_vqa_logits(self, pix: dict[str, Any], question: dict[str, Any], ids, mask):
-        import torch
+        import torch  # late: heavy
 
         model = self.model
         n, k = pix["pixel_values"].shape[0], ids.shape[0]
@@ -550,7 +482,7 @@ class GenerativeVLM(VisionLanguageModel):
         self, images: Sequence[Any], prepared: dict[str, Any], *, max_new_tokens: int = 8
     ) -> list[str]:
         """The model's own greedy answer to the question, one string per image."""
-        import torch
+        import torch  # late: heavy
 
         n = len(images)
         with torch.inference_mode():
@@ -586,7 +518,7 @@ class GenerativeVLM(VisionLanguageModel):
 
 # ----------------------------------------------------------------------------- loading
 def _load_processor(source: ModelSource):
-    from transformers import AutoImageProcessor, AutoProcessor, AutoTokenizer
+    from transformers import AutoImageProcessor, AutoProcessor, AutoTokenizer  # late: heavy
 
     kwargs = source.pretrained_kwargs()
     processor = tokenizer = image_processor = None

@@ -1,0 +1,242 @@
+"""Build a model backend from a small reference record: in this process or behind an endpoint, one call.
+
+A measure holds a :class:`ModelRef` (what the user chose: a model id with its
+revision, device and precision, or an :class:`EndpointRef`) and asks the
+factory for the backend of its kind; it never writes ``if endpoint is not
+None``. What comes back satisfies a protocol of :mod:`biastest.models.protocols`,
+and the measure calls its requests:
+
+===========================================  =========================================  ==========================
+function                                     in this process                            behind an endpoint
+===========================================  =========================================  ==========================
+:func:`language_model`                       ``MaskedLanguageModel``                    ``EndpointCausalLM``
+                                             (:class:`~.protocols.MaskedLM`) or         (``CausalLM`` with a
+                                             ``CausalLanguageModel``                    tokenizer, else
+                                             (:class:`~.protocols.CausalLM`)            ``TextCausalLM``)
+:func:`vision_language_model`                ``ClipLikeModel`` (``ContrastiveVLM``),    ``EndpointVLM``
+                                             ``VQAClassifierModel``                     (:class:`~.protocols.ChatVLM`)
+                                             (``AnswerClassifierVLM``),
+                                             ``GenerativeVLM`` (``AnswerGeneratorVLM``)
+:func:`word_vectors`                         any embedding source                       —
+                                             (:class:`~.protocols.WordVectors`)
+===========================================  =========================================  ==========================
+
+In-process models load once per process through the shared
+:data:`~biastest.models.cache.MODEL_CACHE` (the key: adapter kind, id, revision,
+device, precision). An endpoint backend is built anew by every call: it holds
+the API key in its client and counts one run's requests, time and stops, so it
+is never shared between runs or users (it also refuses to be pickled).
+
+The API key is a keyword of the call, never a field of a record: a record's
+:meth:`~ModelRef.dump` goes into provenance and result files, and the key must
+not. The dump also writes the endpoint's address without credentials or query.
+
+Examples
+--------
+>>> ref = ModelRef(model_id="my-llama", endpoint=EndpointRef(base_url="http://127.0.0.1:8000/v1"))
+>>> ref.served_by, ref.dump()["endpoint"]["base_url"]
+('endpoint', 'http://127.0.0.1:8000/v1')
+>>> ModelRef(model_id="gpt2").dump()
+{'model_id': 'gpt2', 'revision': None, 'device': 'auto', 'dtype': 'auto', 'kind': 'auto', 'endpoint': None}
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from biastest.generate.base import RetryPolicy, RunLimits
+from biastest.generate.openai_chat import safe_base_url
+from biastest.models.cache import MODEL_CACHE, ModelCache
+from biastest.models.embeddings import WordEmbeddings, load_embeddings
+from biastest.models.endpoint_lm import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_REQUESTS,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_TIME_LIMIT,
+    EndpointCausalLM,
+)
+from biastest.models.endpoint_vlm import EndpointVLM
+from biastest.models.lm import load_language_model
+from biastest.models.protocols import (
+    AnswerClassifierVLM,
+    AnswerGeneratorVLM,
+    CausalLM,
+    ChatVLM,
+    ContrastiveVLM,
+    MaskedLM,
+    TextCausalLM,
+    WordVectors,
+)
+from biastest.models.vlm import load_vlm
+
+__all__ = [
+    "EndpointRef",
+    "LanguageBackend",
+    "ModelRef",
+    "VisionLanguageBackend",
+    "language_model",
+    "vision_language_model",
+    "word_vectors",
+]
+
+#: What :func:`language_model` returns.
+LanguageBackend = MaskedLM | CausalLM | TextCausalLM
+#: What :func:`vision_language_model` returns.
+VisionLanguageBackend = ContrastiveVLM | AnswerClassifierVLM | AnswerGeneratorVLM | ChatVLM
+
+
+@dataclass(frozen=True)
+class EndpointRef:
+    """Where a served model answers, and the bounds of one run against it (no key).
+
+    Attributes
+    ----------
+    base_url : str
+        The API root, e.g. ``http://localhost:8000/v1`` (checked against the
+        public-mode policy when the backend is built).
+    tokenizer : str, False or None
+        Language models only: a Hub id or folder of the served model's
+        tokenizer (token-id prompts); False sends text; None tries the served
+        name (:class:`~biastest.models.endpoint_lm.EndpointCausalLM`).
+    concurrency : int
+        Requests in flight at once.
+    max_requests : int
+        Request budget of one run, retries included.
+    time_limit : float
+        Wall-clock limit of one run, in seconds.
+    request_timeout : float
+        Time-out of one request, in seconds (at most ``time_limit``).
+    """
+
+    base_url: str
+    tokenizer: str | bool | None = None
+    concurrency: int = DEFAULT_CONCURRENCY
+    max_requests: int = DEFAULT_MAX_REQUESTS
+    time_limit: float = DEFAULT_TIME_LIMIT
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+
+    def limits(self) -> RunLimits:
+        """The run's :class:`~biastest.generate.base.RunLimits` (a request never outlasts the run)."""
+        return RunLimits(max_requests=self.max_requests, max_seconds=float(self.time_limit),
+                         request_timeout=float(min(self.request_timeout, self.time_limit)))
+
+    def dump(self) -> dict[str, Any]:
+        """JSON-ready, the address without credentials or query."""
+        return {**asdict(self), "base_url": safe_base_url(self.base_url)}
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """Which model a measure tests: one in this process, or one behind an endpoint.
+
+    Attributes
+    ----------
+    model_id : str
+        A Hugging Face Hub id or a folder; behind an endpoint, the name the
+        server serves the model under.
+    revision : str or None
+        Hub branch, tag or commit (of the tokenizer, behind an endpoint).
+    device : str
+        ``auto``, ``cpu``, ``cuda`` or ``mps`` (in this process).
+    dtype : str
+        ``auto``, ``float32``, ``float16`` or ``bfloat16`` (in this process).
+    kind : str
+        Language models: ``auto``, ``masked`` or ``causal`` (in this process).
+    endpoint : EndpointRef or None
+        Set for a model behind an endpoint.
+    """
+
+    model_id: str
+    revision: str | None = None
+    device: str = "auto"
+    dtype: str = "auto"
+    kind: str = "auto"
+    endpoint: EndpointRef | None = None
+
+    @property
+    def served_by(self) -> str:
+        """``process`` or ``endpoint``."""
+        return "process" if self.endpoint is None else "endpoint"
+
+    def dump(self) -> dict[str, Any]:
+        """JSON-ready, for provenance (never a key: the record holds none)."""
+        return {"model_id": self.model_id, "revision": self.revision, "device": self.device, "dtype": self.dtype,
+                "kind": self.kind, "endpoint": None if self.endpoint is None else self.endpoint.dump()}
+
+
+def language_model(ref: ModelRef, *, api_key: str | None = None, cache: ModelCache | None = MODEL_CACHE,
+                   retry: RetryPolicy | None = None, seed: int = 0,
+                   cancel: threading.Event | None = None) -> LanguageBackend:
+    """The language model ``ref`` names, loaded once per process or reached at its endpoint.
+
+    Parameters
+    ----------
+    ref : ModelRef
+    api_key : str, optional
+        The endpoint's key, held by the backend's client for this run only.
+    cache : ModelCache or None
+        In-process models (default: the process-wide cache; None loads without caching).
+    retry, seed, cancel :
+        Endpoint runs: retries with backoff (default
+        :func:`~biastest.models.endpoint_lm.default_retry`), the jitter's seed,
+        an event that stops the run early (what was scored is kept).
+
+    Returns
+    -------
+    MaskedLanguageModel, CausalLanguageModel or EndpointCausalLM
+
+    Raises
+    ------
+    ModelLoadError, ModelKindError
+        In this process (:func:`~biastest.models.lm.load_language_model`).
+    OptionError, PolicyError
+        A bad endpoint address or one that public mode refuses.
+    """
+    if ref.endpoint is None:
+        return load_language_model(ref.model_id, revision=ref.revision, kind=ref.kind, device=ref.device,
+                                   dtype=ref.dtype, cache=cache)
+    end = ref.endpoint
+    return EndpointCausalLM(end.base_url, ref.model_id, api_key=api_key, tokenizer=end.tokenizer,
+                            revision=ref.revision, concurrency=end.concurrency, limits=end.limits(), retry=retry,
+                            seed=seed, cancel=cancel)
+
+
+def vision_language_model(ref: ModelRef, *, api_key: str | None = None, cache: ModelCache | None = None,
+                          retry: RetryPolicy | None = None, seed: int = 0,
+                          cancel: threading.Event | None = None) -> VisionLanguageBackend:
+    """The vision-language model ``ref`` names, loaded once per process or reached at its endpoint.
+
+    Parameters are those of :func:`language_model`, except ``cache``: None
+    (default) is the process-wide cache, as :func:`~biastest.models.vlm.load_vlm`
+    has it. ``ref.kind`` and ``ref.endpoint.tokenizer`` are not used: the kind
+    comes from the model's configuration, and a chat endpoint takes the images
+    and the text as they are.
+
+    Returns
+    -------
+    ClipLikeModel, VQAClassifierModel, GenerativeVLM or EndpointVLM
+
+    Raises
+    ------
+    ModelLoadError, ModelKindError
+        In this process (:func:`~biastest.models.vlm.load_vlm`).
+    OptionError, PolicyError
+        No served name, a bad endpoint address or one that public mode refuses.
+    """
+    if ref.endpoint is None:
+        return load_vlm(ref.model_id, revision=ref.revision, device=ref.device, dtype=ref.dtype, cache=cache)
+    end = ref.endpoint
+    return EndpointVLM(end.base_url, ref.model_id, api_key=api_key, concurrency=end.concurrency,
+                       limits=end.limits(), retry=retry, seed=seed, cancel=cancel)
+
+
+def word_vectors(source: str | WordEmbeddings, *, cache: ModelCache | None = None,
+                 trust_pickle: bool = False) -> WordVectors:
+    """The embedding source ``source`` names (:func:`~biastest.models.embeddings.load_embeddings`), loaded once.
+
+    Word embeddings run in this process only; ``trust_pickle`` is the
+    operator's opt-in for a trusted gensim pickle file (never for uploads).
+    """
+    return load_embeddings(source, cache=cache, trust_pickle=trust_pickle)
