@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from biastest import public
-from biastest.generate.base import RetryPolicy
 from biastest.models import dummy as D
 from biastest.models import protocols as P
 from biastest.models.cache import ModelCache
@@ -26,6 +25,7 @@ from biastest.models.endpoint_vlm import EndpointVLM
 from biastest.models.factory import EndpointRef, ModelRef, language_model, vision_language_model, word_vectors
 from biastest.models.lm import CausalLanguageModel, MaskedLanguageModel, MaskedQuery
 from biastest.models.vlm import ClipLikeModel, GenerativeVLM, VQAClassifierModel
+from biastest.remote import RetryPolicy
 from biastest.spec import BiasSpec
 from tests import lm_helpers as H
 from tests import vlm_helpers as V

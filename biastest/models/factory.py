@@ -46,8 +46,6 @@ import threading
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from biastest.generate.base import RetryPolicy, RunLimits
-from biastest.generate.openai_chat import safe_base_url
 from biastest.models.cache import MODEL_CACHE, ModelCache
 from biastest.models.embeddings import WordEmbeddings, load_embeddings
 from biastest.models.endpoint_lm import (
@@ -70,6 +68,7 @@ from biastest.models.protocols import (
     WordVectors,
 )
 from biastest.models.vlm import load_vlm
+from biastest.remote import RetryPolicy, RunLimits, safe_base_url
 
 __all__ = [
     "EndpointRef",
@@ -118,7 +117,7 @@ class EndpointRef:
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
 
     def limits(self) -> RunLimits:
-        """The run's :class:`~biastest.generate.base.RunLimits` (a request never outlasts the run)."""
+        """The run's :class:`~biastest.remote.RunLimits` (a request never outlasts the run)."""
         return RunLimits(max_requests=self.max_requests, max_seconds=float(self.time_limit),
                          request_timeout=float(min(self.request_timeout, self.time_limit)))
 
