@@ -205,7 +205,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("biastest.measures", "biastest.metrics"),
     ("biastest.models", "biastest.generate", "biastest.store", "biastest.report", "biastest.remote"),
     ("biastest.stats", "biastest.spec", "biastest.specs", "biastest.records", "biastest.options",
-     "biastest.public", "biastest.settings", "biastest.workdir"),
+     "biastest.public", "biastest.settings", "biastest.workdir", "biastest.paths"),
     ("biastest.errors", "biastest.provenance", "biastest"),
 )
 

@@ -1,6 +1,7 @@
 """The audit grid file: models × specifications × methods × seeds, read and checked before anything loads.
 
-A grid is a YAML file (read with ``yaml.safe_load`` only: no tags, no code)::
+A grid is a YAML file (read as plain data only: no tags, no code, no anchors or aliases, no key twice; see
+:mod:`biastest.audit.safe_yaml`)::
 
     name: gender-lms                      # optional, recorded
     models:
@@ -151,6 +152,9 @@ def _defaults() -> dict[str, Any]:
 MSG_GRID_NOT_FOUND = "The grid file '{path}' does not exist. Check the path."
 MSG_GRID_UNREADABLE = "The grid file '{path}' cannot be read ({problem})."
 MSG_GRID_YAML = "The grid file '{path}' is not valid YAML: {problem}"
+MSG_GRID_TOO_LARGE = "The grid file '{path}' is {size:,} bytes; a grid file may be at most {limit:,} bytes."
+#: The largest grid file read (a grid lists models and specifications; 1 MiB is far more than any needs).
+MAX_GRID_BYTES = 1 << 20
 MSG_GRID_NOT_MAPPING = (
     "The grid file '{path}' must hold a mapping with the keys models and specs (and optionally data, methods, "
     "seeds, options, resources); it holds {what}."
@@ -236,6 +240,7 @@ MSG_NO_CELLS = (
 
 _KEY_ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
+_MAX_MEMORY = 2**80  # bytes: far above any machine, far below float overflow
 _MEMORY_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
                  "t": 10**12, "tb": 10**12, "ki": 2**10, "kib": 2**10, "mi": 2**20, "mib": 2**20, "gi": 2**30,
                  "gib": 2**30, "ti": 2**40, "tib": 2**40}
@@ -427,13 +432,14 @@ def parse_memory(value: Any, where: str = "resources") -> int:
     if isinstance(value, bool):
         raise GridError(MSG_BAD_MEMORY.format(where=where, value=value))
     if isinstance(value, numbers.Real):
-        if not math.isfinite(float(value)) or value <= 0:
+        if not 0 < value < _MAX_MEMORY or not math.isfinite(value):
             raise GridError(MSG_BAD_MEMORY.format(where=where, value=value))
         return int(value)
     m = _MEMORY.match(value) if isinstance(value, str) else None
-    if m is None or float(m.group(1)) <= 0:
+    size = float(m.group(1)) * _MEMORY_UNITS[(m.group(2) or "").lower()] if m is not None else 0.0
+    if not 0 < size < _MAX_MEMORY:  # a 5,000-digit size is a mistake, not a number to round
         raise GridError(MSG_BAD_MEMORY.format(where=where, value=value))
-    return int(float(m.group(1)) * _MEMORY_UNITS[(m.group(2) or "").lower()])
+    return int(size)
 
 
 # --------------------------------------------------------------------------- sections
@@ -906,7 +912,11 @@ def parse_grid(doc: Any, *, base: str | Path = ".", path: str | Path | None = No
 
 
 def load_grid(path: str | Path) -> Grid:
-    """Read and check a grid file (YAML, ``yaml.safe_load``); relative paths in it are read from its folder.
+    """Read and check a grid file (YAML, :func:`biastest.audit.safe_yaml.load_yaml`); relative paths in it are read
+    from its folder.
+
+    The file is refused when it is over :data:`MAX_GRID_BYTES`, uses YAML anchors or aliases, gives a key twice
+    or holds an over-long integer; a message quotes at most the first 80 characters of a value.
 
     Raises
     ------
@@ -915,15 +925,22 @@ def load_grid(path: str | Path) -> Grid:
     """
     import yaml
 
+    from biastest.audit.safe_yaml import UnsafeYAMLError, load_yaml, shorten_quotes
+
     p = Path(path).expanduser()
     if not p.is_file():
         raise GridError(MSG_GRID_NOT_FOUND.format(path=path))
     try:
+        size = p.stat().st_size
+        if size > MAX_GRID_BYTES:
+            raise GridError(MSG_GRID_TOO_LARGE.format(path=path, size=size, limit=MAX_GRID_BYTES))
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise GridError(MSG_GRID_UNREADABLE.format(path=path, problem=getattr(exc, "strerror", None) or exc)) from None
     try:
-        doc = yaml.safe_load(text)
+        doc = load_yaml(text, path=str(path))
+    except UnsafeYAMLError as exc:
+        raise GridError(exc.message) from None
     except yaml.YAMLError as exc:
         problem = " ".join(str(exc).split())
         raise GridError(MSG_GRID_YAML.format(path=path, problem=problem[:300])) from None
@@ -931,7 +948,13 @@ def load_grid(path: str | Path) -> Grid:
         from biastest.store.importers import MSG_TOO_DEEP
 
         raise GridError(MSG_GRID_YAML.format(path=path, problem=MSG_TOO_DEEP)) from None
-    return parse_grid(doc, base=p.resolve().parent, path=p)
+    try:
+        return parse_grid(doc, base=p.resolve().parent, path=p)
+    except BiastestError as exc:
+        short = shorten_quotes(exc.message, doc)
+        if short == exc.message:
+            raise
+        raise type(exc)(short) from None
 
 
 def option_defaults(scope: str) -> dict[str, Any]:

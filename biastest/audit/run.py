@@ -48,6 +48,7 @@ __all__ = [
     "AuditSummary",
     "CellStore",
     "MSG_CANNOT_WRITE",
+    "MSG_CELL_DAMAGED",
     "MSG_OUT_NOT_FOLDER",
     "MSG_SUMMARY",
     "read_table",
@@ -63,6 +64,14 @@ MSG_SUMMARY = (
 )
 MSG_FAILED_CELL = "Failed: {model} × {spec} × {method} × seed {seed}: {error}"
 MSG_RERUN = "Run the same command again to retry the failed cells; finished cells are kept."
+MSG_CELL_DAMAGED = (
+    "The cell file '{path}' cannot be used ({problem}); it was moved to '{aside}' and the cell is computed again."
+)
+MSG_TABLE_IN_THE_WAY = "The results table '{path}' cannot be rebuilt: something that is not a file is in its place."
+PROBLEM_LINK = "it is a symbolic link, which is not followed"
+PROBLEM_NOT_JSON = "it is not readable JSON"
+PROBLEM_NOT_CELL = "it is not the document of this cell"
+PROBLEM_INCOMPLETE = "its result is incomplete or of the wrong type"
 
 Report = Callable[[str], None]
 
@@ -82,13 +91,58 @@ class CellStore:
         return self.cells / f"{key}.error.json"
 
     def is_done(self, key: str) -> bool:
-        return self.done_path(key).is_file()
+        """The cell has a finished document that reads (:meth:`problem` checks it whole)."""
+        return self.done_path(key).is_file() and self.problem(key, strict=False) is None
 
-    def load(self, key: str) -> dict[str, Any] | None:
-        """The cell's document: the finished one, else the last failure, else None."""
+    def _read(self, path: Path, key: str, strict: bool) -> tuple[dict[str, Any] | None, str | None]:
+        """(the document, None) when ``path`` holds a document of cell ``key``, else (None, the problem).
+
+        ``strict``: the document must also give its table row (:func:`~biastest.audit.cells.row_of`).
+        """
+        if path.is_symlink():
+            return None, PROBLEM_LINK
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            return None, PROBLEM_NOT_JSON
+        if not isinstance(doc, dict) or doc.get("key") != key or doc.get("status") not in ("done", "failed"):
+            return None, PROBLEM_NOT_CELL
+        if not strict:
+            return doc, None
+        try:
+            row_of(doc)
+        except Exception:  # any part of the document the table needs is missing or of the wrong type
+            return None, PROBLEM_INCOMPLETE
+        if doc["status"] == "done" and not isinstance(doc.get("result"), dict):
+            return None, PROBLEM_INCOMPLETE
+        return doc, None
+
+    def problem(self, key: str, *, strict: bool = True) -> str | None:
+        """Why the finished document of ``key`` cannot be used (None when it can, or when there is none)."""
+        path = self.done_path(key)
+        if not path.is_file() and not path.is_symlink():
+            return None
+        return self._read(path, key, strict)[1]
+
+    def set_aside(self, key: str) -> Path:
+        """Move a damaged finished document (or the link in its place) out of the way; return where it went."""
+        from biastest.provenance import utc_now
+
+        stamp = "".join(c for c in utc_now() if c.isalnum())
+        aside = self.cells / f".{key}.damaged-{stamp}-{os.getpid()}"
+        os.replace(self.done_path(key), aside)
+        return aside
+
+    def load(self, key: str, *, strict: bool = False) -> dict[str, Any] | None:
+        """The cell's document: the finished one, else the last failure, else None (damaged files count as none).
+
+        ``strict``: only a document that gives its table row (:meth:`_read`).
+        """
         for path in (self.done_path(key), self.error_path(key)):
-            if path.is_file():
-                return json.loads(path.read_text(encoding="utf-8"))
+            if path.is_file() or path.is_symlink():
+                doc, _ = self._read(path, key, strict)
+                if doc is not None:
+                    return doc
         return None
 
     def save(self, doc: dict[str, Any]) -> bool:
@@ -172,7 +226,7 @@ def write_table(plan: Plan, store: CellStore) -> Path:
 
     rows = []
     for cell in plan.cells:
-        doc = store.load(cell.key)
+        doc = store.load(cell.key, strict=True)
         if doc is not None:
             rows.append(row_of(doc))
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
@@ -182,6 +236,9 @@ def write_table(plan: Plan, store: CellStore) -> Path:
                 "seconds"):
         frame[col] = frame[col].astype("Float64")
     parquet = plan.out / "results.parquet"
+    for target in (parquet, plan.out / "results.csv"):  # a tampered table is rebuilt; a folder in its place is not
+        if target.is_dir() and not target.is_symlink():
+            raise BiastestError(MSG_TABLE_IN_THE_WAY.format(path=target))
     _atomic(parquet, lambda p: frame.to_parquet(p, index=False))
     _atomic(plan.out / "results.csv", lambda p: write_csv(rows, p, columns=list(COLUMNS)))
     return parquet
@@ -282,6 +339,12 @@ def run_audit(
     if parsed.path is not None:
         _atomic(out / "grid.yaml", lambda p: shutil.copyfile(parsed.path, p))
     store = CellStore(out)
+    for c in plan.cells:  # a damaged finished cell is never counted as done: set it aside and compute it again
+        problem = store.problem(c.key)
+        if problem is not None:
+            aside = store.set_aside(c.key)
+            if report is not None:
+                report(MSG_CELL_DAMAGED.format(path=store.done_path(c.key), problem=problem, aside=aside.name))
     pending = [c for c in plan.cells if not store.is_done(c.key)]
     items = {i.sha256: i.content for i in plan.items}
     failed: list[dict[str, Any]] = []

@@ -41,6 +41,15 @@ __all__ = [
 MSG_NO_AUDIT = "'{path}' is not an audit folder (it has no results.csv). Run: python -m biastest audit GRID --out DIR"
 MSG_NO_RESULTS = "The audit folder '{path}' has a results table but no cell in it; run the audit first."
 MSG_BAD_TABLE = "The results table of '{path}' cannot be read ({problem})."
+MSG_BAD_ROW = (
+    "The results table '{path}' has a bad value in row {row}, column '{column}' ({problem}). Run the audit again: "
+    "it rebuilds the table from the cell files."
+)
+MSG_BAD_PLAN = "The plan '{path}' holds {what}, not an audit's plan. Run the audit again to write it."
+MSG_BAD_CELL = "The cell file '{path}' cannot be used ({problem}). Run the audit again: it computes the cell again."
+PROBLEM_NOT_NUMBER = "not a finite number"
+PROBLEM_NOT_WHOLE = "not a whole number of 0 or more"
+PROBLEM_NOT_TEXT = "not text"
 MSG_NOT_COMPARED = "Not compared: {reason}"
 MSG_COMPARE_HEAD = "Compared on the same items: {items} (seed {seed})"
 MSG_NO_SCORE = "no single score per cell (a 2AFC cell has one PSE per target word): see the comparisons below"
@@ -68,10 +77,12 @@ def _rows(folder: Path) -> list[dict[str, Any]]:
             import pandas as pd
 
             frame = pd.read_parquet(parquet)
-            return [{k: _clean(v) for k, v in r.items()} for r in frame.to_dict("records")]
-        except Exception:  # an unreadable Parquet file: the CSV holds the same rows
+            return _checked([{k: _clean(v) for k, v in r.items()} for r in frame.to_dict("records")], parquet)
+        except DataError:
+            raise
+        except Exception as exc:  # an unreadable Parquet file: the CSV holds the same rows
             if not csv_path.is_file():
-                raise
+                raise DataError(MSG_BAD_TABLE.format(path=parquet, problem=type(exc).__name__)) from None
     import csv
 
     try:
@@ -79,7 +90,42 @@ def _rows(folder: Path) -> list[dict[str, Any]]:
             rows = list(csv.DictReader(fh))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise DataError(MSG_BAD_TABLE.format(path=folder, problem=type(exc).__name__)) from None
-    return [{k: _from_csv(k, v) for k, v in r.items()} for r in rows]
+    return _checked([{k: _from_csv(k, v) for k, v in r.items()} for r in rows], csv_path)
+
+
+_WHOLE = {"seed", "n", "n_scored", "n_excluded", "n_clusters"}
+_REAL = {"score", "ci_low", "ci_high", "exact_ci_low", "exact_ci_high", "confidence", "p_value", "design_effect",
+         "seconds"}
+_TEXT = {"status", "error", "model", "model_ref", "kind", "spec", "method", "statistic", "items_file",
+         "items_sha256"}
+
+
+def _bad_value(column: str, value: Any) -> str | None:
+    """Why ``value`` cannot stand in ``column`` of the results table (None when it can)."""
+    if value is None:
+        return None
+    if column in _WHOLE or column in _REAL:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            return PROBLEM_NOT_NUMBER
+        if column in _WHOLE and (value < 0 or float(value) != int(value)):
+            return PROBLEM_NOT_WHOLE
+    elif column in _TEXT and not isinstance(value, str):
+        return PROBLEM_NOT_TEXT
+    return None
+
+
+def _checked(rows: list[dict[str, Any]], path: Path) -> list[dict[str, Any]]:
+    """``rows`` when every value fits its column and every key names a cell file inside the folder."""
+    from biastest.paths import resolve_under
+
+    cells = path.parent / "cells"
+    for i, row in enumerate(rows, start=1):
+        for column, value in row.items():
+            problem = _bad_value(column, value)
+            if problem is not None:
+                raise DataError(MSG_BAD_ROW.format(path=path, row=i, column=column, problem=problem))
+        resolve_under(cells, f"{row.get('key')}.json", source=f"row {i} of the results table '{path}'")
+    return rows
 
 
 _NUMERIC = {"seed", "score", "ci_low", "ci_high", "exact_ci_low", "exact_ci_high", "confidence", "p_value", "n",
@@ -118,14 +164,31 @@ def _clean(value: Any) -> Any:
 
 
 def _cell(folder: Path, key: str) -> dict[str, Any] | None:
-    path = folder / "cells" / f"{key}.json"
+    """The finished cell ``key`` (None when it has no file, or failed); a file that cannot be used is refused.
+
+    Raises
+    ------
+    DataError
+        :data:`~biastest.paths.MSG_UNSAFE_NAME` (a key that leaves the folder, a link) or :data:`MSG_BAD_CELL`.
+    """
+    from biastest.paths import resolve_under
+
+    path = resolve_under(folder / "cells", f"{key}.json", source="the results table")
+    if path.is_symlink():
+        raise DataError(MSG_BAD_CELL.format(path=path, problem="it is a symbolic link, which is not followed"))
     if not path.is_file():
         return None
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        raise DataError(MSG_BAD_CELL.format(path=path, problem="it is not readable JSON")) from None
+    if not isinstance(doc, dict) or doc.get("key", key) != key:
+        raise DataError(MSG_BAD_CELL.format(path=path, problem="it is not the document of this cell"))
+    if doc.get("status") != "done":
         return None
-    return doc if isinstance(doc, dict) and doc.get("status") == "done" else None
+    if not isinstance(doc.get("result"), dict):
+        raise DataError(MSG_BAD_CELL.format(path=path, problem="its result is missing or of the wrong type"))
+    return doc
 
 
 # --------------------------------------------------------------------------- HTML pieces
@@ -293,11 +356,13 @@ def build_report(folder: str | Path) -> str:
     rows = _rows(folder)
     if not rows:
         raise DataError(MSG_NO_RESULTS.format(path=folder))
-    plan: dict[str, Any] = {}
+    plan: Any = {}
     try:
         plan = json.loads((folder / "audit.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         pass
+    if not isinstance(plan, dict):
+        raise DataError(MSG_BAD_PLAN.format(path=folder / "audit.json", what=f"a JSON {type(plan).__name__}"))
     name = plan.get("name") or folder.name
     figures = _Figures()
     done = [r for r in rows if r.get("status") == "done"]
@@ -373,6 +438,10 @@ def _comparisons(folder: Path, rows: list[dict[str, Any]], spec: str, figures: _
         except DataError as exc:  # e.g. cells that share no item after all: say so, keep the rest of the report
             out.append(f"<p class='note'>{_e(MSG_NOT_COMPARED.format(reason=exc.message))}</p>")
             continue
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError):  # a result with parts missing
+            files = ", ".join(f"{r.get('key')}.json" for r, _ in docs)
+            raise DataError(MSG_BAD_CELL.format(path=folder / "cells" / f"{{{files}}}",
+                                                problem="a result lacks what the comparison needs")) from None
         out.append(_comparison_html(c, figures, title=f"{spec}: {len(c.models)} models on the same items"))
     return out
 

@@ -51,9 +51,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from biastest.errors import SyncError
+from biastest.paths import UnsafeNameError, resolve_under
 from biastest.store.local import LOCAL_ONLY_SUFFIX, TABLES, DatasetStore
 from biastest.store.schema import SCHEMAS
 
@@ -107,6 +109,8 @@ MSG_PUSH_AUTH = (
 )
 MSG_PULL_DONE = "Downloaded {files} new file(s) from {repo_id}; the local store is up to date."
 MSG_PULL_NOTHING = "The local store already has every file of {repo_id}."
+MSG_PULL_SKIPPED = " {n} file(s) of the dataset were skipped: {why}"
+MSG_SHARD_UNREADABLE = "The image shard {path} cannot be read as Parquet; it was not used."
 MSG_PULL_FAILED = "Could not read the Hugging Face dataset {repo_id} ({problem}); the local store is unchanged."
 MSG_BAD_REPO_ID = "'{repo_id}' is not a dataset repository name; write it as owner/name (for example user/bias-data)."
 
@@ -288,9 +292,11 @@ class PullReport:
     ok: bool
     downloaded: tuple[str, ...]
     message: str
+    skipped: tuple[str, ...] = ()  # why each file that cannot be used was left out (it names the file)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "downloaded": list(self.downloaded), "message": self.message}
+        return {"ok": self.ok, "downloaded": list(self.downloaded), "message": self.message,
+                "skipped": list(self.skipped)}
 
 
 def _now() -> str:
@@ -594,16 +600,35 @@ class HubSync:
             return Path(hf_hub_download(self.repo_id, path, repo_type="dataset", endpoint=api.endpoint,
                                         token=self.__token or False, local_dir=tmp_dir))
 
+        skipped: list[str] = []
+        source = f"the file list of {self.repo_id}"
         try:
             self._probe(api)
             remote = self._remote_files(api)
             wanted = sorted(p for p in remote if p.startswith("data/") and p.endswith(".parquet")
                             and p.split("/")[1] in TABLES and not (root / p).exists())
             for path in wanted:
+                try:  # a name that would leave the store: skip that shard, name it, pull the others
+                    resolve_under(root, path, source=source)
+                    resolve_under(tmp_dir, path, source=source)
+                except UnsafeNameError as exc:
+                    skipped.append(exc.message)
+                    continue
                 got = fetch(path)
                 if path.startswith("data/images/"):
-                    for rel in pq.read_table(got, columns=["path"]).column("path").to_pylist():
+                    try:
+                        rels = pq.read_table(got, columns=["path"]).column("path").to_pylist()
+                    except (pa.ArrowException, OSError, KeyError):
+                        skipped.append(MSG_SHARD_UNREADABLE.format(path=path))
+                        continue
+                    for rel in rels:
                         if rel and rel in remote and not (root / rel).exists():
+                            try:
+                                resolve_under(root, rel, source=f"the image shard {path}")
+                                resolve_under(tmp_dir, rel, source=f"the image shard {path}")
+                            except UnsafeNameError as exc:
+                                skipped.append(exc.message)
+                                continue
                             img = fetch(rel)
                             os.replace(img, root / rel)
                             downloaded.append(rel)
@@ -616,13 +641,15 @@ class HubSync:
             if downloaded:
                 self.store.refresh()
             return PullReport(False, tuple(downloaded),
-                              MSG_PULL_FAILED.format(repo_id=self.repo_id, problem=_problem(exc)))
+                              MSG_PULL_FAILED.format(repo_id=self.repo_id, problem=_problem(exc)), tuple(skipped))
         self.store.refresh()
         if self.enabled:
             self._record([p for p in downloaded if p.startswith("images/")])
         msg = (MSG_PULL_DONE.format(files=len(downloaded), repo_id=self.repo_id) if downloaded
                else MSG_PULL_NOTHING.format(repo_id=self.repo_id))
-        return PullReport(True, tuple(downloaded), msg)
+        if skipped:
+            msg += MSG_PULL_SKIPPED.format(n=len(skipped), why=" ".join(skipped))
+        return PullReport(True, tuple(downloaded), msg, tuple(skipped))
 
     # ------------------------------------------------------------ background
     def _on_write(self, rel: str) -> None:

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from biastest.errors import DataError
+from biastest.paths import UnsafeNameError, resolve_under
 from biastest.provenance import provenance
 from biastest.records import SentencePair, TestSentence
 from biastest.store.local import AddReport, DatasetStore
@@ -76,6 +77,7 @@ SKIP_EMPTY = "a sentence or term is missing"
 SKIP_LABELS = "labels are not one stereotype and one anti-stereotype"
 SKIP_DIRECTION = "direction is neither stereo nor antistereo"
 SKIP_GOLD = "no gold stereotype and anti-stereotype sentence"
+SKIP_MALFORMED = "not a StereoSet example (a field is missing or of the wrong type)"
 
 MSG_IMPORTED = "Imported {n_items} {kind} from {name} ({n_rows} rows read{details})."
 MSG_MISSING_COLUMNS = (
@@ -365,26 +367,43 @@ def read_stereoset_intrasentence(src: Source, *, name: str | None = None) -> Imp
     skipped = {SKIP_GOLD: 0}
     pairs = []
     for ex in items:
-        by_gold = {}
-        for s in ex.get("sentences", []):
-            by_gold.setdefault(s.get("gold_label"), s)
-        st, an = by_gold.get("stereotype"), by_gold.get("anti-stereotype")
-        if st is None or an is None or not st.get("sentence") or not an.get("sentence"):
-            skipped[SKIP_GOLD] += 1
-            continue
-        context = ex.get("context", "")
-        un = by_gold.get("unrelated")
-        prov = {"file": name, "stereoset_id": ex.get("id", ""), "context": context,
-                "stereotype_word": _filled_word(context, st["sentence"]),
-                "anti_stereotype_word": _filled_word(context, an["sentence"]),
-                "unrelated": un["sentence"] if un else "", "version": doc.get("version", "")}
-        target = _clean(ex.get("target", ""))
-        pairs.append(SentencePair(stereotyped=st["sentence"], anti_stereotyped=an["sentence"],
-                                  group_term_stereotyped=target, group_term_anti=target,
-                                  category=_clean(ex.get("bias_type", "")), source="imported:stereoset",
-                                  provenance=prov))
+        pair = _stereoset_pair(ex, name, doc.get("version", ""))
+        if isinstance(pair, str):
+            skipped[pair] = skipped.get(pair, 0) + 1
+        else:
+            pairs.append(pair)
     return ImportResult("stereoset-intrasentence", name, (), tuple(pairs), len(items), 0, skipped,
                         provenance(method="import", importer="stereoset-intrasentence", file=name))
+
+
+def _text(value: Any) -> str:
+    """A scalar field as text ("" for null, a list, a mapping)."""
+    return _clean(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else ""
+
+
+def _stereoset_pair(ex: Any, name: str, version: Any) -> SentencePair | str:
+    """The pair of one intrasentence example, or the reason it is skipped (a ``SKIP_*``)."""
+    if not isinstance(ex, dict) or not isinstance(ex.get("sentences", []), list):
+        return SKIP_MALFORMED
+    by_gold: dict[str, dict[str, Any]] = {}
+    for s in ex.get("sentences", []):
+        if isinstance(s, dict) and isinstance(s.get("gold_label"), str):
+            by_gold.setdefault(s["gold_label"], s)
+    st, an = by_gold.get("stereotype"), by_gold.get("anti-stereotype")
+    if st is None or an is None or not st.get("sentence") or not an.get("sentence"):
+        return SKIP_GOLD
+    if not isinstance(st["sentence"], str) or not isinstance(an["sentence"], str):
+        return SKIP_MALFORMED
+    context = _text(ex.get("context"))
+    un = by_gold.get("unrelated")
+    prov = {"file": name, "stereoset_id": _text(ex.get("id")), "context": context,
+            "stereotype_word": _filled_word(context, st["sentence"]),
+            "anti_stereotype_word": _filled_word(context, an["sentence"]),
+            "unrelated": _text(un.get("sentence")) if un else "", "version": _text(version)}
+    target = _text(ex.get("target"))
+    return SentencePair(stereotyped=st["sentence"], anti_stereotyped=an["sentence"], group_term_stereotyped=target,
+                        group_term_anti=target, category=_text(ex.get("bias_type")), source="imported:stereoset",
+                        provenance=prov)
 
 
 _READERS = {
@@ -514,6 +533,11 @@ def pull_public_biastestgpt(
     rows = files = 0
     download_dir = store.state_dir / "public" / repo_id.replace("/", "--")
     for path in todo:
+        try:
+            resolve_under(download_dir, path, source=f"the file list of {repo_id}")
+        except UnsafeNameError as exc:  # a name that would leave the folder: skip it, name it, pull the rest
+            log.warning("public file skipped: %s", exc.message)
+            continue
         try:
             local = hf_hub_download(repo_id, path, repo_type="dataset", endpoint=api.endpoint, token=False,
                                     local_dir=download_dir, etag_timeout=timeout_s)
