@@ -5,7 +5,7 @@ only. Each resolves the embedding source through
 :func:`biastest.models.embeddings.load_embeddings` (loaded once per process),
 refuses word lists that are mostly missing, runs the metric and records
 provenance. Progress reaches the caller as ``progress(done, total, message)``
-(the convention of :mod:`biastest.runner.embeddings`); nothing here knows
+(the convention of :mod:`biastest.measures.twoafc.run`); nothing here knows
 about Gradio.
 
 JAX and parallel chains: the first sampling call in a process gives JAX one
