@@ -287,10 +287,10 @@ def test_run_and_training_mistakes_are_inline_warnings_and_change_nothing_else(p
 def test_an_unexpected_failure_stays_a_red_error(paper_run, monkeypatch):
     from biastest.ui.psychophysics import data
 
-    def broken(**_kw):
+    def broken(*_args, **_kw):
         raise RuntimeError("/secret/path")
 
-    monkeypatch.setattr(data, "run_twoafc", broken)
+    monkeypatch.setattr(data.twoafc_measure, "run", broken)
     with pytest.raises(gr.Error) as err:
         app.make_run_handler((), 16)(paper_run[0], app.REPLICATES_NONE, 0.05, None, "norm", False, 0, 10_000, SEED)
     assert err.value.message == MSG_UNEXPECTED.format(kind="RuntimeError")
