@@ -7,7 +7,7 @@ paper's 32 bootstrapped embeddings that has the same shape of work.
 
 Measured (medians over repeats):
 
-* ``vectorised_s``: :func:`biastest.metrics.twoafc.twoafc` — eq. 8 on the
+* ``vectorised_s``: :func:`biastest.measures.twoafc.twoafc` — eq. 8 on the
   101-level α grid for every target × pair × replicate, closed-form PSEs,
   JNDs, and maximum-likelihood psychometric fits per target × pair and per
   target (no bootstrap). Goal: < 0.5 s.
@@ -39,7 +39,7 @@ SEED = 2020
 
 
 def _setup(n_replicates: int):
-    from biastest.metrics.twoafc import PAPER_CUE_PAIRS, load_occupations_bls
+    from biastest.measures.twoafc import PAPER_CUE_PAIRS, load_occupations_bls
     from biastest.models.embeddings import InMemoryEmbeddings, load_embeddings
 
     t0 = time.perf_counter()
@@ -104,7 +104,7 @@ def _time(fn, repeats: int) -> tuple[float, object]:
 
 def run(quick: bool = False) -> dict:
     """Time the vectorised 2AFC against a naive bisection loop; return JSON-able figures."""
-    from biastest.metrics.twoafc import twoafc
+    from biastest.measures.twoafc import twoafc
 
     n_rep = 32
     _glove, load_s, targets, pairs, reps = _setup(n_rep)

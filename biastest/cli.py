@@ -720,7 +720,6 @@ def _sigma(value: float | None) -> float | None:
 
 def _run_embeddings(args, spec, progress) -> _Run:
     from biastest.models.embeddings import load_embeddings
-    from biastest.report import psychophysics as rep
     from biastest.spec import TwoAFCSpec
 
     is_2afc_spec = isinstance(spec, TwoAFCSpec)
@@ -735,7 +734,7 @@ def _run_embeddings(args, spec, progress) -> _Run:
     seed = _or(args.seed, DEFAULT_SEEDS["embeddings"])
     data = {"from": "specification"}
     if test == "2afc":
-        from biastest.runner.embeddings import run_twoafc
+        from biastest.measures import twoafc as twoafc_measure
 
         replicates = None
         if args.replicate:
@@ -759,23 +758,31 @@ def _run_embeddings(args, spec, progress) -> _Run:
             "confidence": _or(args.confidence, DEFAULT_CONFIDENCE),
         }
         name = load_embeddings(source, trust_pickle=bool(args.trust_gensim_file)).name
-        result = run_twoafc(spec=spec, progress=progress, **_with_trusted_files(options, args.trust_gensim_file))
+        run_options = _with_trusted_files(options, args.trust_gensim_file)
+        result = twoafc_measure.run(
+            twoafc_measure.TwoAFCOptions.parse({**run_options, "replicates": tuple(run_options["replicates"] or ())
+                                                or None}),
+            twoafc_measure.TwoAFCItems(spec=spec), progress=progress)
         headline = (
             f"2AFC: PSE of {len(result.targets)} target words on {len(result.cue_pairs)} cue pairs, mode "
             f"{result.mode}, embedding {name} (seed {result.seed})."
         )
         doc = _document("embeddings", "2afc", spec, options, data, result.to_dict())
-        write = _copy_export(lambda: rep.twoafc_exports(result, source=name, spec=spec.to_dict()))
+        write = _copy_export(lambda: twoafc_measure.report.twoafc_exports(result, source=name, spec=spec.to_dict()))
         return _Run(doc, write, headline)
     if test == "weat":
-        from biastest.runner.embeddings import run_mac, run_weat
+        from biastest.measures import weat as weat_measure
 
         options = {"source": source, "seed": seed, "n_permutations": _or(args.permutations, DEFAULT_PERMUTATIONS),
                    "n_bootstrap": _or(args.bootstrap, DEFAULT_BOOTSTRAP["weat"]),
                    "confidence": _or(args.confidence, DEFAULT_CONFIDENCE)}
         runner_options = _with_trusted_files(options, args.trust_gensim_file)
-        weat = run_weat(spec=spec, progress=progress, **runner_options)
-        mac = run_mac(spec=spec, source=runner_options["source"])
+        weat_options = {**runner_options, "n_resamples": runner_options["n_bootstrap"]}
+        del weat_options["n_bootstrap"]
+        weat = weat_measure.run(weat_measure.WEATOptions.parse(weat_options), weat_measure.WEATItems(spec=spec),
+                                progress=progress)
+        mac = weat_measure.run_mac(weat_measure.MACOptions(source=runner_options["source"]),
+                                   weat_measure.MACItems(spec=spec))
         name = load_embeddings(source, trust_pickle=bool(args.trust_gensim_file)).name
         headline = (
             f"WEAT effect size d = {weat.effect_size:.3f} (one-sided p = {weat.p_one_sided:.4g}); MAC = "
@@ -783,7 +790,7 @@ def _run_embeddings(args, spec, progress) -> _Run:
         )
         doc = _document("embeddings", "weat", spec, options, data, weat.to_dict())
         doc["mac"] = mac.to_dict()
-        write = _copy_export(lambda: rep.weat_exports(weat, mac, source=name, spec=spec.to_dict()))
+        write = _copy_export(lambda: weat_measure.report.weat_exports(weat, mac, source=name, spec=spec.to_dict()))
         return _Run(doc, write, headline)
     bayes_defaults = BayesOptions.defaults()
     options = {

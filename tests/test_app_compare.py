@@ -21,7 +21,6 @@ from biastest.records import SentencePair
 from biastest.report import gpt as report
 from biastest.report.text import md_escape
 from biastest.runner import services
-from biastest.runner.embeddings import run_twoafc, run_weat
 from biastest.runner.lm import run_stereotype_test
 from biastest.runner.vlm import run_vlm_test
 from biastest.spec import BiasSpec
@@ -31,6 +30,7 @@ from biastest.ui import gpt as gpt_app
 from biastest.ui import psychophysics as emb_app
 from biastest.ui import vqa as vqa_app
 from biastest.ui.spec_step import CUSTOM
+from tests.embedding_runs import run_twoafc, run_weat
 from tests.embeddings_helpers import write_noisy_glove
 from tests.lm_helpers import build_tiny_gpt2
 

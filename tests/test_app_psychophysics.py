@@ -19,9 +19,10 @@ import pytest
 from scipy import stats
 
 from biastest.errors import DataError, EmbeddingError, SpecError
-from biastest.metrics.twoafc import load_occupations_bls
+from biastest.measures.twoafc import load_occupations_bls
+from biastest.measures.twoafc import report as rep
+from biastest.measures.weat import report as weat_rep
 from biastest.models.embeddings import MSG_MOSTLY_MISSING, load_embeddings
-from biastest.report import psychophysics as rep
 from biastest.spec import MSG_CUE_PAIR_SHAPE, MSG_EMPTY_LIST
 from biastest.specs import get_twoafc_spec, list_specs
 from biastest.ui import psychophysics as app
@@ -286,10 +287,10 @@ def test_run_and_training_mistakes_are_inline_warnings_and_change_nothing_else(p
 def test_an_unexpected_failure_stays_a_red_error(paper_run, monkeypatch):
     from biastest.ui.psychophysics import data
 
-    def broken(**_kw):
+    def broken(*_args, **_kw):
         raise RuntimeError("/secret/path")
 
-    monkeypatch.setattr(data, "run_twoafc", broken)
+    monkeypatch.setattr(data.twoafc_measure, "run", broken)
     with pytest.raises(gr.Error) as err:
         app.make_run_handler((), 16)(paper_run[0], app.REPLICATES_NONE, 0.05, None, "norm", False, 0, 10_000, SEED)
     assert err.value.message == MSG_UNEXPECTED.format(kind="RuntimeError")
@@ -721,7 +722,7 @@ def test_pse_error_bars_come_from_the_data_and_the_sigma_band_is_drawn_apart(pap
 
 def test_interval_labels_follow_the_results_level():
     """Labels come from the result's level, never a fixed '95 %'."""
-    from biastest.runner.embeddings import run_twoafc, run_weat
+    from tests.embedding_runs import run_twoafc, run_weat
 
     res = run_twoafc(targets=["nurse", "engineer", "teacher"], cue_pairs=get_twoafc_spec(PAPER).cue_pairs,
                      noise_sigma=0.05, seed=SEED, n_bootstrap=100, confidence=0.9)
@@ -737,13 +738,13 @@ def test_interval_labels_follow_the_results_level():
     assert {r["confidence"] for r in summary} == {0.9}
     weat = run_weat(X=["he", "man", "boy"], Y=["she", "woman", "girl"], A=["office", "salary"],
                     B=["home", "children"], seed=SEED, n_bootstrap=300, confidence=0.8)
-    from biastest.runner.embeddings import run_mac
+    from tests.embedding_runs import run_mac
 
     mac = run_mac(words=["he", "man", "boy", "she", "woman", "girl"],
                   attribute_classes={"career": ["office", "salary"], "family": ["home", "children"]})
-    table = rep.weat_frame(weat, mac).set_index("quantity")["value"]
+    table = weat_rep.weat_frame(weat, mac).set_index("quantity")["value"]
     assert table["d, 80 % interval low"] == pytest.approx(weat.effect_size_ci[0], abs=1e-6)
-    assert "80 % interval" in rep.weat_interpretation(weat, mac, source="glove-6b-50d")
+    assert "80 % interval" in weat_rep.weat_interpretation(weat, mac, source="glove-6b-50d")
 
 
 def test_jnd_is_explained_when_there_are_no_replicates(paper_run):
@@ -823,7 +824,7 @@ def test_weat_shows_the_interval_of_d_in_the_summary_table_csv_and_json(glove):
     assert weat.n_bootstrap == 500 and lo < weat.effect_size < hi
     view = app.results_view(run)
     assert f"d = {weat.effect_size:.2f} (95 % interval {lo:.2f} to {hi:.2f}, resampling the words)" in view[0]
-    assert (rep.MSG_WEAT_INTERVAL_HAS_ZERO if lo <= 0 else rep.MSG_WEAT_INTERVAL_READING) in view[0]
+    assert (weat_rep.MSG_WEAT_INTERVAL_HAS_ZERO if lo <= 0 else weat_rep.MSG_WEAT_INTERVAL_READING) in view[0]
     table = view[10].set_index("quantity")["value"]
     assert table["d, 95 % interval low"] == pytest.approx(lo, abs=1e-6)
     assert table["d, 95 % interval high"] == pytest.approx(hi, abs=1e-6)

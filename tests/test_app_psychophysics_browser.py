@@ -20,8 +20,8 @@ import re
 import numpy as np
 import pytest
 
+from biastest.measures.twoafc import report as rep
 from biastest.models.embeddings import load_embeddings
-from biastest.report import psychophysics as rep
 from biastest.spec import MSG_CUE_PAIR_SHAPE
 from biastest.specs import get_twoafc_spec
 from biastest.ui import psychophysics as app

@@ -463,8 +463,8 @@ def test_generated_sentences_are_drawn_once_and_the_key_never_written(tmp_path, 
 
 
 def test_embeddings_cells_equal_the_runners(tmp_path) -> None:
-    from biastest.runner.embeddings import run_mac, run_twoafc, run_weat
     from biastest.specs import get_spec, get_twoafc_spec
+    from tests.embedding_runs import run_mac, run_twoafc, run_weat
 
     occ = "Occupations vs gender (Liang & Acuna 2020)"
     doc = {"models": [{"name": "glove", "kind": "embeddings", "id": "glove-6b-50d"}], "specs": [SPEC_A, occ],

@@ -209,9 +209,9 @@ def test_vlm_image_folder_and_manifest_equal_runner(files, tmp_path, capsys):
 
 # ----------------------------------------------------------------------------- word embeddings
 def test_weat_on_default_glove_equals_runner(tmp_path, capsys):
-    from biastest.report.psychophysics import weat_exports
-    from biastest.runner.embeddings import run_mac, run_weat
+    from biastest.measures.weat.report import weat_exports
     from biastest.specs import get_spec
+    from tests.embedding_runs import run_mac, run_weat
 
     out, rows = tmp_path / "w.json", tmp_path / "w.csv"
     rc, stdout, _ = _run(capsys, "run", WEAT7, "--kind", "embeddings", "--permutations", "2000",
@@ -242,9 +242,9 @@ def test_embedding_interval_defaults_are_the_apps_and_their_flags_reach_the_runn
         DEFAULT_TWOAFC_BOOTSTRAP,
         DEFAULT_WEAT_BOOTSTRAP,
     )
-    from biastest.runner.embeddings import run_twoafc, run_weat
     from biastest.specs import get_spec
     from biastest.ui import psychophysics as app
+    from tests.embedding_runs import run_twoafc, run_weat
 
     demo = app.build_demo(allow_server_paths=False)
     shown = {b.elem_id: getattr(b, "value", None) for b in demo.blocks.values() if getattr(b, "elem_id", None)}
@@ -298,8 +298,8 @@ def _vector_file(path: Path, words: list[str], *, seed: int) -> Path:
 
 
 def test_2afc_spec_file_and_vector_file_equal_runner(tmp_path, capsys):
-    from biastest.report.psychophysics import twoafc_csv_rows
-    from biastest.runner.embeddings import run_twoafc
+    from biastest.measures.twoafc.report import twoafc_csv_rows
+    from tests.embedding_runs import run_twoafc
 
     spec = TwoAFCSpec(name="tiny 2afc", targets=("nurse", "pilot", "cook", "judge"),
                       cue_pairs=(("she", "he"), ("woman", "man")), cue1_name="female", cue2_name="male")

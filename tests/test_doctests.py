@@ -22,7 +22,7 @@ def _has_examples(name: str) -> bool:
 
 def test_the_examples_are_found():
     found = {name for name in MODULES if _has_examples(name)}
-    assert {"biastest.stats.proportion", "biastest.stats.bootstrap", "biastest.metrics.weat"} <= found
+    assert {"biastest.stats.proportion", "biastest.stats.bootstrap", "biastest.measures.weat.score"} <= found
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -252,15 +252,15 @@ def _vlm(**kw):
 
 
 def _twoafc(**kw):
-    from biastest.runner.embeddings import run_twoafc
+    from tests.embedding_runs import run_twoafc
 
     return run_twoafc(targets=["nurse"], cue_pairs=[("he", "she")], source=f"file:{NO_MODEL}.txt",
                       **{"seed": 1, **kw})
 
 
 def _weat(**kw):
-    from biastest.runner.embeddings import run_weat
     from biastest.specs import get_spec
+    from tests.embedding_runs import run_weat
 
     return run_weat(spec=get_spec(WEAT_SPEC), source=f"file:{NO_MODEL}.txt", **{"seed": 1, **kw})
 

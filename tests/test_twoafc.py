@@ -10,7 +10,8 @@ import pytest
 from scipy import stats
 
 from biastest.errors import DataError, EmbeddingError, MethodError, OptionError
-from biastest.metrics.twoafc import (
+from biastest.measures.twoafc import labor_statistics_correlation, load_occupations_bls, twoafc
+from biastest.measures.twoafc.score import (
     MIN_UNITS_FOR_INTERVAL,
     MSG_CI_NO_BOOTSTRAP,
     MSG_CI_TOO_FEW_UNITS,
@@ -21,17 +22,14 @@ from biastest.metrics.twoafc import (
     MSG_NO_PAIRS,
     MSG_TOO_FEW_OCCUPATIONS,
     PAPER_CUE_PAIRS,
-    labor_statistics_correlation,
-    load_occupations_bls,
     pse_closed_form,
     thurstonian_curve,
-    twoafc,
     twoafc_decide,
 )
 from biastest.models.embeddings import MSG_MOSTLY_MISSING, InMemoryEmbeddings, load_embeddings
 from biastest.options import BOUNDS, MSG_BAD_POSITIVE
-from biastest.runner.embeddings import run_twoafc
 from biastest.specs import get_twoafc_spec
+from tests.embedding_runs import run_twoafc
 from tests.embeddings_helpers import cos, glove_vec, mean, naive_pearson, naive_pse_by_sweep, ranks, sd
 
 SEED = 8080

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from biastest.errors import DataError, EmbeddingError, MethodError
-from biastest.metrics.weat import (
+from biastest.measures.weat.score import (
     MSG_WEAT_BOOTSTRAP_SEED,
     MSG_WEAT_NO_SPREAD,
     mac,
@@ -17,8 +17,8 @@ from biastest.metrics.weat import (
     weat_effect_size_bootstrap,
 )
 from biastest.models.embeddings import MSG_MOSTLY_MISSING, InMemoryEmbeddings, cosine_matrix
-from biastest.runner.embeddings import run_mac, run_weat
 from biastest.stats.permutation import count_partitions, partition_permutation_test
+from tests.embedding_runs import run_mac, run_weat
 from tests.embeddings_helpers import (
     WEAT_TESTS,
     glove_vec,

@@ -4,9 +4,9 @@
 and the frozen items, calls the runner of its kind —
 :func:`biastest.runner.lm.run_stereotype_test`,
 :func:`biastest.runner.vlm.run_vlm_test`,
-:func:`biastest.runner.embeddings.run_weat` (with
-:func:`~biastest.runner.embeddings.run_mac`, as the CLI) or
-:func:`biastest.runner.embeddings.run_twoafc` — with the cell's options, and
+:func:`biastest.measures.weat.run` (with
+:func:`~biastest.measures.weat.run_mac`, as the CLI) or
+:func:`biastest.measures.twoafc.run` — with the cell's options, and
 returns the cell's document: the result's ``to_dict()`` (with its provenance)
 or, when the cell failed, the error's message. It never raises for a failed
 cell (only ``KeyboardInterrupt`` and the like pass through), writes nothing,
@@ -27,6 +27,8 @@ import time
 from typing import Any
 
 from biastest.errors import BiastestError
+from biastest.measures import twoafc as twoafc_measure
+from biastest.measures import weat as weat_measure
 
 __all__ = [
     "CELL_FORMAT",
@@ -197,23 +199,21 @@ def _run_vlm(task: dict[str, Any], items: dict[str, Any], api_key: str | None, p
 
 
 def _run_weat(task: dict[str, Any], progress) -> dict[str, Any]:
-    from biastest.runner import embeddings as emb_runner
-
     spec, source = _spec(task), task["model"]["ref"]
-    weat = emb_runner.run_weat(spec=spec, source=source, seed=task["seed"],
-                               n_permutations=task["options"]["n_permutations"],
-                               confidence=task["options"]["confidence"], progress=progress)
-    mac = emb_runner.run_mac(spec=spec, source=source)
+    options = weat_measure.WEATOptions.parse(source=source, seed=task["seed"],
+                                             n_permutations=task["options"]["n_permutations"],
+                                             confidence=task["options"]["confidence"])
+    weat = weat_measure.run(options, weat_measure.WEATItems(spec=spec), progress=progress)
+    mac = weat_measure.run_mac(weat_measure.MACOptions(source=source), weat_measure.MACItems(spec=spec))
     return {"result": weat.to_dict(), "mac": mac.to_dict()}
 
 
 def _run_twoafc(task: dict[str, Any], progress) -> dict[str, Any]:
-    from biastest.runner import embeddings as emb_runner
-
     o = task["options"]
-    result = emb_runner.run_twoafc(spec=_spec(task), source=task["model"]["ref"], noise_sigma=o["noise_sigma"],
-                                   seed=task["seed"], sigmoid=o["sigmoid"], lapse=o["lapse"],
-                                   n_bootstrap=o["n_bootstrap"], confidence=o["confidence"], progress=progress)
+    options = twoafc_measure.TwoAFCOptions.parse(source=task["model"]["ref"], noise_sigma=o["noise_sigma"],
+                                                 seed=task["seed"], sigmoid=o["sigmoid"], lapse=o["lapse"],
+                                                 n_bootstrap=o["n_bootstrap"], confidence=o["confidence"])
+    result = twoafc_measure.run(options, twoafc_measure.TwoAFCItems(spec=_spec(task)), progress=progress)
     return result.to_dict()
 
 

@@ -494,7 +494,8 @@ def _embedding_models(session: Any):
 def embedding_add_core(session: Any, choice: Any, upload: Any, path: Any, *options: Any, allow_paths: bool = False,
                        progress=None, slot: threading.Lock | None = None):
     """Run the session's test on another embedding; returns (session, its label, number of embeddings)."""
-    from biastest.runner.embeddings import run_twoafc, run_weat
+    from biastest.measures import twoafc as twoafc_measure
+    from biastest.measures import weat as weat_measure
     from biastest.ui.psychophysics.spec import embedding_source_id
 
     twoafc, base, added = _embedding_models(session)
@@ -506,9 +507,11 @@ def embedding_add_core(session: Any, choice: Any, upload: Any, path: Any, *optio
     seed = int(getattr(base, "seed", 0) or 0)
     with _slot(slot):
         if twoafc:
-            result = run_twoafc(spec=session["spec"], source=source, seed=seed, progress=progress)
+            result = twoafc_measure.run(twoafc_measure.TwoAFCOptions.parse(source=source, seed=seed),
+                                        twoafc_measure.TwoAFCItems(spec=session["spec"]), progress=progress)
         else:
-            result = run_weat(spec=session["spec"], source=source, seed=seed, progress=progress)
+            result = weat_measure.run(weat_measure.WEATOptions.parse(source=source, seed=seed),
+                                      weat_measure.WEATItems(spec=session["spec"]), progress=progress)
     new = dict(session)
     new["compare"] = {"base": _embedding_key(session), "results": [*added, {"source": source, "label": label,
                                                                              "result": result}]}

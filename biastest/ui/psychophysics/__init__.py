@@ -7,7 +7,7 @@ once per process through the shared model cache. A mistake the user can fix
 that met it and as a yellow toast, and the handler leaves its other outputs as
 they were; every handler is wrapped with :func:`~biastest.ui.common.user_errors`
 so anything else is a red error with a plain message, never a traceback. The report layer
-(:mod:`biastest.report.psychophysics`) turns typed results into tables and
+(the measures' own reports, e.g. :mod:`biastest.measures.twoafc.report`) turns typed results into tables and
 figures.
 
 One module per section, each holding its controls (``build``) and their

@@ -20,7 +20,9 @@ import gradio as gr
 
 from biastest import public
 from biastest.errors import DataError
-from biastest.metrics.twoafc import labor_statistics_correlation, load_occupations_bls
+from biastest.measures import twoafc as twoafc_measure
+from biastest.measures import weat as weat_measure
+from biastest.measures.twoafc import labor_statistics_correlation, load_occupations_bls
 from biastest.models.embeddings import (
     SAFE_EMBEDDING_SUFFIXES,
     KeyedVectorsEmbeddings,
@@ -29,7 +31,6 @@ from biastest.models.embeddings import (
     train_bootstrap_replicates,
 )
 from biastest.options import BOUNDS, DEFAULT_TWOAFC_BOOTSTRAP, DEFAULT_WEAT_BOOTSTRAP
-from biastest.runner.embeddings import run_mac, run_twoafc, run_weat
 from biastest.spec import BiasSpec, TwoAFCSpec
 from biastest.ui.common import (
     USER_MISTAKES,
@@ -237,24 +238,24 @@ def run_core(
         n_bootstrap = option_value("n_bootstrap", n_boot)  # every option checked before any file is loaded
         noise = _sigma(sigma) if rep_mode not in (REPLICATES_UPLOAD, REPLICATES_TRAIN) else None
         replicates = _replicate_models(session, rep_mode, files)
-        result = run_twoafc(
-            spec=spec,
+        options = twoafc_measure.TwoAFCOptions.parse(
             source=session["source"],
-            replicates=replicates,
+            replicates=tuple(replicates) if replicates else None,
             noise_sigma=noise if replicates is None else None,
             seed=seed_i,
             sigmoid=sigmoid or "norm",
             lapse=bool(lapse),
             n_bootstrap=n_bootstrap,
-            progress=progress,
         )
+        result = twoafc_measure.run(options, twoafc_measure.TwoAFCItems(spec=spec), progress=progress)
         new.update(result=result, labour=_labour(result, spec), weat=None, mac=None)
         return new
     n_permutations = option_value("n_permutations", n_perm)
     n_resamples = option_value("n_resamples", n_boot_d)
-    weat = run_weat(spec=spec, source=session["source"], seed=seed_i, n_permutations=n_permutations,
-                    n_bootstrap=n_resamples, progress=progress)
-    mac = run_mac(spec=spec, source=session["source"])
+    options = weat_measure.WEATOptions.parse(source=session["source"], seed=seed_i, n_permutations=n_permutations,
+                                             n_resamples=n_resamples)
+    weat = weat_measure.run(options, weat_measure.WEATItems(spec=spec), progress=progress)
+    mac = weat_measure.run_mac(weat_measure.MACOptions(source=session["source"]), weat_measure.MACItems(spec=spec))
     new.update(result=weat, weat=weat, mac=mac)
     return new
 

@@ -3,8 +3,8 @@
 2AFC: the PSE per target, the psychometric curve of a chosen target, the
 spectrum, the labour-statistics comparison where the cues are gendered, the
 per-target table. WEAT/MAC: statistic and effect size, per-word associations,
-MAC. The report layer (:mod:`biastest.report.psychophysics`) makes the tables
-and figures; this module places them.
+MAC. The measures' reports (:mod:`biastest.measures.twoafc.report`,
+:mod:`biastest.measures.weat.report`) make the tables and figures; this module places them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from typing import Any
 
 import gradio as gr
 
-from biastest.report import psychophysics as rep
+from biastest.measures.twoafc import report as rep
+from biastest.measures.weat import report as weat_rep
 from biastest.spec import TwoAFCSpec
 from biastest.ui.common import session_export_dir, user_errors
 from biastest.ui.psychophysics.state import Section
@@ -50,10 +51,10 @@ def results_view(session: dict[str, Any]) -> tuple:
             gr.update(value=str(json_path), visible=True),
         )
     weat, mac = session["weat"], session["mac"]
-    csv_path, json_path = rep.weat_exports(weat, mac, source=source, spec=spec.to_dict(),
+    csv_path, json_path = weat_rep.weat_exports(weat, mac, source=source, spec=spec.to_dict(),
                                                directory=session_export_dir("biastest-weat-"))
     return (
-        rep.weat_interpretation(weat, mac, source=source),
+        weat_rep.weat_interpretation(weat, mac, source=source),
         gr.update(visible=False),
         gr.update(visible=True),
         None,
@@ -63,10 +64,10 @@ def results_view(session: dict[str, Any]) -> tuple:
         "",
         hide,
         None,
-        rep.weat_frame(weat, mac),
-        rep.weat_figure(weat),
-        rep.weat_words_frame(weat),
-        rep.mac_frame(mac),
+        weat_rep.weat_frame(weat, mac),
+        weat_rep.weat_figure(weat),
+        weat_rep.weat_words_frame(weat),
+        weat_rep.mac_frame(mac),
         gr.update(value=str(csv_path), visible=True),
         gr.update(value=str(json_path), visible=True),
     )

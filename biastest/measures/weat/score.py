@@ -53,12 +53,11 @@ from typing import Any, Literal
 import numpy as np
 
 from biastest.errors import DataError, MethodError
+from biastest.measures.weat.result import MACResult, WEATResult
 from biastest.models.embeddings import cosine_matrix
-from biastest.stats.permutation import PermutationResult, partition_permutation_test
+from biastest.stats.permutation import partition_permutation_test
 
 __all__ = [
-    "WEATResult",
-    "MACResult",
     "weat",
     "weat_association",
     "weat_statistic",
@@ -215,91 +214,6 @@ def weat_effect_size_bootstrap(
                          draws=draws)
 
 
-@dataclass(frozen=True)
-class WEATResult:
-    """A WEAT outcome.
-
-    Attributes
-    ----------
-    effect_size : float
-        Caliskan's d (ddof=1 over X ∪ Y).
-    test_statistic : float
-        s(X, Y, A, B) (a sum, not the effect size).
-    p_value : float
-        For ``alternative`` (one-sided "greater" by default, as Caliskan).
-    p_one_sided, p_two_sided : float
-    permutation : PermutationResult
-    word_scores : tuple of dict
-        Per target word: ``word``, ``set`` ("X"/"Y"), ``s`` = s(w,A,B),
-        ``mean_cos_A``, ``mean_cos_B``.
-    x, y, a, b : tuple of str
-        The words used (with vectors).
-    missing : dict
-        Words without vectors, per role.
-    effect_size_ci : (float, float) or None
-        Percentile bootstrap interval of d over the words at ``ci_level``
-        (:func:`weat_effect_size_bootstrap`); None when no bootstrap was asked.
-    ci_level : float
-    n_bootstrap, n_bootstrap_valid : int
-        Resamples drawn, and those with a defined d.
-    """
-
-    effect_size: float
-    test_statistic: float
-    p_value: float
-    p_one_sided: float
-    p_two_sided: float
-    alternative: str
-    permutation: PermutationResult
-    word_scores: tuple[dict[str, Any], ...]
-    x: tuple[str, ...]
-    y: tuple[str, ...]
-    a: tuple[str, ...]
-    b: tuple[str, ...]
-    missing: Mapping[str, tuple[str, ...]]
-    names: Mapping[str, str]
-    seed: int | None
-    provenance: Mapping[str, Any]
-    effect_size_ci: tuple[float, float] | None = None
-    ci_level: float = 0.95
-    n_bootstrap: int = 0
-    n_bootstrap_valid: int = 0
-
-    #: How the interval of d is made, in words (the JSON, the CSV and the app say it).
-    interval_method = (
-        "percentile bootstrap over the words: X, Y, A and B each resampled with replacement, independently"
-    )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "effect_size": self.effect_size,
-            "effect_size_ci": list(self.effect_size_ci) if self.effect_size_ci else None,
-            "ci_level": self.ci_level,
-            "n_bootstrap": self.n_bootstrap,
-            "n_bootstrap_valid": self.n_bootstrap_valid,
-            "interval_method": self.interval_method if self.n_bootstrap else None,
-            "test_statistic": self.test_statistic,
-            "p_value": self.p_value,
-            "p_one_sided": self.p_one_sided,
-            "p_two_sided": self.p_two_sided,
-            "alternative": self.alternative,
-            "permutation": self.permutation.to_dict(),
-            "word_scores": [dict(r) for r in self.word_scores],
-            "x": list(self.x),
-            "y": list(self.y),
-            "a": list(self.a),
-            "b": list(self.b),
-            "missing": {k: list(v) for k, v in self.missing.items()},
-            "names": dict(self.names),
-            "seed": self.seed,
-            "provenance": dict(self.provenance),
-        }
-
-    def records(self) -> list[dict[str, Any]]:
-        """Per-word rows for a table."""
-        return [dict(r) for r in self.word_scores]
-
-
 def weat(
     x_vectors: np.ndarray,
     y_vectors: np.ndarray,
@@ -418,54 +332,6 @@ def weat(
         n_bootstrap=0 if boot is None else boot.n_bootstrap,
         n_bootstrap_valid=0 if boot is None else boot.n_valid,
     )
-
-
-@dataclass(frozen=True)
-class MACResult:
-    """A MAC outcome.
-
-    Attributes
-    ----------
-    mac : float
-        Mean over protected words and attribute classes of the mean cosine
-        distance (Manzini et al. 2019).
-    per_word_class : tuple of dict
-        One row per (protected word, class): ``word``, ``class``,
-        ``mean_distance``, ``sd_distance`` (ddof=1; None for one word),
-        ``n_attributes``.
-    per_word : tuple of dict
-        Per protected word: mean over classes.
-    per_class : tuple of dict
-        Per class: mean over protected words.
-    distances : tuple of dict
-        Every (protected word, class, attribute word, distance).
-    """
-
-    mac: float
-    per_word_class: tuple[dict[str, Any], ...]
-    per_word: tuple[dict[str, Any], ...]
-    per_class: tuple[dict[str, Any], ...]
-    distances: tuple[dict[str, Any], ...]
-    words: tuple[str, ...]
-    classes: Mapping[str, tuple[str, ...]]
-    missing: Mapping[str, tuple[str, ...]]
-    provenance: Mapping[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "mac": self.mac,
-            "per_word_class": [dict(r) for r in self.per_word_class],
-            "per_word": [dict(r) for r in self.per_word],
-            "per_class": [dict(r) for r in self.per_class],
-            "distances": [dict(r) for r in self.distances],
-            "words": list(self.words),
-            "classes": {k: list(v) for k, v in self.classes.items()},
-            "missing": {k: list(v) for k, v in self.missing.items()},
-            "provenance": dict(self.provenance),
-        }
-
-    def records(self) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.per_word_class]
 
 
 def mac(

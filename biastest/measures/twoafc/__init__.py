@@ -1,0 +1,46 @@
+"""The 2AFC measure: psychophysics of word embeddings (Liang & Acuna 2020).
+
+PSE and JND of target words on female/male (or any) cue pairs, psychometric
+fits, intervals from the data, and the correlation with labour statistics.
+"""
+
+from __future__ import annotations
+
+from biastest.measures.base import Measure
+from biastest.measures.twoafc import report
+from biastest.measures.twoafc.labor import labor_statistics_correlation, load_occupations_bls
+from biastest.measures.twoafc.options import MSG_CORPUS_AND_REPLICATES, TwoAFCOptions
+from biastest.measures.twoafc.result import LaborCorrelation, PairPSE, TargetPSE, TwoAFCResult
+from biastest.measures.twoafc.run import TwoAFCItems, run
+from biastest.measures.twoafc.score import PAPER_CUE_PAIRS
+from biastest.measures.twoafc.summary import twoafc
+from biastest.stats.compare import compare_twoafc
+
+__all__ = [
+    "MEASURE",
+    "MSG_CORPUS_AND_REPLICATES",
+    "PAPER_CUE_PAIRS",
+    "LaborCorrelation",
+    "PairPSE",
+    "TargetPSE",
+    "TwoAFCItems",
+    "TwoAFCOptions",
+    "TwoAFCResult",
+    "labor_statistics_correlation",
+    "load_occupations_bls",
+    "run",
+    "twoafc",
+]
+
+MEASURE = Measure(
+    name="twoafc",
+    kind="embeddings",
+    title="2AFC psychophysics: PSE and JND of words on cue pairs, psychometric fits",
+    Options=TwoAFCOptions,
+    run=run,
+    Result=TwoAFCResult,
+    report=report,
+    compare=compare_twoafc,
+    aliases=("2afc",),
+    card="docs/measures/twoafc.md",
+)

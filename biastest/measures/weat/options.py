@@ -1,0 +1,53 @@
+"""The options of WEAT and MAC: the embedding, the permutation test, the interval of d.
+
+Defaults are today's app, command-line and audit defaults; bounds come from
+:data:`biastest.options.BOUNDS` (``n_resamples`` is the number of resamples of
+the words behind the interval of d).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from biastest.measures.base import OptionsBase
+from biastest.models.embeddings import WordEmbeddings
+from biastest.options import DEFAULT_CONFIDENCE, DEFAULT_WEAT_BOOTSTRAP
+
+__all__ = ["MACOptions", "WEATOptions"]
+
+
+class WEATOptions(OptionsBase):
+    """Options of a WEAT run (Caliskan et al. 2017).
+
+    Attributes
+    ----------
+    source : str or WordEmbeddings
+        The embedding (default the embedded GloVe 6B 50d).
+    seed : int
+        Seeds the sampled permutations and the resamples of the words; recorded.
+    n_permutations, exact_limit : int
+        Partitions sampled, or all of them when there are at most ``exact_limit``.
+    n_resamples : int
+        Resamples of the words (X, Y, A and B each with replacement) behind the interval of d.
+    confidence : float
+        Level of that interval.
+    alternative : {"greater", "less", "two-sided"}
+    max_missing_fraction : float
+        Refuse a list with more than this share of its words missing.
+    """
+
+    source: str | WordEmbeddings = "glove-6b-50d"
+    seed: int = 0
+    n_permutations: int = 10_000
+    exact_limit: int = 100_000
+    n_resamples: int = DEFAULT_WEAT_BOOTSTRAP
+    confidence: float = DEFAULT_CONFIDENCE
+    alternative: Literal["greater", "less", "two-sided"] = "greater"
+    max_missing_fraction: float = 0.5
+
+
+class MACOptions(OptionsBase):
+    """Options of a MAC run (Manzini et al. 2019): the embedding and the missing-word limit (MAC has no randomness)."""
+
+    source: str | WordEmbeddings = "glove-6b-50d"
+    max_missing_fraction: float = 0.5

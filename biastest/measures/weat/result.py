@@ -1,0 +1,132 @@
+"""The WEAT and MAC results, typed (:class:`~biastest.measures.base.ResultBase`).
+
+``to_dict()`` gives the keys the JSON files have always had, and files written
+by earlier versions load with ``load_json``. The permutation test inside a
+WEAT result is a :class:`~biastest.stats.permutation.PermutationResult`
+statistics record, kept as it is and written with its own ``to_dict``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar
+
+from pydantic import PlainSerializer, PlainValidator, model_serializer
+
+from biastest.measures.base import ResultBase
+from biastest.stats.permutation import PermutationResult
+
+__all__ = ["MACResult", "WEATResult"]
+
+
+def _permutation_from(value: Any) -> PermutationResult:
+    """The permutation test as it is, or rebuilt from its ``to_dict()`` form (a saved result)."""
+    return value if isinstance(value, PermutationResult) else PermutationResult(**dict(value))
+
+
+PermutationField = Annotated[PermutationResult, PlainValidator(_permutation_from),
+                             PlainSerializer(lambda perm: perm.to_dict())]
+"""The permutation test inside a result, written and read in its own ``to_dict`` form."""
+
+
+class WEATResult(ResultBase):
+    """A WEAT outcome.
+
+    Attributes
+    ----------
+    effect_size : float
+        Caliskan's d (ddof=1 over X ∪ Y).
+    test_statistic : float
+        s(X, Y, A, B) (a sum, not the effect size).
+    p_value : float
+        For ``alternative`` (one-sided "greater" by default, as Caliskan).
+    p_one_sided, p_two_sided : float
+    permutation : PermutationResult
+    word_scores : tuple of dict
+        Per target word: ``word``, ``set`` ("X"/"Y"), ``s`` = s(w,A,B),
+        ``mean_cos_A``, ``mean_cos_B``.
+    x, y, a, b : tuple of str
+        The words used (with vectors).
+    missing : dict
+        Words without vectors, per role.
+    effect_size_ci : (float, float) or None
+        Percentile bootstrap interval of d over the words at ``ci_level``
+        (:func:`weat_effect_size_bootstrap`); None when no bootstrap was asked.
+    ci_level : float
+    n_bootstrap, n_bootstrap_valid : int
+        Resamples drawn, and those with a defined d.
+    """
+
+    effect_size: float
+    test_statistic: float
+    p_value: float
+    p_one_sided: float
+    p_two_sided: float
+    alternative: str
+    permutation: PermutationField
+    word_scores: tuple[dict[str, Any], ...]
+    x: tuple[str, ...]
+    y: tuple[str, ...]
+    a: tuple[str, ...]
+    b: tuple[str, ...]
+    missing: dict[str, tuple[str, ...]]
+    names: dict[str, str]
+    seed: int | None
+    provenance: dict[str, Any]
+    effect_size_ci: tuple[float, float] | None = None
+    ci_level: float = 0.95
+    n_bootstrap: int = 0
+    n_bootstrap_valid: int = 0
+
+    result_name: ClassVar[str] = "WEAT"
+
+    #: How the interval of d is made, in words (the JSON, the CSV and the app say it).
+    interval_method: ClassVar[str] = (
+        "percentile bootstrap over the words: X, Y, A and B each resampled with replacement, independently"
+    )
+
+    def records(self) -> list[dict[str, Any]]:
+        """Per-word rows for a table."""
+        return [dict(r) for r in self.word_scores]
+
+    @model_serializer(mode="wrap")
+    def _with_interval_method(self, handler: Any) -> dict[str, Any]:
+        """Today's keys, with ``interval_method`` (None when no resamples were drawn)."""
+        out = handler(self)
+        out["interval_method"] = self.interval_method if self.n_bootstrap else None
+        return out
+
+
+class MACResult(ResultBase):
+    """A MAC outcome.
+
+    Attributes
+    ----------
+    mac : float
+        Mean over protected words and attribute classes of the mean cosine
+        distance (Manzini et al. 2019).
+    per_word_class : tuple of dict
+        One row per (protected word, class): ``word``, ``class``,
+        ``mean_distance``, ``sd_distance`` (ddof=1; None for one word),
+        ``n_attributes``.
+    per_word : tuple of dict
+        Per protected word: mean over classes.
+    per_class : tuple of dict
+        Per class: mean over protected words.
+    distances : tuple of dict
+        Every (protected word, class, attribute word, distance).
+    """
+
+    mac: float
+    per_word_class: tuple[dict[str, Any], ...]
+    per_word: tuple[dict[str, Any], ...]
+    per_class: tuple[dict[str, Any], ...]
+    distances: tuple[dict[str, Any], ...]
+    words: tuple[str, ...]
+    classes: dict[str, tuple[str, ...]]
+    missing: dict[str, tuple[str, ...]]
+    provenance: dict[str, Any]
+
+    result_name: ClassVar[str] = "MAC"
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.per_word_class]
