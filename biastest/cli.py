@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from biastest import settings
 from biastest.errors import BiastestError, DataError, MethodError, OptionError, PolicyError, SpecError, UsageError
 from biastest.inputs import (
     MSG_FILE_NOT_FOUND,
@@ -552,7 +553,7 @@ def _endpoint_args(args, kind: str = "lm") -> dict[str, Any] | None:
     if args.api_key_env is not None:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", args.api_key_env.strip()):
             raise UsageError(MSG_BAD_KEY_ENV)
-        key = os.environ.get(args.api_key_env.strip()) or None
+        key = settings.secret_from(args.api_key_env.strip())
         if key is None:
             raise UsageError(MSG_KEY_ENV_UNSET)
     tokenizer: str | bool | None = args.tokenizer

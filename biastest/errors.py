@@ -26,6 +26,7 @@ __all__ = [
     "PolicyError",
     "EndpointError",
     "UsageError",
+    "SettingsError",
 ]
 
 
@@ -102,3 +103,7 @@ class EndpointError(BiastestError, RuntimeError):
 
 class UsageError(BiastestError, ValueError):
     """The command line or an audit grid was used wrongly (an option that does not apply, a missing file …)."""
+
+
+class SettingsError(BiastestError, ValueError):
+    """An environment variable has a value the product cannot use (:mod:`biastest.settings`)."""

@@ -34,22 +34,22 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from biastest import settings
 from biastest.errors import PolicyError
+from biastest.settings import PUBLIC_ENV
 
 __all__ = [
-    "ALLOWED_HOSTS_ENV",
     "MAX_FILES_PER_UPLOAD",
     "MAX_UPLOAD_BYTES",
     "MSG_SERVER_PATHS_OFF",
     "MSG_MODEL_PATH_OFF",
     "MSG_TOO_MANY_FILES",
     "MSG_FILE_TOO_LARGE",
-    "PUBLIC_ENV",
     "Policy",
     "check_model_reference",
     "check_server_path",
@@ -60,9 +60,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("biastest.public")
-
-PUBLIC_ENV = "BIASTEST_PUBLIC"
-ALLOWED_HOSTS_ENV = "BIASTEST_ALLOWED_HOSTS"
 
 #: Largest file accepted by an upload (Gradio refuses larger ones before they reach the disk).
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
@@ -83,17 +80,6 @@ _LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-l
 # A Hugging Face Hub model id: "name" or "namespace/name" (letters, digits, '-', '_', '.'; no '..').
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95})?$")
 
-def _env_flag(value: str | None) -> bool | None:
-    if value is None or not value.strip():
-        return None
-    v = value.strip().lower()
-    if v in ("1", "true", "yes", "on"):
-        return True
-    if v in ("0", "false", "no", "off"):
-        return False
-    return None
-
-
 def _is_loopback_host(host: str) -> bool:
     h = (host or "").strip().strip("[]").lower()
     if h in _LOOPBACK_NAMES:
@@ -104,13 +90,11 @@ def _is_loopback_host(host: str) -> bool:
         return False
 
 
-def _parse_allowed(text: str | None) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+def _parse_allowed(items: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+    """Split the operator's allow-list (:func:`biastest.settings.allowed_hosts`) into host names and networks."""
     names: list[str] = []
     nets: list[Any] = []
-    for item in (text or "").split(","):
-        item = item.strip().lower()
-        if not item:
-            continue
+    for item in items:
         try:
             nets.append(ipaddress.ip_network(item, strict=False))
         except ValueError:
@@ -155,15 +139,16 @@ class Policy:
                 f"{MAX_FILES_PER_UPLOAD} files, no pickled files from uploads")
 
 
-def decide(*, host: str | None = None, environ: dict[str, str] | None = None) -> Policy:
+def decide(*, host: str | None = None, environ: Mapping[str, str] | None = None) -> Policy:
     """The public-mode decision for a server bound to ``host``.
 
     Parameters
     ----------
     host : str, optional
-        The address the server binds (default: ``BIASTEST_HOST``, ``GRADIO_SERVER_NAME`` or 127.0.0.1).
+        The address the server binds (default :func:`biastest.settings.bind_host`: ``BIASTEST_HOST``,
+        ``GRADIO_SERVER_NAME`` or 127.0.0.1).
     environ : mapping, optional
-        The environment (default ``os.environ``).
+        The environment (default ``os.environ``), read through :mod:`biastest.settings`.
 
     Returns
     -------
@@ -172,14 +157,14 @@ def decide(*, host: str | None = None, environ: dict[str, str] | None = None) ->
         ``BIASTEST_PUBLIC=1``. ``BIASTEST_PUBLIC=0`` cannot make a Space or a server bound to a
         non-loopback address private.
     """
-    env = os.environ if environ is None else environ
-    names, nets = _parse_allowed(env.get(ALLOWED_HOSTS_ENV))
-    bound = (host or env.get("BIASTEST_HOST") or env.get("GRADIO_SERVER_NAME") or "127.0.0.1").strip()
-    if env.get("SPACE_ID"):
-        return Policy(True, f"running as the Hugging Face Space {env['SPACE_ID']}", names, nets)
+    names, nets = _parse_allowed(settings.allowed_hosts(environ))
+    bound = (host or "").strip() or settings.bind_host(environ)
+    space = settings.space_id(environ)
+    if space:
+        return Policy(True, f"running as the Hugging Face Space {space}", names, nets)
     if not _is_loopback_host(bound):
         return Policy(True, f"bound to {bound}, not a loopback address", names, nets)
-    if _env_flag(env.get(PUBLIC_ENV)):
+    if settings.public_flag(environ):
         return Policy(True, f"{PUBLIC_ENV}=1", names, nets)
     return Policy(False, f"bound to {bound}", names, nets)
 
@@ -188,7 +173,7 @@ _lock = threading.Lock()
 _policy: Policy | None = None
 
 
-def configure(*, host: str | None = None, environ: dict[str, str] | None = None, quiet: bool = False) -> Policy:
+def configure(*, host: str | None = None, environ: Mapping[str, str] | None = None, quiet: bool = False) -> Policy:
     """Make (or remake) the process's decision for a server bound to ``host`` and log it.
 
     The launcher calls this once, before building the apps. It is process-wide

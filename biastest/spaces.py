@@ -12,13 +12,13 @@ client only and never written anywhere. ``python -m biastest.spaces build gpt
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from biastest import settings
 from biastest.errors import BiastestError, SyncError
 
 __all__ = ["SPACE_APPS", "SpaceDeployment", "assemble_space", "deploy_space", "main"]
@@ -83,10 +83,10 @@ def deploy_space(
 
     if repo_id.count("/") != 1 or not all(repo_id.split("/")):
         raise BiastestError(MSG_BAD_REPO.format(repo=repo_id))
-    token = token or os.environ.get("HF_TOKEN")
+    token = token or settings.hf_token()
     if not token:
         raise BiastestError(MSG_NO_TOKEN)
-    api = HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None, token=token)
+    api = HfApi(endpoint=endpoint or settings.hf_endpoint(), token=token)
     with tempfile.TemporaryDirectory(prefix="biastest-space-") as tmp:
         files = assemble_space(app, tmp)
         try:

@@ -48,10 +48,10 @@ import threading
 import time
 from pathlib import Path
 
+from biastest import settings
+
 __all__ = [
-    "DEFAULT_SESSION_MAX_AGE",
     "PREFIX",
-    "SESSION_MAX_AGE_ENV",
     "last_activity",
     "new_export_dir",
     "process_dir",
@@ -68,9 +68,6 @@ __all__ = [
 ]
 
 PREFIX = "biastest-"
-SESSION_MAX_AGE_ENV = "BIASTEST_SESSION_MAX_AGE"
-#: Seconds without any change after which a session's folder (or a loose export) is removed.
-DEFAULT_SESSION_MAX_AGE = 2 * 3600.0
 #: A dead process's folder is left alone until nothing in it changed for this long.
 DEAD_PROCESS_GRACE = 60.0
 _OWNER = "owner"
@@ -85,13 +82,9 @@ _HASH_NAME = re.compile(r"[0-9a-f]{64}")
 
 
 def session_max_age() -> float:
-    """``$BIASTEST_SESSION_MAX_AGE`` in seconds (default two hours; at least one second)."""
-    raw = os.environ.get(SESSION_MAX_AGE_ENV, "").strip()
-    try:
-        value = float(raw) if raw else DEFAULT_SESSION_MAX_AGE
-    except ValueError:
-        value = DEFAULT_SESSION_MAX_AGE
-    return max(1.0, value)
+    """``$BIASTEST_SESSION_MAX_AGE`` in seconds (:func:`biastest.settings.session_max_age`: default two hours;
+    at least one second)."""
+    return settings.session_max_age()
 
 
 def process_dir() -> Path:

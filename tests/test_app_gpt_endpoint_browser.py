@@ -48,7 +48,7 @@ def _pairs_csv(path) -> None:
 def test_offline_picker_then_a_run_through_the_endpoint(tmp_path, monkeypatch):
     import huggingface_hub.constants
 
-    from biastest import public
+    from biastest import public, settings
     from biastest.models import catalog as C
     from biastest.ui.gpt import build_demo
     from tests.completions_stub import CompletionsStub
@@ -58,7 +58,7 @@ def test_offline_picker_then_a_run_through_the_endpoint(tmp_path, monkeypatch):
     gpt2_dir = build_tiny_gpt2(tmp_path / "gpt2", seed=SEED)
     put_in_hf_cache(tmp_path / "hub", "distilgpt2", gpt2_dir)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.delenv(C.MODELS_DIR_ENV, raising=False)
+    monkeypatch.delenv(settings.MODELS_DIR_ENV, raising=False)
     monkeypatch.setenv("BIASTEST_DATA_DIR", str(tmp_path / "store"))
     monkeypatch.setattr(public, "_policy", public.decide(host="127.0.0.1", environ={}))
     C._scans.clear()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from biastest import public
+from biastest import public, settings
 from biastest.errors import ModelLoadError
 from biastest.models import catalog as C
 from biastest.models.base import resolve_model_source
@@ -167,9 +167,9 @@ def test_the_models_folder_offers_saved_models_and_safe_word_vector_files(folder
 
 
 def test_the_models_folder_comes_from_the_environment(folder, monkeypatch):
-    monkeypatch.setenv(C.MODELS_DIR_ENV, str(folder))
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(folder))
     assert [m.name for m in C.scan_models_dir("lm")] == ["lab/my-bert", "my-gpt2"]
-    monkeypatch.setenv(C.MODELS_DIR_ENV, str(folder / "missing"))
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(folder / "missing"))
     C._scans.clear()
     assert C.scan_models_dir("lm") == []
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from biastest import cli, inputs, public, remote
+from biastest import cli, inputs, public, remote, settings
 from biastest.errors import OptionError, PolicyError
 from biastest.options import BOUNDS, MSG_BAD_CONFIDENCE, MSG_BAD_NUMBER, MSG_BAD_POSITIVE, MSG_BAD_WHOLE
 from biastest.spec import MAX_SPEC_BYTES, MSG_JSON_TOO_DEEP, MSG_JSON_TOO_LARGE
@@ -361,7 +361,7 @@ def test_public_mode_allows_public_addresses(address, public_mode):
 
 
 def test_operator_allow_list_admits_named_hosts_and_networks():
-    names = public.decide(host="0.0.0.0", environ={public.ALLOWED_HOSTS_ENV: "vllm.internal, 10.1.0.0/16"})
+    names = public.decide(host="0.0.0.0", environ={settings.ALLOWED_HOSTS_ENV: "vllm.internal, 10.1.0.0/16"})
     assert remote.check_outbound_url("http://vllm.internal:8000/v1", policy=names,
                                      resolver=lambda h, p: ["10.9.9.9"])
     assert remote.check_outbound_url("http://gpu.lab:8000/v1", policy=names, resolver=lambda h, p: ["10.1.2.3"])
@@ -390,8 +390,8 @@ def test_unresolvable_host_is_refused_without_a_connection(public_mode):
 @pytest.mark.parametrize(("environ", "host", "is_public"), [
     ({}, "127.0.0.1", False), ({}, "localhost", False), ({}, "::1", False), ({}, "0.0.0.0", True),
     ({}, "192.168.1.5", True), ({}, "::", True), ({"SPACE_ID": "user/space"}, "127.0.0.1", True),
-    ({public.PUBLIC_ENV: "1"}, "127.0.0.1", True), ({public.PUBLIC_ENV: "0"}, "0.0.0.0", True),
-    ({public.PUBLIC_ENV: "0", "SPACE_ID": "u/s"}, "127.0.0.1", True),
+    ({settings.PUBLIC_ENV: "1"}, "127.0.0.1", True), ({settings.PUBLIC_ENV: "0"}, "0.0.0.0", True),
+    ({settings.PUBLIC_ENV: "0", "SPACE_ID": "u/s"}, "127.0.0.1", True),
 ])
 def test_one_public_mode_decision(environ, host, is_public):
     policy = public.decide(host=host, environ=environ)
@@ -467,7 +467,7 @@ def test_public_mode_refuses_a_redirect_to_a_private_address(monkeypatch):
     """An allowed endpoint answers 307 to 127.0.0.1 (think cloud metadata): the stub there hears nothing."""
     from biastest.generate.openai_chat import OpenAICompatibleGenerator
 
-    policy = public.decide(host="0.0.0.0", environ={public.ALLOWED_HOSTS_ENV: "localhost"})
+    policy = public.decide(host="0.0.0.0", environ={settings.ALLOWED_HOSTS_ENV: "localhost"})
     monkeypatch.setattr(public, "_policy", policy)
     with OpenAIStub() as stub:
         handler = type("R", (_Redirect,), {"target": stub.base_url.removesuffix("/v1")})

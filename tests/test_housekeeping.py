@@ -22,7 +22,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from biastest import workdir
+from biastest import settings, workdir
 from biastest.report import gpt as gpt_report
 from biastest.report.export import private_dir
 from biastest.store.local import STALE_TMP_SECONDS, DatasetStore
@@ -132,7 +132,7 @@ def test_every_app_cleans_up_after_its_sessions(monkeypatch):
     from biastest.ui import gpt, psychophysics, vqa
     from biastest.ui.common import _end_session, gradio_cache_policy
 
-    monkeypatch.setenv(workdir.SESSION_MAX_AGE_ENV, "600")
+    monkeypatch.setenv(settings.SESSION_MAX_AGE_ENV, "600")
     assert gradio_cache_policy() == (150, 600)
     for demo in (gpt.build_demo(), vqa.build_demo(use_store=False), psychophysics.build_demo()):
         assert demo.delete_cache == (150, 600)
@@ -230,11 +230,11 @@ def test_using_a_session_marks_it_as_used(own_workdir):
 
 
 def test_session_max_age_comes_from_the_environment(monkeypatch):
-    monkeypatch.setenv(workdir.SESSION_MAX_AGE_ENV, "90")
+    monkeypatch.setenv(settings.SESSION_MAX_AGE_ENV, "90")
     assert workdir.session_max_age() == 90
     for bad in ("", "soon", "-5"):
-        monkeypatch.setenv(workdir.SESSION_MAX_AGE_ENV, bad)
-        assert workdir.session_max_age() == (1.0 if bad == "-5" else workdir.DEFAULT_SESSION_MAX_AGE)
+        monkeypatch.setenv(settings.SESSION_MAX_AGE_ENV, bad)
+        assert workdir.session_max_age() == (1.0 if bad == "-5" else settings.DEFAULT_SESSION_MAX_AGE)
 
 
 # --------------------------------------------------------------------------- the process ends

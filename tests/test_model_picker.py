@@ -12,7 +12,7 @@ import shutil
 import gradio as gr
 import pytest
 
-from biastest import public
+from biastest import public, settings
 from biastest.errors import EmbeddingError
 from biastest.models import catalog as C
 from biastest.report.text import md_escape
@@ -37,7 +37,7 @@ def machine(tmp_path, gpt2_dir, monkeypatch):
     shutil.copytree(gpt2_dir, folder / "my-gpt2")
     (folder / "vectors.txt").write_text("she 0.1 0.2\nhe 0.2 0.1\nnurse 0.3 0.3\nengineer 0.1 0.4\n")
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
-    monkeypatch.setenv(C.MODELS_DIR_ENV, str(folder))
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(folder))
     monkeypatch.setattr(public, "_policy", public.decide(host="127.0.0.1", environ={}))
     C._scans.clear()
     C.forget_hub_status()

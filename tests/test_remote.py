@@ -15,7 +15,7 @@ import threading
 import httpx2
 import pytest
 
-from biastest import public, remote
+from biastest import public, remote, settings
 from biastest.errors import GenerationError, PolicyError
 from biastest.generate.images import OpenAICompatibleImageGenerator
 from biastest.generate.openai_chat import OpenAICompatibleGenerator
@@ -114,7 +114,7 @@ def test_rebinding_through_a_generator_and_an_endpoint_sends_nothing_to_loopback
 def test_allowed_network_rebinding_connects_only_to_the_checked_address(monkeypatch, connections):
     """The operator allows 127.0.0.2 only; the name says 127.0.0.2 once, then 127.0.0.1 (where the stub is):
     the connection goes to 127.0.0.2 (nothing listens there), the stub hears nothing."""
-    policy = public.decide(host="0.0.0.0", environ={public.ALLOWED_HOSTS_ENV: "127.0.0.2/32"})
+    policy = public.decide(host="0.0.0.0", environ={settings.ALLOWED_HOSTS_ENV: "127.0.0.2/32"})
     monkeypatch.setattr(public, "_policy", policy)
     with OpenAIStub() as stub:
         port = int(stub.base_url.rsplit(":", 1)[1].split("/")[0])
@@ -217,7 +217,7 @@ def redirector():
 
 def test_a_redirect_to_a_private_address_is_refused(monkeypatch, redirector):
     """An allowed host answers 302 to 127.0.0.1: the client and the image download refuse the hop."""
-    policy = public.decide(host="0.0.0.0", environ={public.ALLOWED_HOSTS_ENV: "allowed.example.org"})
+    policy = public.decide(host="0.0.0.0", environ={settings.ALLOWED_HOSTS_ENV: "allowed.example.org"})
     monkeypatch.setattr(public, "_policy", policy)
     with OpenAIStub() as stub:
         Shim(monkeypatch, ["127.0.0.1"], name="allowed.example.org")
@@ -232,7 +232,7 @@ def test_a_redirect_to_a_private_address_is_refused(monkeypatch, redirector):
 
 def test_an_image_url_answer_redirected_to_a_private_address_ends_the_run(monkeypatch, redirector):
     """The service is allowed; the image URL it answers with redirects to loopback: a fatal error, no request."""
-    policy = public.decide(host="0.0.0.0", environ={public.ALLOWED_HOSTS_ENV: "allowed.example.org"})
+    policy = public.decide(host="0.0.0.0", environ={settings.ALLOWED_HOSTS_ENV: "allowed.example.org"})
     monkeypatch.setattr(public, "_policy", policy)
     with OpenAIStub() as files:
         Shim(monkeypatch, ["127.0.0.1"], name="allowed.example.org")

@@ -26,6 +26,7 @@ import socket
 import time
 from typing import Any
 
+from biastest import settings
 from biastest.errors import BiastestError
 from biastest.measures import twoafc as twoafc_measure
 from biastest.measures import weat as weat_measure
@@ -115,7 +116,7 @@ def run_cell(task: dict[str, Any], items: dict[str, Any] | None, *, progress=Non
             raise DataError(MSG_NO_ITEMS.format(problem=task["items_error"]))
         scope = task["scope"]
         if scope.endswith("-endpoint") and task["model"].get("api_key_env"):
-            api_key = os.environ.get(task["model"]["api_key_env"]) or None
+            api_key = settings.secret_from(task["model"]["api_key_env"])
         if scope in ("lm", "lm-endpoint"):
             body = {"result": _run_lm(task, items, api_key, progress)}
         elif scope in ("vlm", "vlm-endpoint"):

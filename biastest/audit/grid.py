@@ -42,7 +42,6 @@ import copy
 import difflib
 import math
 import numbers
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +49,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from biastest import settings
 from biastest.errors import BiastestError, OptionError
 from biastest.inputs import embedding_source, load_spec
 from biastest.options import DEFAULT_BOOTSTRAP, DEFAULT_NOISE_SIGMA, DEFAULT_PERMUTATIONS
@@ -598,7 +598,7 @@ def _model(value: Any, index: int, base: Path) -> ModelEntry:
             api_key_env = str(m["api_key_env"]).strip()
             if not _KEY_ENV.fullmatch(api_key_env):
                 raise GridError(MSG_BAD_KEY_ENV.format(where=where))
-            if not os.environ.get(api_key_env):
+            if not settings.secret_from(api_key_env):
                 raise GridError(MSG_KEY_ENV_UNSET.format(var=api_key_env, where=where))
         t = m.get("tokenizer")
         if isinstance(t, bool) or t is None:
@@ -772,7 +772,7 @@ def _data_source(kind: str, value: Any, where: str, base: Path) -> dict[str, Any
             var = str(var).strip()
             if not _KEY_ENV.fullmatch(var):
                 raise GridError(MSG_BAD_KEY_ENV.format(where=where))
-            if not os.environ.get(var):
+            if not settings.secret_from(var):
                 raise GridError(MSG_KEY_ENV_UNSET.format(var=var, where=where))
         out["api_key_env"] = var
         prompt = conf.get("prompt", "with-context")

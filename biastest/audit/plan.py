@@ -45,6 +45,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from biastest import settings
 from biastest.audit.grid import (
     VLM_METHOD,
     Grid,
@@ -173,7 +174,7 @@ def _draw_pairs(spec, conf: dict[str, Any]) -> tuple[list, dict[str, Any]]:
     if conf.get("base_url"):
         options["base_url"] = conf["base_url"]
     if conf.get("api_key_env"):
-        options["api_key"] = os.environ.get(conf["api_key_env"]) or None
+        options["api_key"] = settings.secret_from(conf["api_key_env"])
     generator = make_text_generator(conf["generator"], options)
     run = generate_sentences(spec, generator, seed=conf["seed"], target_per_attribute=conf["per_attribute"],
                              prompt=conf["prompt"], limits=generation_limits(request_timeout=TEXT_REQUEST_TIMEOUT))

@@ -24,10 +24,10 @@ budget and the time limit are enforced by :class:`~biastest.remote.RunState`.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from biastest import settings
 from biastest.errors import GenerationError, PolicyError
 from biastest.generate.base import REJECT_EMPTY, TextGenerator
 from biastest.remote import (
@@ -76,7 +76,7 @@ class _OpenAIClientMixin:
             check_base_url(base_url)
         key = api_key if api_key else None
         if key is None and base_url is None:
-            key = os.environ.get("OPENAI_API_KEY") or None
+            key = settings.openai_api_key()
         if key is None and require_key:
             raise GenerationError(MSG_NO_API_KEY)
         self._has_key = key is not None

@@ -15,11 +15,12 @@ choosing different models at the same moment — could corrupt each other
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
+
+from biastest import settings
 
 __all__ = ["LOAD_LOCK", "ModelCache", "MODEL_CACHE"]
 
@@ -91,11 +92,4 @@ class ModelCache:
             self.misses = 0
 
 
-def _default_size() -> int:
-    try:
-        return max(1, int(os.environ.get("BIASTEST_MODEL_CACHE_SIZE", "3")))
-    except ValueError:
-        return 3
-
-
-MODEL_CACHE = ModelCache(_default_size())
+MODEL_CACHE = ModelCache(settings.model_cache_size())

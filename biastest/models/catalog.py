@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 import urllib.error
@@ -54,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from biastest import public as policy
+from biastest import settings
 from biastest.errors import ModelLoadError
 from biastest.models.embeddings import EMBEDDING_SOURCES, SAFE_EMBEDDING_SUFFIXES
 from biastest.models.kinds import lm_kind_of, vlm_kind_of
@@ -62,7 +62,6 @@ __all__ = [
     "CATALOGS",
     "HUB_PROBE_MAX_AGE",
     "HUB_PROBE_TIMEOUT",
-    "MODELS_DIR_ENV",
     "AppModels",
     "HubStatus",
     "LocalModel",
@@ -82,7 +81,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: The folder of saved models (and word-vector files) offered as "on this machine".
-MODELS_DIR_ENV = "BIASTEST_MODELS_DIR"
 #: Longest wait for the Hub reachability probe, in seconds.
 HUB_PROBE_TIMEOUT = 2.0
 #: How long one probe's answer is kept, in seconds.
@@ -262,7 +260,7 @@ def hub_endpoint() -> str:
     """The Hub address: ``$HF_ENDPOINT`` (read now) or huggingface_hub's, without a trailing slash."""
     from huggingface_hub import constants  # late: slow to import
 
-    return (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT or DEFAULT_HUB).rstrip("/")
+    return (settings.hf_endpoint() or constants.ENDPOINT or DEFAULT_HUB).rstrip("/")
 
 
 def _probe(endpoint: str, timeout: float) -> tuple[bool, str]:
@@ -365,12 +363,9 @@ def hf_cache_dir() -> Path:
 
 
 def models_dir() -> Path | None:
-    """``$BIASTEST_MODELS_DIR`` as an existing folder, or None."""
-    value = os.environ.get(MODELS_DIR_ENV, "").strip()
-    if not value:
-        return None
-    path = Path(value).expanduser()
-    return path if path.is_dir() else None
+    """``$BIASTEST_MODELS_DIR`` (:func:`biastest.settings.models_dir`) as an existing folder, or None."""
+    path = settings.models_dir()
+    return path if path is not None and path.is_dir() else None
 
 
 def _read_config(folder: Path) -> dict[str, Any] | None:

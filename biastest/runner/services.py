@@ -7,7 +7,6 @@ as arguments and returns typed records. The CLI calls the same runners.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from biastest import settings
 from biastest.errors import DataError, GenerationError
 from biastest.generate.sentences import SentenceRun
 from biastest.models.endpoint_lm import DEFAULT_MAX_REQUESTS, DEFAULT_TIME_LIMIT
@@ -357,7 +357,7 @@ def generate_pairs(
     if not model:
         raise GenerationError(MSG_NEED_MODEL)
     if kind == "openai":
-        key = (api_key or "").strip() or os.environ.get("OPENAI_API_KEY", "")
+        key = (api_key or "").strip() or settings.openai_api_key() or ""
         if not key:
             raise GenerationError(MSG_NEED_KEY)
         options: dict[str, Any] = {"model": model, "api_key": key}

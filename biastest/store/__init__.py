@@ -26,7 +26,6 @@ from biastest.store.importers import (
     read_stereoset_intrasentence,
 )
 from biastest.store.local import (
-    DATA_DIR_ENV,
     TABLES,
     AddReport,
     DatasetStore,
@@ -45,7 +44,6 @@ from biastest.store.retrieval import (
 from biastest.store.view import TableView
 
 __all__ = [
-    "DATA_DIR_ENV",
     "TABLES",
     "AddReport",
     "DatasetStore",

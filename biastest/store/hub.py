@@ -54,6 +54,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from biastest import settings
 from biastest.errors import SyncError
 from biastest.paths import UnsafeNameError, resolve_under
 from biastest.store.local import LOCAL_ONLY_SUFFIX, TABLES, DatasetStore
@@ -347,11 +348,11 @@ class HubSync:
         max_backoff_s: float = 30.0,
     ) -> None:
         self.store = store
-        self.repo_id = (repo_id if repo_id is not None else os.environ.get(DATASET_ENV, "")).strip()
-        self.__token = (token if token is not None else os.environ.get(TOKEN_ENV, "")).strip()
+        self.repo_id = (repo_id if repo_id is not None else settings.hf_dataset()).strip()
+        self.__token = (token if token is not None else settings.hf_token() or "").strip()
         if self.repo_id and self.repo_id.count("/") != 1:
             raise SyncError(MSG_BAD_REPO_ID.format(repo_id=self.repo_id))
-        self.endpoint = endpoint or os.environ.get(ENDPOINT_ENV) or None
+        self.endpoint = endpoint or settings.hf_endpoint()
         self.private = private
         self.batch_files = max(1, int(batch_files))
         self.interval_s = float(interval_s)

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from biastest import settings
 from biastest.errors import DataError
 from biastest.paths import UnsafeNameError, resolve_under
 from biastest.provenance import provenance
@@ -508,9 +509,9 @@ def pull_public_biastestgpt(
     PublicPull
         Never raises for network problems.
     """
-    from biastest.store.hub import DATASET_ENV, hub_api, is_network_error
+    from biastest.store.hub import hub_api, is_network_error
 
-    configured = configured_dataset if configured_dataset is not None else os.environ.get(DATASET_ENV, "").strip()
+    configured = configured_dataset if configured_dataset is not None else settings.hf_dataset()
     if configured:
         return PublicPull(PULL_CONFIGURED, MSG_PULL_CONFIGURED.format(dataset=configured), repo_id)
     from huggingface_hub import constants, hf_hub_download

@@ -61,17 +61,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from biastest import __version__
+from biastest import __version__, settings
 from biastest.errors import DataError, StoreError
 from biastest.provenance import utc_now
 from biastest.records import SentencePair, TestImage, TestSentence, content_id
+from biastest.settings import DATA_DIR_ENV
 from biastest.spec import BiasSpec
 from biastest.store.schema import RECORD_TYPES, SCHEMA_VERSION, SCHEMA_VERSION_COLUMN, SCHEMAS, conform, ids_array
 from biastest.store.view import Shard, TableView
 
 __all__ = [
-    "DATA_DIR_ENV",
-    "DEFAULT_DATA_DIR",
     "TABLES",
     "IMAGE_FORMATS",
     "MAX_IMAGE_BYTES",
@@ -82,8 +81,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DATA_DIR_ENV = "BIASTEST_DATA_DIR"
-DEFAULT_DATA_DIR = Path("~/.cache/biastest/store")
 STATE_DIR = ".biastest"
 TABLES = ("sentences", "pairs", "images", "specs", "results")
 #: Suffix of shards that must never be pushed to the user's dataset (read-only public imports).
@@ -118,9 +115,8 @@ MSG_NO_TO_DICT = "A result to store must be a mapping or have a to_dict() method
 
 
 def default_store_dir() -> Path:
-    """The store folder: ``$BIASTEST_DATA_DIR`` or ``~/.cache/biastest/store``."""
-    value = os.environ.get(DATA_DIR_ENV, "").strip()
-    return Path(value).expanduser() if value else DEFAULT_DATA_DIR.expanduser()
+    """The store folder: ``$BIASTEST_DATA_DIR`` or ``~/.cache/biastest/store`` (:func:`biastest.settings.data_dir`)."""
+    return settings.data_dir()
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,13 @@ from __future__ import annotations
 import functools
 import html
 import logging
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
-from biastest import workdir
+from biastest import settings, workdir
 from biastest.errors import (
     BiastestError,
     DataError,
@@ -156,14 +155,15 @@ def escape(text: Any) -> str:
 def launch_kwargs() -> dict[str, Any]:
     """Keyword arguments for ``Blocks.launch`` from the environment.
 
-    ``BIASTEST_HOST`` (default 127.0.0.1) and ``BIASTEST_PORT`` (default 7860,
-    or ``PORT``/``GRADIO_SERVER_PORT`` as a Space sets them). Makes and prints the
-    process's public-mode decision (:func:`biastest.public.configure`) for that host.
+    The host and port of :func:`biastest.settings.bind_host` and
+    :func:`biastest.settings.bind_port` (``BIASTEST_HOST``/``GRADIO_SERVER_NAME``,
+    default 127.0.0.1; ``BIASTEST_PORT``/``GRADIO_SERVER_PORT``/``PORT``, default
+    7860). Makes and prints the process's public-mode decision
+    (:func:`biastest.public.configure`) for that host.
     """
     from biastest import public
 
-    host = os.environ.get("BIASTEST_HOST") or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
-    port = os.environ.get("BIASTEST_PORT") or os.environ.get("GRADIO_SERVER_PORT") or os.environ.get("PORT") or "7860"
+    host, port = settings.bind_host(), settings.bind_port()
     policy = public.configure(host=host, quiet=True)
     print(policy.describe(), flush=True)
     workdir.remove_on_sigterm()
@@ -172,7 +172,7 @@ def launch_kwargs() -> dict[str, Any]:
     print(shared_dataset().summary(), flush=True)  # pulls start in the background; nothing waits for them
     return {
         "server_name": host,
-        "server_port": int(port),
+        "server_port": port,
         "theme": THEME,
         "css": CSS,
         "ssr_mode": False,

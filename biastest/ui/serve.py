@@ -3,7 +3,8 @@
 ``make run`` runs ``python -m biastest.ui.serve``: the three apps are mounted
 on one FastAPI/uvicorn server (``/gpt``, ``/vqa``, ``/psychophysics``) with a
 plain index page at ``/``, bound to ``127.0.0.1:7860`` unless ``--host`` /
-``--port`` (or ``BIASTEST_HOST`` / ``BIASTEST_PORT``) say otherwise. Each app
+``--port`` (or the environment, :func:`biastest.settings.bind_host` and
+:func:`biastest.settings.bind_port`) say otherwise. Each app
 file (``python app_gpt.py`` …) still launches one app alone, as a Space does.
 Gradio's queue is on with bounded size and concurrency; models are shared
 through the process-wide cache; analytics and telemetry are off.
@@ -15,13 +16,13 @@ import argparse
 import html
 import importlib
 import logging
-import os
+import sys
 from dataclasses import dataclass
 
-from biastest import workdir
+from biastest import settings, workdir
+from biastest.errors import SettingsError
 
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+settings.turn_off_telemetry()  # before gradio and huggingface_hub load: they read these variables then
 
 __all__ = ["APPS", "AppEntry", "available_apps", "build_server", "configure_queue", "main"]
 
@@ -101,8 +102,7 @@ def _index_html(entries: list[AppEntry]) -> str:
         f'<p class="net">{html.escape(e.internet)}</p></a>'
         for e in entries
     )
-    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
-    note = f'<p class="net">{html.escape(MSG_OFFLINE_SERVER)}</p>' if offline else ""
+    note = f'<p class="net">{html.escape(MSG_OFFLINE_SERVER)}</p>' if settings.hub_offline() else ""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>biastest</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -148,9 +148,15 @@ def build_server(entries: list[AppEntry] | None = None):
 def main(argv: list[str] | None = None) -> int:
     """Serve the suite (``make run``)."""
     parser = argparse.ArgumentParser(prog="python -m biastest.ui.serve", description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default=os.environ.get("BIASTEST_HOST", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(os.environ.get("BIASTEST_PORT", "7860")))
+    parser.add_argument("--host", help="address to bind (default: biastest.settings.bind_host)")
+    parser.add_argument("--port", type=int, help="port (default: biastest.settings.bind_port)")
     args = parser.parse_args(argv)
+    try:
+        args.host = args.host or settings.bind_host()
+        args.port = settings.bind_port() if args.port is None else args.port
+    except SettingsError as exc:
+        print(exc.message, file=sys.stderr)
+        return 2
     entries = available_apps()
     if not entries:
         print("No app is available in this checkout yet (expected biastest/ui/gpt.py, vqa.py or psychophysics.py).")
