@@ -15,12 +15,12 @@ import pytest
 import torch
 
 from biastest.errors import DataError, MethodError, ModelKindError, ModelLoadError, OptionError, SpecError
-from biastest.metrics import vlm_score as V
+from biastest.measures import vlm as V
+from biastest.measures.vlm import run as R
 from biastest.models import images as IM
 from biastest.models import vlm as M
 from biastest.models.cache import ModelCache
 from biastest.options import MSG_BAD_WHOLE
-from biastest.runner import vlm as R
 from biastest.spec import BiasSpec
 from tests import vlm_helpers as H
 
@@ -80,7 +80,7 @@ def _run(models, store, name, **kw):
     args = dict(images=imgs, image_root=root, spec=SPEC, model_id=str(models[name]), seed=SEED, batch_size=3)
     args.update(n_resamples=300, cache=ModelCache(2), device="cpu")
     args.update(kw)
-    return R.run_vlm_test(**args)
+    return H.run_vlm(**args)
 
 
 def _naive_formula(result, store, p_t1):

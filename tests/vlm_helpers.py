@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from biastest.measures.vlm import VLMItems, VLMOptions, run
 from biastest.records import TestImage
 
 SEED = 1234
@@ -380,3 +381,9 @@ def train_planted_clip(
         opt.step()
     model.eval()
     return save_tiny_clip(path, model=model, processor=processor)
+
+
+def run_vlm(*, images, image_root, spec, progress=None, cancel=None, api_key=None, cache=None, retry=None, **options):
+    """:func:`biastest.measures.vlm.run` with the options given as keywords (as the tests call it)."""
+    return run(VLMOptions.parse(options), VLMItems(images, image_root, spec), progress=progress, cancel=cancel,
+               api_key=api_key, cache=cache, retry=retry)
