@@ -16,7 +16,12 @@ import torch
 
 from biastest.errors import DataError, MethodError, ModelKindError, ModelLoadError, OptionError, SpecError
 from biastest.measures import vlm as V
-from biastest.measures.vlm import run as R
+from biastest.measures.vlm.run import (
+    MSG_IMAGE_OUTSIDE_ROOT,
+    MSG_IMAGE_UNREADABLE,
+    MSG_NO_IMAGES_FOR_TERM,
+    MSG_NOT_AN_IMAGE_RECORD,
+)
 from biastest.models import images as IM
 from biastest.models import vlm as M
 from biastest.models.cache import ModelCache
@@ -456,13 +461,13 @@ def test_runner_refuses_bad_input(models, store):
     reds = [i for i in imgs if i.image_term == "red"]
     with pytest.raises(DataError) as e:
         _run(models, store, "clip", images=reds)
-    assert e.value.message == R.MSG_NO_IMAGES_FOR_TERM.format(terms="'blue'", group="Social group 2")
+    assert e.value.message == MSG_NO_IMAGES_FOR_TERM.format(terms="'blue'", group="Social group 2")
     with pytest.raises(DataError) as e:
         _run(models, store, "clip", images=[])
     assert e.value.message == V.MSG_NO_IMAGES
     with pytest.raises(DataError) as e:
         _run(models, store, "clip", images=[*imgs, "not a record"])
-    assert e.value.message == R.MSG_NOT_AN_IMAGE_RECORD.format(index=10, type_name="str")
+    assert e.value.message == MSG_NOT_AN_IMAGE_RECORD.format(index=10, type_name="str")
     with pytest.raises(OptionError) as e:
         _run(models, store, "clip", batch_size=0)
     assert e.value.message == MSG_BAD_WHOLE.format(label="The batch size", low=1, high=1024, value=0)
@@ -496,17 +501,17 @@ def test_runner_refuses_unreadable_and_escaping_images(models, store, tmp_path):
     (bad_root / broken.path).write_bytes(b"<html>not an image</html>")
     with pytest.raises(DataError) as e:
         _run(models, store, "clip", images=[broken, *imgs[1:]], image_root=bad_root)
-    assert e.value.message == R.MSG_IMAGE_UNREADABLE.format(
+    assert e.value.message == MSG_IMAGE_UNREADABLE.format(
         path="images/broken.png", term="red", reason=IM.MSG_NOT_AN_IMAGE.format(name="images/broken.png")
     )
     escaping = dataclasses.replace(imgs[0], path="../outside.png")
     with pytest.raises(DataError) as e:
         _run(models, store, "clip", images=[escaping, *imgs[1:]], image_root=bad_root)
-    assert e.value.message == R.MSG_IMAGE_OUTSIDE_ROOT.format(path="../outside.png")
+    assert e.value.message == MSG_IMAGE_OUTSIDE_ROOT.format(path="../outside.png")
     missing = dataclasses.replace(imgs[0], path="images/missing.png")
     with pytest.raises(DataError) as e:
         _run(models, store, "clip", images=[missing, *imgs[1:]], image_root=bad_root)
-    assert e.value.message == R.MSG_IMAGE_UNREADABLE.format(
+    assert e.value.message == MSG_IMAGE_UNREADABLE.format(
         path="images/missing.png", term="red", reason=IM.MSG_IMAGE_NOT_FOUND.format(name="images/missing.png")
     )
 

@@ -20,7 +20,7 @@ from biastest.errors import DataError
 from biastest.measures.base import ResultBase, json_safe
 from biastest.measures.vlm.clusters import cluster_keys, cluster_parts
 from biastest.measures.vlm.options import check_clusters
-from biastest.measures.vlm.score import log_odds, target_sides, vs_other
+from biastest.measures.vlm.score import log_odds, q_vs_other, target_sides
 from biastest.spec import BiasSpec
 from biastest.stats.clusters import ClusterSummary
 from biastest.stats.proportion import ProportionSummary
@@ -300,7 +300,7 @@ class VLMResult(ResultBase):
             else:  # saved before q_t was kept: from the term probabilities
                 row = np.array([[img.term_probabilities[t] for t in terms]])
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    vs[i] = vs_other(row, sides)[0]
+                    vs[i] = q_vs_other(row, sides)[0]
         exact = self.combine != "mean-embedding" or all(
             img.term_vs_other for img in self.images if img.p_t1 is not None)
         parts = cluster_parts(

@@ -155,7 +155,7 @@ __all__ = [
     "log_odds",
     "target_sides",
     "vqa_classifier_term_scores",
-    "vs_other",
+    "q_vs_other",
 ]
 
 ProgressCallback = Callable[[int, int, str], None]
@@ -230,7 +230,7 @@ def target_sides(spec: BiasSpec) -> np.ndarray:
     return np.array([1] * len(spec.attributes1) + [2] * len(spec.attributes2))
 
 
-def vs_other(term_probs: np.ndarray, sides: np.ndarray) -> np.ndarray:
+def q_vs_other(term_probs: np.ndarray, sides: np.ndarray) -> np.ndarray:
     """q_t = P(t) / (P(t) + P(other group)) from term probabilities."""
     p1 = term_probs[:, sides == 1].sum(axis=1, keepdims=True)
     p2 = term_probs[:, sides == 2].sum(axis=1, keepdims=True)
@@ -320,7 +320,7 @@ def clip_term_scores(
             probs = _softmax(logits).reshape(len(pil), n_t, n_m).sum(axis=2)
             term_probs[start : start + len(pil)] = probs
             p1[start : start + len(pil)] = probs[:, sides == 1].sum(axis=1)
-            vs_other[start : start + len(pil)] = vs_other(probs, sides)
+            vs_other[start : start + len(pil)] = q_vs_other(probs, sides)
         else:
             cls_logits = scale * model.similarities(feats, classes)
             pc = _softmax(cls_logits)
@@ -382,7 +382,7 @@ def vqa_classifier_term_scores(
             progress(min(start + len(pil), n), n, "Scoring images")
     p1 = term_probs[:, sides == 1].sum(axis=1)
     verdicts = [answer_side(a, spec) for a in answers]
-    return TermScores(term_probs, p1, vs_other(term_probs, sides), answers, verdicts, (asked,))
+    return TermScores(term_probs, p1, q_vs_other(term_probs, sides), answers, verdicts, (asked,))
 
 
 def generative_term_scores(
@@ -422,7 +422,7 @@ def generative_term_scores(
             progress(min(start + len(pil), n), n, "Scoring images")
     p1 = term_probs[:, sides == 1].sum(axis=1)
     verdicts = [answer_side(a, spec) for a in answers]
-    return TermScores(term_probs, p1, vs_other(term_probs, sides), answers, verdicts, (asked,))
+    return TermScores(term_probs, p1, q_vs_other(term_probs, sides), answers, verdicts, (asked,))
 
 
 def image_groups(images: Sequence[TestImage], spec: BiasSpec) -> list[int]:

@@ -30,7 +30,7 @@ from biastest.errors import DataError
 from biastest.measures.vlm.clusters import cluster_parts
 from biastest.measures.vlm.options import DEFAULT_CLUSTERS, check_clusters
 from biastest.measures.vlm.result import ImageScore, VLMResult, VLMTermSummary
-from biastest.measures.vlm.score import image_groups, image_outcome, target_sides, vs_other
+from biastest.measures.vlm.score import image_groups, image_outcome, q_vs_other, target_sides
 from biastest.models.vlm_question import VERDICT_NEITHER, VERDICT_TIE, VERDICTS
 from biastest.provenance import provenance as make_provenance
 from biastest.records import TestImage
@@ -145,7 +145,7 @@ def summarize_vlm(
     probs = np.where(has_soft[:, None], probs, 0.0)
     p1 = probs[:, sides == 1].sum(axis=1) if p_t1 is None else np.asarray(p_t1, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):  # rows without a probability are all zero
-        vs = vs_other(probs, sides) if term_vs_other is None else np.asarray(term_vs_other, dtype=np.float64)
+        vs = q_vs_other(probs, sides) if term_vs_other is None else np.asarray(term_vs_other, dtype=np.float64)
     for i in np.flatnonzero(has_soft):
         if not (np.isfinite(p1[i]) and np.all(np.isfinite(probs[i])) and np.all(np.isfinite(vs[i]))):
             raise DataError(MSG_BAD_PROBABILITIES.format(path=images[i].path), path=images[i].path)
