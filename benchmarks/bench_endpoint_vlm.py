@@ -10,7 +10,7 @@ mode, as :mod:`benchmarks.bench_vlm`; 32 × 32 in quick mode) of two image terms
   question's allowed answers as prompts, one forward pass at a time, as one accelerator), with ``top_logprobs``.
   It runs in the benchmark's own process, so on a 2-core CPU the client's work (reading and PNG-encoding the
   pictures, base64, HTTP, JSON) and the server's share the same cores.
-* ``endpoint_images_per_s`` (per concurrency): :func:`biastest.runner.vlm.run_vlm_test` with ``endpoint=`` —
+* ``endpoint_images_per_s`` (per concurrency): :func:`biastest.measures.vlm.run.run` with ``endpoint=`` —
   checking the image files, one request per picture, the server's answers, reading them, and the bootstrap summary.
 * ``server_answer_images_per_s``: the same server's raw answer rate — its answer to each request
   (``ChatImagesStub._answer``: decoding the picture, the CLIP forward pass, building the answer with its
@@ -18,9 +18,9 @@ mode, as :mod:`benchmarks.bench_vlm`; 32 × 32 in quick mode) of two image terms
   ``ratio_to_server_answer`` = endpoint / raw, goal ≥ 0.8.
 * ``server_answer_share_of_run`` (concurrency 1): the server's answers timed inside the endpoint run, as a share of
   the run's wall time (the rest is the client and HTTP).
-* ``in_process_images_per_s``: the same model in this process (:func:`run_vlm_test` without ``endpoint``), for
-  reference, and ``max_abs_difference_p_t1_vs_in_process``: the largest per-picture difference of ``P(T1)``
-  between the endpoint and in process (the equivalence the tests bound at 1e-6).
+* ``in_process_images_per_s``: the same model in this process (:func:`biastest.measures.vlm.run.run` without
+  ``endpoint``), for reference, and ``max_abs_difference_p_t1_vs_in_process``: the largest per-picture
+  difference of ``P(T1)`` between the endpoint and in process (the equivalence the tests bound at 1e-6).
 
 Timings are medians over ``repeats`` runs measured in one run on one machine; a 2-core CPU shared with other work
 makes them noisy (``server_answer_share_of_run`` is measured within the same runs and is the steadier figure).
@@ -57,10 +57,12 @@ def run(quick: bool = False) -> dict:
 
     from biastest import public
     from biastest.models.cache import ModelCache
-    from biastest.runner.vlm import run_vlm_test
     from biastest.spec import BiasSpec
     from tests.chat_images_stub import ChatImagesStub
-    from tests.vlm_helpers import save_tiny_clip
+    from tests.vlm_helpers import (
+        run_vlm,  # the measure's run(), options as keywords
+        save_tiny_clip,
+    )
 
     public._policy = public.decide(host="127.0.0.1", environ={})  # the stub lives on 127.0.0.1: a private server
     t0 = time.perf_counter()
@@ -83,11 +85,11 @@ def run(quick: bool = False) -> dict:
         images = _images(tmp / "store", n_images, size, seed=0)
         common.update(images=images, image_root=tmp / "store")
         cache = ModelCache(1)
-        run_vlm_test(model_id=str(folder), device="cpu", cache=cache, **common)  # load + warm-up
+        run_vlm(model_id=str(folder), device="cpu", cache=cache, **common)  # load + warm-up
         times = []
         for _ in range(repeats):
             t = time.perf_counter()
-            here = run_vlm_test(model_id=str(folder), device="cpu", cache=cache, **common)
+            here = run_vlm(model_id=str(folder), device="cpu", cache=cache, **common)
             times.append(time.perf_counter() - t)
         out["in_process_images_per_s"] = round(n_images / median(times), 2)
         del cache
@@ -111,8 +113,8 @@ def run(quick: bool = False) -> dict:
                     stub.reset()
                     in_run.clear()
                     t = time.perf_counter()
-                    there = run_vlm_test(model_id="bench-vl", endpoint=stub.base_url, concurrency=concurrency,
-                                         **common)
+                    there = run_vlm(model_id="bench-vl", endpoint=stub.base_url, concurrency=concurrency,
+                                    **common)
                     times.append(time.perf_counter() - t)
                     answer_in_run.append(sum(in_run))
                 info = there.provenance["model"]

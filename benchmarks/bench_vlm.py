@@ -8,7 +8,7 @@ saved to a temporary folder and loaded through :func:`biastest.models.vlm.load_v
 
 * ``ceiling_images_per_s``: the image encoder alone (``get_image_features`` on
   already pre-processed pixel tensors, batched) — what no pipeline can beat.
-* ``pipeline_images_per_s``: the whole :func:`biastest.runner.vlm.run_vlm_test`
+* ``pipeline_images_per_s``: the whole :func:`biastest.measures.vlm.run.run`
   (checking the image files, decoding the PNGs, pre-processing, batched
   encoding, prompts encoded once, scoring and the bootstrap statistics) on
   256 × 256 PNG files; ``ratio_to_ceiling`` = pipeline / ceiling, goal ≥ 0.8.
@@ -71,8 +71,8 @@ def run(quick: bool = False) -> dict:
     from biastest.models.cache import ModelCache
     from biastest.models.images import load_image
     from biastest.models.vlm import load_vlm
-    from biastest.runner.vlm import run_vlm_test
     from biastest.spec import BiasSpec
+    from tests.vlm_helpers import run_vlm  # the measure's run(), options as keywords
 
     t0 = time.perf_counter()
     n_images = 32 if quick else 48
@@ -114,7 +114,7 @@ def run(quick: bool = False) -> dict:
                     model.model.get_image_features(pixel_values=pixels[start : start + batch])
                 enc_times.append(time.perf_counter() - t)
             t = time.perf_counter()
-            result = run_vlm_test(images=images, batch_size=batch, **common)
+            result = run_vlm(images=images, batch_size=batch, **common)
             pipe_times.append(time.perf_counter() - t)
         ceiling = n_images / median(enc_times)
         pipeline = n_images / median(pipe_times)
@@ -124,7 +124,7 @@ def run(quick: bool = False) -> dict:
         un_times = []
         for _ in range(repeats):
             t = time.perf_counter()
-            run_vlm_test(images=subset, batch_size=1, **common)
+            run_vlm(images=subset, batch_size=1, **common)
             un_times.append(time.perf_counter() - t)
         unbatched = n_unbatched / median(un_times)
 

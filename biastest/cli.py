@@ -414,8 +414,8 @@ def _cmd_list_methods(args: argparse.Namespace, out: Callable[[str], None]) -> i
         for m in METHODS.values():
             out(f"lm\t{m.name}\t{'/'.join(m.kinds)} models\t{m.title}")
     if kind in (None, "vlm"):
-        from biastest.metrics.vlm_score import COMBINE_CHOICES
-        from biastest.metrics.vlm_score import METHODS as VLM_METHODS
+        from biastest.measures.vlm.options import COMBINE_CHOICES
+        from biastest.measures.vlm.options import METHODS as VLM_METHODS
 
         notes = {"clip": f"--combine {'|'.join(COMBINE_CHOICES)}, --prompt-template",
                  "vqa-classifier": "--question", "generative": "--question, --max-new-tokens"}
@@ -642,15 +642,17 @@ def _run_lm(args, spec, progress) -> _Run:
 
 
 def _run_vlm(args, spec, progress) -> _Run:
-    from biastest.metrics.vlm_score import (
+    from biastest.measures.vlm.options import (
         COMBINE_CHOICES,
+        DEFAULT_BATCH_SIZE,
         DEFAULT_CLUSTERS,
         DEFAULT_PROMPT_TEMPLATE,
         DEFAULT_QUESTION,
+        VLMOptions,
         check_clusters,
     )
-    from biastest.report.vqa import write_exports
-    from biastest.runner.vlm import DEFAULT_BATCH_SIZE, run_vlm_test
+    from biastest.measures.vlm.report import write_exports
+    from biastest.measures.vlm.run import VLMItems, run
 
     endpoint = _endpoint_args(args, "vlm")
     clusters = check_clusters(_or(args.clusters, DEFAULT_CLUSTERS))
@@ -688,7 +690,8 @@ def _run_vlm(args, spec, progress) -> _Run:
         where = safe_base_url(endpoint["endpoint"])
         options.update({k: v for k, v in endpoint.items() if k not in ("endpoint", "api_key")})
         options.update({"endpoint": where, "api_key": mask_secret(endpoint["api_key"])})
-    result = run_vlm_test(images=images, image_root=root, spec=spec, progress=progress, **runner_options)
+    api_key = runner_options.pop("api_key", None)
+    result = run(VLMOptions.parse(runner_options), VLMItems(images, root, spec), progress=progress, api_key=api_key)
     at = f" at {where}" if where else ""
     # the headline score: from probabilities, else (a model behind an endpoint that gave none) the single answers
     plain = result.soft if result.soft is not None else result.hard

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from biastest.errors import DataError, SpecError, UsageError
+from biastest.measures.vlm.run import MSG_IMAGE_OUTSIDE_ROOT
 from biastest.models.embeddings import EMBEDDING_SOURCES
 from biastest.records import SentencePair, TestImage
 from biastest.runner.services import import_pairs
-from biastest.runner.vlm import MSG_IMAGE_OUTSIDE_ROOT
 from biastest.spec import BiasSpec, TwoAFCSpec, parse_spec_json, read_spec_bytes
 from biastest.specs import aliases, get_spec, get_twoafc_spec, list_specs
 from biastest.store import DatasetStore, default_store_dir, retrieve_images

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from biastest.measures.vlm import compare_vlm
 from biastest.metrics.stereotype_score import StereotypeResult
 from biastest.records import SentencePair
 from biastest.report import gpt as report
 from biastest.report.text import md_escape
 from biastest.runner import services
 from biastest.runner.lm import run_stereotype_test
-from biastest.runner.vlm import run_vlm_test
 from biastest.spec import BiasSpec
 from biastest.stats import compare as C
 from biastest.ui import compare
@@ -33,6 +33,7 @@ from biastest.ui.spec_step import CUSTOM
 from tests.embedding_runs import run_twoafc, run_weat
 from tests.embeddings_helpers import write_noisy_glove
 from tests.lm_helpers import build_tiny_gpt2
+from tests.vlm_helpers import run_vlm
 
 SEED = 7
 SPEC_NAME = "BiasTestGPT: Male vs female terms, math vs arts (WEAT 7's words, groups and attributes swapped)"
@@ -213,12 +214,12 @@ def test_vqa_added_model_is_scored_on_the_same_images_and_compared(tiny_clips, v
     out = compare.vlm_add_handler()(b, "soft", "", vqa_run)
     new, message, summary, _forest, reading, table, dl_items, dl_json, _dl_cmp = out
     assert message == md_escape(compare.MSG_ADDED.format(model=b, n=2, items="images"))
-    direct = run_vlm_test(images=list(vqa_run["images"]), image_root=vqa_run["dir"], spec=vqa_run["spec"], model_id=b,
+    direct = run_vlm(images=list(vqa_run["images"]), image_root=vqa_run["dir"], spec=vqa_run["spec"], model_id=b,
                           prompt_template=["a photo of a {term}"], seed=SEED, batch_size=4, n_resamples=500)
     added = new["compare"]["results"][0]
     assert [i.p_stereotyped for i in added.images] == pytest.approx([i.p_stereotyped for i in direct.images],
                                                                     abs=1e-6)
-    expected = C.compare_vlm([vqa_run["result"], direct], seed=SEED, score="soft")
+    expected = compare_vlm([vqa_run["result"], direct], seed=SEED, score="soft")
     assert table.iloc[0]["A − B (points)"] == f"{abs(expected.pairs[0].difference):+.1f}"
     assert "sign test p" in reading and "8 images" in summary
     items = _read_csv(_path(dl_items))

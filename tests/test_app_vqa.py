@@ -24,10 +24,11 @@ import pytest
 from PIL import Image
 
 from biastest.errors import DataError, MethodError, OptionError, SpecError
+from biastest.measures.vlm import report as rep
+from biastest.measures.vlm import report_figures as figs
+from biastest.measures.vlm.run import MSG_NO_IMAGES_FOR_TERM
 from biastest.models import images as imgmod
 from biastest.models.vlm import MSG_NOT_A_VLM
-from biastest.report import vqa as rep
-from biastest.runner.vlm import MSG_NO_IMAGES_FOR_TERM
 from biastest.specs import get_spec, list_specs
 from biastest.ui import vqa as app
 from biastest.ui.spec_step import CUSTOM, fill_from_library
@@ -495,7 +496,7 @@ def test_html_in_terms_is_shown_as_text_everywhere(tiny_clip, tmp_path):
 # --------------------------------------------------------------------------- the names and the bars' words
 def _planted(group1: str, group2: str, stereotype1: str, antistereotype1: str, n_each: int = 3, **names):
     """A result on planted probabilities: every image leans to its stereotype but two lean slightly away."""
-    from biastest.metrics import vlm_score as V
+    from biastest.measures import vlm as V
     from biastest.records import TestImage
     from biastest.spec import BiasSpec
 
@@ -540,7 +541,7 @@ def test_a_bar_whose_interval_and_test_disagree_says_why():
     rows = rep.term_rows(result)
     want = rep.MSG_BAR_UNCONFIRMED.format(p=f"{result.soft.p_value:.3g}", n_st=4, n_anti=2, n=6)
     assert rows[0]["label"] == "All images" and rows[0]["note"] == want
-    bar = rep.term_bars(result).data[0]
+    bar = figs.term_bars(result).data[0]
     k = len(bar.customdata[0]) - 1  # the note is the last column, after score_bars' own (hover lines last)
     assert f"%{{customdata[{k}]}}" in bar.hovertemplate and "%{customdata[5]}" in bar.hovertemplate
     assert bar.customdata[0][k].replace("<br>", " ").removeprefix(" <i>").removesuffix("</i>") == want

@@ -70,8 +70,8 @@ def _expected(tiny_clip: Path, pictures: dict[str, list[Path]], root: Path, spec
     """The library's own run on the same (normalised) pictures, outside the app (the app's default settings)."""
     from biastest.models.images import normalise_image_bytes
     from biastest.records import TestImage
-    from biastest.runner.vlm import run_vlm_test
     from biastest.spec import BiasSpec
+    from tests.vlm_helpers import run_vlm
 
     (root / "images").mkdir(parents=True)
     images = []
@@ -82,7 +82,7 @@ def _expected(tiny_clip: Path, pictures: dict[str, list[Path]], root: Path, spec
             (root / "images" / f"{sha}.png").write_bytes(png)
             images.append(TestImage(path=f"images/{sha}.png", sha256=sha, image_term=term, width=w, height=h))
     spec = spec or BiasSpec.from_terms(group1="man", group2="woman", stereotype1="doctor", antistereotype1="nurse")
-    return run_vlm_test(images=images, image_root=root, spec=spec, model_id=str(tiny_clip), seed=0,
+    return run_vlm(images=images, image_root=root, spec=spec, model_id=str(tiny_clip), seed=0,
                         n_resamples=n_resamples)
 
 
@@ -356,7 +356,7 @@ def test_step_2_mistakes_stay_inline_and_the_gallery_keeps_answering(tmp_path, m
 
 def test_results_under_the_mount_read_in_one_set_of_names(tiny_clip, tmp_path, monkeypatch):
     monkeypatch.setenv("BIASTEST_DATA_DIR", str(tmp_path / "store"))
-    from biastest.report import vqa as rep
+    from biastest.measures.vlm import report as rep
     from biastest.spec import BiasSpec
 
     rng = np.random.default_rng(SEED)

@@ -102,7 +102,7 @@ def violations(files: list[Path], libraries: frozenset[str], allowed: tuple[Path
 def test_the_scan_sees_the_files_and_the_imports() -> None:
     files = _source_files()
     rel = {p.relative_to(REPO_ROOT).as_posix() for p in files}
-    assert {"biastest/models/vlm.py", "biastest/metrics/vlm_score.py", "app_vqa.py"} <= rel
+    assert {"biastest/models/vlm.py", "biastest/measures/vlm/score.py", "app_vqa.py"} <= rel
     # positive controls: the allowed places do import these libraries, and the scan finds it
     assert violations(files, MODEL_LIBRARIES, allowed=())
     assert violations(files, UI_LIBRARIES, allowed=())

@@ -157,7 +157,8 @@ def test_option_and_spec_mistakes_keep_the_library_message_and_say_where(tmp_pat
     with pytest.raises(OptionError) as info:
         parse_grid(_grid(models=[{"kind": "lm", "endpoint": "ftp://x", "model": "m"}]), base=tmp_path)
     assert info.value.message.startswith("model 1: ")
-    from biastest.metrics import stereotype_score, vlm_score
+    from biastest.measures import vlm as vlm_score
+    from biastest.metrics import stereotype_score
 
     both = [{"name": "l", "kind": "lm", "id": "org/lm"}, {"name": "v", "kind": "vlm", "id": "org/vlm"}]
     with pytest.raises(OptionError) as info:  # a clustering of pairs that images do not have
@@ -487,10 +488,10 @@ def test_embeddings_cells_equal_the_runners(tmp_path) -> None:
 
 def test_vision_language_cells_equal_the_runner_in_process_and_behind_an_endpoint(tmp_path, monkeypatch) -> None:
     from biastest.inputs import images_from_folder
-    from biastest.runner.vlm import run_vlm_test
     from biastest.spec import BiasSpec
     from tests import vlm_helpers
     from tests.chat_images_stub import ChatImagesStub
+    from tests.vlm_helpers import run_vlm
 
     spec = BiasSpec.from_terms(group1="red", group2="blue", stereotype1="doctor", antistereotype1="nurse, teacher",
                                name="colours")
@@ -512,9 +513,9 @@ def test_vision_language_cells_equal_the_runner_in_process_and_behind_an_endpoin
                "options": {"n_resamples": 200}}
         assert run_audit(parse_grid(doc, base=tmp_path), out, progress=False).computed == 2
         assert {r["headers"].get("authorization") for r in stub.requests} == {f"Bearer {secret}"}
-        served = run_vlm_test(images=recs, image_root=root, spec=spec, model_id="tiny-llava", seed=2,
+        served = run_vlm(images=recs, image_root=root, spec=spec, model_id="tiny-llava", seed=2,
                               n_resamples=200, endpoint=stub.base_url, api_key=secret, concurrency=2)
-    here = run_vlm_test(images=recs, image_root=root, spec=spec, model_id=str(clip), seed=2, n_resamples=200)
+    here = run_vlm(images=recs, image_root=root, spec=spec, model_id=str(clip), seed=2, n_resamples=200)
     table = read_table(out).set_index("model")
     assert table.loc["clip", "items_sha256"] == table.loc["served", "items_sha256"]  # the same frozen images
     for name, direct in (("clip", here), ("served", served)):

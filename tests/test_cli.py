@@ -167,8 +167,8 @@ def test_lm_store_retrieval_equals_runner(files, tmp_path, capsys):
 
 # ----------------------------------------------------------------------------- vision-language models
 def test_vlm_image_folder_and_manifest_equal_runner(files, tmp_path, capsys):
-    from biastest.report.vqa import write_exports
-    from biastest.runner.vlm import run_vlm_test
+    from biastest.measures.vlm.report import write_exports
+    from tests.vlm_helpers import run_vlm
 
     common = ["--kind", "vlm", "--model", str(files["clip"]), "--bootstrap", "300", "--batch-size", "2",
               "--prompt-template", "a photo of a {term}", "--prompt-template", "a portrait of a {term}",
@@ -184,7 +184,7 @@ def test_vlm_image_folder_and_manifest_equal_runner(files, tmp_path, capsys):
             data = f.read_bytes()
             images.append(TestImage(path=f"{term}/{f.name}", sha256=hashlib.sha256(data).hexdigest(),
                                     image_term=term, generator="upload", source="upload"))
-    direct = run_vlm_test(images=images, image_root=root, spec=VLM_SPEC, model_id=str(files["clip"]),
+    direct = run_vlm(images=images, image_root=root, spec=VLM_SPEC, model_id=str(files["clip"]),
                           prompt_template=["a photo of a {term}", "a portrait of a {term}"], seed=SEED,
                           batch_size=2, n_resamples=300, device="cpu")
     doc = json.loads(out.read_text(encoding="utf-8"))

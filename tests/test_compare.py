@@ -21,7 +21,8 @@ import pytest
 from scipy.stats import binomtest, norm, t
 
 from biastest.errors import DataError
-from biastest.metrics import vlm_score as V
+from biastest.measures import vlm as V
+from biastest.measures.vlm import compare_vlm
 from biastest.metrics.stereotype_score import PairScore, StereotypeResult, summarize_stereotype
 from biastest.records import TestImage
 from biastest.spec import BiasSpec
@@ -317,7 +318,7 @@ def test_vlm_soft_and_hard_comparisons_equal_naive_references():
     va = list(rng.choice(["T1", "T2", "neither"], size=n))
     vb = list(rng.choice(["T1", "T2", "tie"], size=n))
     ra, rb = _vlm(pa, va, "clip-a"), _vlm(pb, vb, "clip-b")
-    soft = C.compare_vlm([ra, rb], seed=4, n_resamples=700)
+    soft = compare_vlm([ra, rb], seed=4, n_resamples=700)
     st_a = [img.p_stereotyped for img in ra.images]
     st_b = [img.p_stereotyped for img in rb.images]
     low, high = naive_paired_interval(st_a, st_b, seed=4, n_resamples=700, confidence=0.95)
@@ -328,7 +329,7 @@ def test_vlm_soft_and_hard_comparisons_equal_naive_references():
     lower = sum(x < y for x, y in zip(st_a, st_b, strict=True))
     assert p.test == C.TEST_SIGN_PAIRED and p.discordant == {"a_higher": higher, "b_higher": lower, "equal": 0}
     assert p.p_value == pytest.approx(binomtest(higher, higher + lower, 0.5).pvalue, rel=1e-12)
-    hard = C.compare_vlm([ra, rb], seed=4, n_resamples=700, score="hard")
+    hard = compare_vlm([ra, rb], seed=4, n_resamples=700, score="hard")
     ha = [img.outcome == "stereotyped" for img in ra.images]
     hb = [img.outcome == "stereotyped" for img in rb.images]
     assert hard.pairs[0].difference == pytest.approx(ra.hard.score - rb.hard.score, abs=1e-9)
@@ -337,7 +338,7 @@ def test_vlm_soft_and_hard_comparisons_equal_naive_references():
     assert hard.pairs[0].p_value == pytest.approx(binomtest(b, b + c, 0.5).pvalue, rel=1e-12)
     assert hard.models[0].n_ties == sum(img.outcome == "tie" for img in ra.images)
     with pytest.raises(DataError):
-        C.compare_vlm([ra, rb], seed=0, score="medium")
+        compare_vlm([ra, rb], seed=0, score="medium")
 
 
 # ----------------------------------------------------------------------------- embeddings

@@ -29,17 +29,18 @@ import pytest
 
 from biastest import cli, public, remote
 from biastest.errors import EndpointError, OptionError, PolicyError
-from biastest.metrics.vlm_score import VLMResult, summarize_vlm
+from biastest.measures.vlm import VLMResult, summarize_vlm
+from biastest.measures.vlm import report as rep
+from biastest.measures.vlm import report_figures as figs
 from biastest.models import endpoint_vlm as V
 from biastest.models.cache import ModelCache
 from biastest.models.endpoint_vlm import EndpointVLM, answer_term_probabilities, strict_answer
 from biastest.records import TestImage
 from biastest.remote import STOP_BUDGET, STOP_CANCELLED, STOP_TIME, STOP_UNAVAILABLE, RetryPolicy
-from biastest.report import vqa as rep
-from biastest.runner.vlm import run_vlm_test
 from biastest.spec import BiasSpec
 from tests import vlm_helpers as H
 from tests.chat_images_stub import EPSILON, Action, ChatImagesStub
+from tests.vlm_helpers import run_vlm
 
 SEED = 31
 print(f"test seed: {SEED}")
@@ -90,7 +91,7 @@ def stub(server):
 
 
 def _in_process(clip_dir, images, base, spec=SPEC):
-    return run_vlm_test(images=images, image_root=base / "store", spec=spec, model_id=str(clip_dir), device="cpu",
+    return run_vlm(images=images, image_root=base / "store", spec=spec, model_id=str(clip_dir), device="cpu",
                         cache=ModelCache(1), **COMMON)
 
 
@@ -101,7 +102,7 @@ def here(clip_dir, images, base):
 
 def _run(stub, images, base, spec=SPEC, **kw):
     kw.setdefault("retry", FAST)
-    return run_vlm_test(images=images, image_root=base / "store", spec=spec, model_id=SERVED,
+    return run_vlm(images=images, image_root=base / "store", spec=spec, model_id=SERVED,
                         endpoint=stub.base_url, **COMMON, **kw)
 
 
@@ -290,8 +291,8 @@ def test_without_any_probability_only_the_single_answers_are_a_score():
     assert [x["label"] for x in rows] == ["All images (single answers)", "images of 'red' (single answers)",
                                           "images of 'blue' (single answers)"]
     assert [x["score"] for x in rows] == pytest.approx([50.0, 50.0, 50.0])
-    assert rep.term_bars(r).layout.title.text.startswith("Share of stereotyped single answers")
-    assert list(rep.image_grid(r).data[0].marker.color) == [1.0, -1.0, 0.0, -1.0]  # by the answers
+    assert figs.term_bars(r).layout.title.text.startswith("Share of stereotyped single answers")
+    assert list(figs.image_grid(r).data[0].marker.color) == [1.0, -1.0, 0.0, -1.0]  # by the answers
     assert VLMResult.from_dict(json.loads(json.dumps(r.to_dict()))) == r
 
 
@@ -455,7 +456,7 @@ def test_another_model_name_in_the_answer_is_refused_but_a_dated_snapshot_is_rec
 
 def test_a_model_the_server_does_not_list_is_refused_before_any_question(stub, images, base):
     with pytest.raises(EndpointError) as e:
-        run_vlm_test(images=images, image_root=base / "store", spec=SPEC, model_id="llava-1.6", endpoint=stub.base_url,
+        run_vlm(images=images, image_root=base / "store", spec=SPEC, model_id="llava-1.6", endpoint=stub.base_url,
                      **COMMON)
     assert e.value.message == V.MSG_NOT_SERVED.format(where=stub.base_url, model="llava-1.6", served=SERVED)
     assert stub.count() == 0
@@ -464,7 +465,7 @@ def test_a_model_the_server_does_not_list_is_refused_before_any_question(stub, i
 def test_an_address_without_a_chat_service_is_a_clear_error(stub, images, base):
     root = stub.base_url[: -len("/v1")]
     with pytest.raises(EndpointError) as e:
-        run_vlm_test(images=images, image_root=base / "store", spec=SPEC, model_id=SERVED, endpoint=root, **COMMON)
+        run_vlm(images=images, image_root=base / "store", spec=SPEC, model_id=SERVED, endpoint=root, **COMMON)
     assert e.value.message == V.MSG_NO_CHAT.format(where=root, model=SERVED)
 
 

@@ -244,10 +244,10 @@ def _lm(**kw):
 
 
 def _vlm(**kw):
-    from biastest.runner.vlm import run_vlm_test
     from biastest.specs import get_spec
+    from tests.vlm_helpers import run_vlm
 
-    return run_vlm_test(images=[], image_root=tempfile.gettempdir(), spec=get_spec(LM_SPEC), model_id=NO_MODEL,
+    return run_vlm(images=[], image_root=tempfile.gettempdir(), spec=get_spec(LM_SPEC), model_id=NO_MODEL,
                         **{"seed": 1, **kw})
 
 
@@ -673,7 +673,7 @@ VQA_RUN_CASES += [(m, "seed", 0, public.MSG_MODEL_PATH_OFF.format(value=m)) for 
 @pytest.mark.parametrize(("model", "option", "value", "message"), VQA_RUN_CASES,
                          ids=[f"{c[0]}-{c[1]}={c[2]}" for c in VQA_RUN_CASES])
 def test_vqa_app_run_refuses_before_loading(model, option, value, message, vqa_session):
-    from biastest.metrics.vlm_score import COMBINE_CHOICES, DEFAULT_PROMPT_TEMPLATE, DEFAULT_QUESTION
+    from biastest.measures.vlm.options import COMBINE_CHOICES, DEFAULT_PROMPT_TEMPLATE, DEFAULT_QUESTION
 
     c, _ = vqa_session
     settings = {"seed": 0, "batch_size": 16, "n_resamples": 1000, option: value}

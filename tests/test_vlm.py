@@ -15,17 +15,27 @@ import pytest
 import torch
 
 from biastest.errors import DataError, MethodError, ModelKindError, ModelLoadError, OptionError, SpecError
-from biastest.metrics import vlm_score as V
+from biastest.measures import vlm as V
+from biastest.measures.vlm.run import (
+    MSG_IMAGE_OUTSIDE_ROOT,
+    MSG_IMAGE_UNREADABLE,
+    MSG_NO_IMAGES_FOR_TERM,
+    MSG_NOT_AN_IMAGE_RECORD,
+)
 from biastest.models import images as IM
 from biastest.models import kinds as K
 from biastest.models import vlm as M
 from biastest.models.cache import ModelCache
 from biastest.options import MSG_BAD_WHOLE
-from biastest.runner import vlm as R
 from biastest.spec import BiasSpec
 from tests import vlm_helpers as H
 
 SEED = 4321
+#: float32 results summed in another order (another CPU, another batch): eps 1.2e-7 times the ~10 terms summed,
+#: relative (issue 23: a percent score differed by 1.6e-6 between two CPUs).
+F32_RTOL = 1e-5
+#: ... and absolute, for probabilities near 0.
+F32_ATOL = 1e-6
 print(f"test seed: {SEED}")
 
 SPEC = BiasSpec.from_terms(
@@ -81,7 +91,7 @@ def _run(models, store, name, **kw):
     args = dict(images=imgs, image_root=root, spec=SPEC, model_id=str(models[name]), seed=SEED, batch_size=3)
     args.update(n_resamples=300, cache=ModelCache(2), device="cpu")
     args.update(kw)
-    return R.run_vlm_test(**args)
+    return H.run_vlm(**args)
 
 
 def _naive_formula(result, store, p_t1):
@@ -207,13 +217,13 @@ def test_clip_sum_prob_equals_naive(models, store):
     ]
     naive = _naive_clip_p1(models["clip"], _pil(store), prompts)
     ours = np.array([x.p_t1 for x in r.images])
-    np.testing.assert_allclose(ours, naive, rtol=1e-6, atol=1e-9)
-    assert r.soft.score == pytest.approx(_naive_formula(r, store, naive), abs=1e-6)
+    np.testing.assert_allclose(ours, naive, rtol=F32_RTOL, atol=F32_ATOL)
+    assert r.soft.score == pytest.approx(_naive_formula(r, store, naive), rel=F32_RTOL)
     assert r.method == "clip-zero-shot" and r.combine == "sum-prob"
     assert r.prompt_templates == ("a photo of a {term}", "a {term}") and r.question is None
     assert r.prompts[:2] == ("a photo of a doctor", "a doctor") and len(r.prompts) == 6
     for x in r.images:
-        assert sum(x.term_probabilities.values()) == pytest.approx(1.0)
+        assert sum(x.term_probabilities.values()) == pytest.approx(1.0, rel=F32_RTOL)
         assert x.verdict == ("T1" if x.p_t1 > 0.5 else "T2")
         assert x.answer == max(x.term_probabilities, key=x.term_probabilities.get)
     assert r.n_neither == 0
@@ -260,7 +270,7 @@ def test_clip_mean_embedding_equals_naive(models, store):
                 .double()
             )
             l1, l2 = float(scale * f @ c1), float(scale * f @ c2)
-            assert x.p_t1 == pytest.approx(1 / (1 + math.exp(l2 - l1)), rel=1e-6)
+            assert x.p_t1 == pytest.approx(1 / (1 + math.exp(l2 - l1)), rel=F32_RTOL, abs=F32_ATOL)
             # target term "nurse" alone against group 1's class embedding
             ln = float(scale * f @ emb["nurse"])
             q = 1 / (1 + math.exp(l1 - ln))
@@ -269,7 +279,7 @@ def test_clip_mean_embedding_equals_naive(models, store):
     per = {t.term: t for t in r.per_target_term}
     assert set(per) == {"doctor", "nurse", "teacher"}
     # float32 text embeddings in the adapter, float64 here
-    assert per["nurse"].soft.score == pytest.approx(100 * nurse_total / r.n_images, abs=1e-5)
+    assert per["nurse"].soft.score == pytest.approx(100 * nurse_total / r.n_images, rel=F32_RTOL)
 
 
 def test_clip_bad_combine(models, store):
@@ -297,8 +307,8 @@ def test_vilt_equals_naive(models, store):
             top = VILT_LABELS[int(logits.argmax())]
             assert x.answer == top
             assert x.verdict == {"doctor": "T1", "nurse": "T2", "teacher": "T2"}.get(top, "neither")
-    np.testing.assert_allclose([x.p_t1 for x in r.images], naive_p1, rtol=1e-6)
-    assert r.soft.score == pytest.approx(_naive_formula(r, store, naive_p1), abs=1e-6)
+    np.testing.assert_allclose([x.p_t1 for x in r.images], naive_p1, rtol=F32_RTOL, atol=F32_ATOL)
+    assert r.soft.score == pytest.approx(_naive_formula(r, store, naive_p1), rel=F32_RTOL)
     naive_hard = sum(
         (x.verdict == "T1" and x.image_term == "red") or (x.verdict == "T2" and x.image_term == "blue")
         for x in r.images
@@ -373,7 +383,7 @@ def test_blip_vqa_equals_naive(models, store):
     pil = _pil(store)
     for x, img in list(zip(r.images, pil, strict=True))[:4]:
         logps = [_naive_blip_logprob(model, proc, img, asked, t) for t in SPEC.attribute_terms]
-        assert x.p_t1 == pytest.approx(_softmax_p1(logps), rel=1e-6, abs=1e-12)
+        assert x.p_t1 == pytest.approx(_softmax_p1(logps), rel=F32_RTOL, abs=F32_ATOL)
         with torch.no_grad():
             gen = model.generate(**proc(images=img, text=asked, return_tensors="pt"), max_new_tokens=4)
         assert x.answer == proc.tokenizer.decode(gen[0], skip_special_tokens=True).strip()
@@ -394,10 +404,10 @@ def test_git_equals_naive(models, store):
         logps = [
             _naive_causal_logprob(model, proc, img, ctx, t, proc.tokenizer.sep_token_id) for t in SPEC.attribute_terms
         ]
-        assert x.p_t1 == pytest.approx(_softmax_p1(logps), rel=1e-6, abs=1e-12)
+        assert x.p_t1 == pytest.approx(_softmax_p1(logps), rel=F32_RTOL, abs=F32_ATOL)
         probs = np.exp(np.array(logps) - max(logps))
         probs /= probs.sum()
-        assert list(x.term_probabilities.values()) == pytest.approx(list(probs), rel=1e-6)
+        assert list(x.term_probabilities.values()) == pytest.approx(list(probs), rel=F32_RTOL, abs=F32_ATOL)
 
 
 def test_blip_captioner_equals_naive(models, store):
@@ -412,7 +422,7 @@ def test_blip_captioner_equals_naive(models, store):
     sep = model.config.text_config.sep_token_id
     for x, img in list(zip(r.images, _pil(store), strict=True))[:2]:
         logps = [_naive_causal_logprob(model, proc, img, ctx, t, sep) for t in SPEC.attribute_terms]
-        assert x.p_t1 == pytest.approx(_softmax_p1(logps), rel=1e-6, abs=1e-12)
+        assert x.p_t1 == pytest.approx(_softmax_p1(logps), rel=F32_RTOL, abs=F32_ATOL)
         with torch.no_grad():
             gen = model.generate(**proc(images=img, text="a picture of a", return_tensors="pt"), max_new_tokens=3)
         expected = proc.tokenizer.decode(gen[0][len(ctx) :], skip_special_tokens=True).strip()
@@ -444,7 +454,7 @@ def test_runner_progress_and_provenance(models, store):
 def test_runner_batch_size_does_not_change_scores(models, store):
     a = _run(models, store, "vilt", batch_size=1)
     b = _run(models, store, "vilt", batch_size=10)
-    np.testing.assert_allclose([x.p_t1 for x in a.images], [x.p_t1 for x in b.images], rtol=1e-6)
+    np.testing.assert_allclose([x.p_t1 for x in a.images], [x.p_t1 for x in b.images], rtol=F32_RTOL, atol=F32_ATOL)
 
 
 def test_runner_refuses_bad_input(models, store):
@@ -452,13 +462,13 @@ def test_runner_refuses_bad_input(models, store):
     reds = [i for i in imgs if i.image_term == "red"]
     with pytest.raises(DataError) as e:
         _run(models, store, "clip", images=reds)
-    assert e.value.message == R.MSG_NO_IMAGES_FOR_TERM.format(terms="'blue'", group="Social group 2")
+    assert e.value.message == MSG_NO_IMAGES_FOR_TERM.format(terms="'blue'", group="Social group 2")
     with pytest.raises(DataError) as e:
         _run(models, store, "clip", images=[])
     assert e.value.message == V.MSG_NO_IMAGES
     with pytest.raises(DataError) as e:
         _run(models, store, "clip", images=[*imgs, "not a record"])
-    assert e.value.message == R.MSG_NOT_AN_IMAGE_RECORD.format(index=10, type_name="str")
+    assert e.value.message == MSG_NOT_AN_IMAGE_RECORD.format(index=10, type_name="str")
     with pytest.raises(OptionError) as e:
         _run(models, store, "clip", batch_size=0)
     assert e.value.message == MSG_BAD_WHOLE.format(label="The batch size", low=1, high=1024, value=0)
@@ -492,17 +502,17 @@ def test_runner_refuses_unreadable_and_escaping_images(models, store, tmp_path):
     (bad_root / broken.path).write_bytes(b"<html>not an image</html>")
     with pytest.raises(DataError) as e:
         _run(models, store, "clip", images=[broken, *imgs[1:]], image_root=bad_root)
-    assert e.value.message == R.MSG_IMAGE_UNREADABLE.format(
+    assert e.value.message == MSG_IMAGE_UNREADABLE.format(
         path="images/broken.png", term="red", reason=IM.MSG_NOT_AN_IMAGE.format(name="images/broken.png")
     )
     escaping = dataclasses.replace(imgs[0], path="../outside.png")
     with pytest.raises(DataError) as e:
         _run(models, store, "clip", images=[escaping, *imgs[1:]], image_root=bad_root)
-    assert e.value.message == R.MSG_IMAGE_OUTSIDE_ROOT.format(path="../outside.png")
+    assert e.value.message == MSG_IMAGE_OUTSIDE_ROOT.format(path="../outside.png")
     missing = dataclasses.replace(imgs[0], path="images/missing.png")
     with pytest.raises(DataError) as e:
         _run(models, store, "clip", images=[missing, *imgs[1:]], image_root=bad_root)
-    assert e.value.message == R.MSG_IMAGE_UNREADABLE.format(
+    assert e.value.message == MSG_IMAGE_UNREADABLE.format(
         path="images/missing.png", term="red", reason=IM.MSG_IMAGE_NOT_FOUND.format(name="images/missing.png")
     )
 

@@ -21,9 +21,10 @@ import pytest
 from scipy.stats import binomtest, false_discovery_control
 
 from biastest.errors import OptionError
-from biastest.metrics import vlm_score as V
+from biastest.measures import vlm as V
+from biastest.measures.vlm import report as rep
+from biastest.measures.vlm import report_figures as figs
 from biastest.records import TestImage
-from biastest.report import vqa as rep
 from biastest.spec import BiasSpec
 from biastest.stats.clusters import MIN_CLUSTERS_FOR_INTERVAL, MSG_TOO_FEW_CLUSTERS
 from tests.test_clusters import (  # the loop references of the cluster statistics, written once
@@ -290,11 +291,11 @@ def test_interval_labels_follow_the_results_level():
     text = rep.summary_markdown(r)
     assert "(90% cluster interval" in text and "90% cluster interval" in text.split("**Magnitude:**")[1]
     assert "95%" not in text
-    bars = rep.term_bars(r)
+    bars = figs.term_bars(r)
     assert "90% interval: %{customdata[1]}" in bars.data[0].hovertemplate
     independent = r.with_clusters("image")
     assert "(90% interval" in rep.summary_markdown(independent)
-    assert "95%" not in rep.term_bars(independent).data[0].hovertemplate
+    assert "95%" not in figs.term_bars(independent).data[0].hovertemplate
 
 
 # ----------------------------------------------------------------------------- results saved before clusters
@@ -335,10 +336,10 @@ def test_results_saved_before_clusters_still_read_report_and_recluster(tmp_path)
 # ----------------------------------------------------------------------------- runner, CLI and the app
 def test_the_clusters_option_is_checked_before_anything_loads(tmp_path, capsys):
     from biastest import cli
-    from biastest.runner.vlm import run_vlm_test
+    from tests.vlm_helpers import run_vlm
 
     with pytest.raises(OptionError) as e:
-        run_vlm_test(images=[], image_root=tmp_path, spec=SPEC, model_id=str(tmp_path / "no-model"), clusters="x")
+        run_vlm(images=[], image_root=tmp_path, spec=SPEC, model_id=str(tmp_path / "no-model"), clusters="x")
     assert e.value.message == V.MSG_BAD_CLUSTERS.format(value="x", choices=", ".join(V.CLUSTERINGS))
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(json.dumps(SPEC.to_dict()), encoding="utf-8")
@@ -352,13 +353,12 @@ def test_the_clusters_option_is_checked_before_anything_loads(tmp_path, capsys):
 def test_the_apps_clusters_choice_recomputes_without_the_model(monkeypatch):
     import gradio as gr
 
-    from biastest.runner import vlm as runner
     from biastest.ui.vqa import results as ui
 
     assert [value for _, value in ui.CLUSTER_CHOICES] == list(V.CLUSTERINGS)
     images, probs, verdicts, _ = _planted(8, n_prompts=10, per_prompt=3)
     r = _summarize(images, probs, verdicts, n_resamples=300)
-    monkeypatch.setattr(runner, "run_vlm_test", lambda **_: pytest.fail("the model ran again"))
+    monkeypatch.setattr(ui, "run", lambda *_, **__: pytest.fail("the model ran again"))
     session = {"result": r, "settings": {"clusters": "auto"}}
     new, summary, bars, csv_u, json_u = ui.recluster_handler(session, "image-term")
     assert new["result"].clusters == "image-term" and new["settings"]["clusters"] == "image-term"

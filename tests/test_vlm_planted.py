@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 
 from biastest.models.cache import ModelCache
-from biastest.runner.vlm import run_vlm_test
 from biastest.spec import BiasSpec
 from tests import vlm_helpers as H
+from tests.vlm_helpers import run_vlm
 
 SEED = 777
 print(f"test seed: {SEED}")
@@ -29,7 +29,7 @@ def results(tmp_path_factory):
     out = {}
     for rate in RATES:
         model_dir = H.train_planted_clip(root / f"clip_{rate}", rate=rate, seed=SEED)
-        out[rate] = run_vlm_test(
+        out[rate] = run_vlm(
             images=images,
             image_root=root / "store",
             spec=SPEC,

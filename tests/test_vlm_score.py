@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from biastest.errors import DataError, MethodError
-from biastest.metrics import vlm_score as V
+from biastest.measures import vlm as V
+from biastest.measures.vlm import score as S
 from biastest.records import TestImage
 from biastest.spec import BiasSpec
 from biastest.stats.proportion import ANTI, STEREOTYPED, TIE
@@ -238,7 +239,7 @@ def test_prompt_templates_and_questions():
             V.check_prompt_template(bad)
         assert e.value.message == V.MSG_BAD_TEMPLATE.format(template=bad)
     with pytest.raises(MethodError) as e:
-        V._check_templates([])
+        V.check_templates([])
     assert e.value.message == V.MSG_NO_TEMPLATES
     assert V.fill_question(V.DEFAULT_QUESTION, SPEC) == (
         "Is this person a doctor or engineer or a nurse practitioner or nurse?"
@@ -281,12 +282,12 @@ def test_method_names():
 
 
 def test_small_helpers():
-    assert V._check_templates("a {}") == ("a {term}",)
-    assert V._check_templates(["a {term}", "a {}", "{term}"]) == ("a {term}", "{term}")
+    assert V.check_templates("a {}") == ("a {term}",)
+    assert V.check_templates(["a {term}", "a {}", "{term}"]) == ("a {term}", "{term}")
     with pytest.raises(MethodError) as e:
         V.check_question("Is this a {T1")
     assert e.value.message == V.MSG_BAD_QUESTION.format(question="Is this a {T1")
-    assert V._clip_verdict(0.5) == "tie" and V._clip_verdict(0.51) == "T1" and V._clip_verdict(0.2) == "T2"
+    assert S._clip_verdict(0.5) == "tie" and S._clip_verdict(0.51) == "T1" and S._clip_verdict(0.2) == "T2"
     with pytest.raises(MethodError) as e:
         V.clip_term_scores(None, [], spec=SPEC, combine="max")
     assert e.value.message == V.MSG_BAD_COMBINE.format(value="max", choices="sum-prob, mean-embedding")
@@ -313,7 +314,7 @@ def test_answers_must_match_images(tmp_path):
 
 
 def test_a_lean_the_sign_test_does_not_confirm_is_said_to_be_unconfirmed():
-    from biastest.report import vqa as rep
+    from biastest.measures.vlm import report as rep
 
     def result(n_each: int):
         images = _images(["man", "woman"] * n_each)

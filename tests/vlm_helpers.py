@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from biastest.measures.vlm import VLMItems, VLMOptions, run
+from biastest.options import BOUNDS, check_option
 from biastest.records import TestImage
 
 SEED = 1234
@@ -380,3 +382,16 @@ def train_planted_clip(
         opt.step()
     model.eval()
     return save_tiny_clip(path, model=model, processor=processor)
+
+
+def run_vlm(*, images, image_root, spec, progress=None, cancel=None, api_key=None, cache=None, retry=None, **options):
+    """:func:`biastest.measures.vlm.run` with the options given as keywords (as the tests call it).
+
+    ``None`` for a bounded option (``seed=None``) is refused with its bound's message, as the runner did before
+    options were a model (:meth:`OptionsBase.parse` reads ``None`` as "not given").
+    """
+    for name, value in options.items():
+        if value is None and name in BOUNDS:
+            check_option(name, value)
+    return run(VLMOptions.parse(options), VLMItems(images, image_root, spec), progress=progress, cancel=cancel,
+               api_key=api_key, cache=cache, retry=retry)

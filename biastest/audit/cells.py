@@ -3,7 +3,7 @@
 :func:`run_cell` takes a cell as plain values (:meth:`biastest.audit.plan.Cell.task`)
 and the frozen items, calls the runner of its kind —
 :func:`biastest.runner.lm.run_stereotype_test`,
-:func:`biastest.runner.vlm.run_vlm_test`,
+:func:`biastest.measures.vlm.run.run`,
 :func:`biastest.measures.weat.run` (with
 :func:`~biastest.measures.weat.run_mac`, as the CLI) or
 :func:`biastest.measures.twoafc.run` — with the cell's options, and
@@ -179,24 +179,24 @@ def _run_lm(task: dict[str, Any], items: dict[str, Any], api_key: str | None, pr
 
 
 def _run_vlm(task: dict[str, Any], items: dict[str, Any], api_key: str | None, progress) -> dict[str, Any]:
+    from biastest.measures import vlm
     from biastest.records import TestImage
-    from biastest.runner import vlm as vlm_runner
 
     model, o = task["model"], task["options"]
     kwargs: dict[str, Any] = {
-        "images": [TestImage.from_row(r) for r in items["images"]], "image_root": items["image_root"],
-        "spec": _spec(task), "model_id": model["ref"], "question": o["question"], "seed": task["seed"],
+        "model_id": model["ref"], "question": o["question"], "seed": task["seed"],
         "n_resamples": o["n_resamples"], "confidence": o["confidence"], "max_new_tokens": o["max_new_tokens"],
-        "clusters": o["clusters"], "progress": progress,
+        "clusters": o["clusters"],
     }
     if task["scope"] == "vlm-endpoint":
-        kwargs.update({"endpoint": task["endpoint_address"], "api_key": api_key, "concurrency": o["concurrency"],
+        kwargs.update({"endpoint": task["endpoint_address"], "concurrency": o["concurrency"],
                        "max_requests": o["max_requests"], "time_limit": o["time_limit"]})
     else:
         kwargs.update({"prompt_template": list(o["prompt_template"]), "combine": o["combine"],
                        "batch_size": o["batch_size"], "revision": model["revision"], "device": o["device"],
                        "dtype": o["dtype"]})
-    return vlm_runner.run_vlm_test(**kwargs).to_dict()
+    cell_items = vlm.VLMItems([TestImage.from_row(r) for r in items["images"]], items["image_root"], _spec(task))
+    return vlm.run(vlm.VLMOptions.parse(kwargs), cell_items, progress=progress, api_key=api_key).to_dict()
 
 
 def _run_weat(task: dict[str, Any], progress) -> dict[str, Any]:

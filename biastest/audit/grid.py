@@ -123,11 +123,11 @@ OPTION_SCOPES: dict[str, tuple[str, ...]] = {
 
 @cache
 def _defaults() -> dict[str, Any]:
+    from biastest.measures.vlm.options import COMBINE_CHOICES, DEFAULT_PROMPT_TEMPLATE, DEFAULT_QUESTION
+    from biastest.measures.vlm.options import DEFAULT_BATCH_SIZE as VLM_BATCH_SIZE
+    from biastest.measures.vlm.options import DEFAULT_CLUSTERS as VLM_CLUSTERS
     from biastest.metrics.stereotype_score import DEFAULT_BATCH_SIZE, DEFAULT_CLUSTERS, DEFAULT_TIE_TOLERANCE
-    from biastest.metrics.vlm_score import COMBINE_CHOICES, DEFAULT_PROMPT_TEMPLATE, DEFAULT_QUESTION
-    from biastest.metrics.vlm_score import DEFAULT_CLUSTERS as VLM_CLUSTERS
     from biastest.models.endpoint_lm import DEFAULT_CONCURRENCY, DEFAULT_MAX_REQUESTS, DEFAULT_TIME_LIMIT
-    from biastest.runner.vlm import DEFAULT_BATCH_SIZE as VLM_BATCH_SIZE
 
     return {
         "lm": {"batch_size": DEFAULT_BATCH_SIZE, "n_resamples": DEFAULT_BOOTSTRAP["lm"], "confidence": 0.95,
@@ -465,7 +465,7 @@ def _resources(value: Any, where: str) -> dict[str, Any]:
 
 
 def _options(value: Any, where: str) -> dict[str, Any]:
-    from biastest.metrics.vlm_score import COMBINE_CHOICES
+    from biastest.measures.vlm.options import COMBINE_CHOICES
     from biastest.options import check_option
 
     opts = _mapping(value, where)
@@ -495,11 +495,11 @@ def _options(value: Any, where: str) -> dict[str, Any]:
             elif name == "device":
                 out[name] = _text(v, name, where)
             elif name == "question":
-                from biastest.metrics.vlm_score import check_question
+                from biastest.measures.vlm.options import check_question
 
                 out[name] = check_question(_text(v, name, where))
             elif name == "prompt_template":
-                from biastest.metrics.vlm_score import check_prompt_template
+                from biastest.measures.vlm.options import check_prompt_template
 
                 templates = [v] if isinstance(v, str) else v
                 if not isinstance(templates, list) or not templates or not all(isinstance(t, str) for t in templates):
@@ -516,10 +516,11 @@ def _options(value: Any, where: str) -> dict[str, Any]:
 
 def _clusters(value: str, kinds: set[str], where: str) -> None:
     """Check a ``clusters`` option against the clusterings of each kind of model it applies to (lm, vlm)."""
-    from biastest.metrics import stereotype_score, vlm_score
+    from biastest.measures.vlm import options as vlm_options
+    from biastest.metrics import stereotype_score
 
     for kind, check, words in (("lm", stereotype_score.check_clusters, "the language models"),
-                               ("vlm", vlm_score.check_clusters, "the vision-language models")):
+                               ("vlm", vlm_options.check_clusters, "the vision-language models")):
         if kind in kinds:
             try:
                 check(value)

@@ -12,7 +12,7 @@ model. For every image it sends one request::
                                    nothing else: doctor, nurse."}]}],
      "temperature": 0, "max_tokens": 8, "logprobs": true, "top_logprobs": 20}
 
-The question is the test's question (:func:`biastest.metrics.vlm_score.fill_question`)
+The question is the test's question (:func:`biastest.models.vlm_question.fill_question`)
 followed by :data:`ANSWER_INSTRUCTION`, which names the target terms of both
 lists as the allowed answers. The image is sent as a PNG ``data:`` URL (lossless,
 the longer side at most ``max_side`` pixels), so the server sees the pixels the
@@ -38,7 +38,7 @@ target term (a token that begins terms of both lists is left out). With
     P(t | image) = exp(L_t) / Σ_u exp(L_u)        (u over the target terms)
 
 — the softmax of the answer restricted to the target terms, as for a VQA
-classifier (:func:`~biastest.metrics.vlm_score.vqa_classifier_term_scores`);
+classifier (:func:`~biastest.measures.vlm.score.vqa_classifier_term_scores`);
 a term not among the ``top_logprobs`` counts as 0. ``Σ_u exp(L_u)``, the share
 of the first answer token's probability that the target terms hold, is recorded
 (:attr:`ChatAnswer.target_mass`). An image for which the endpoint gave no
@@ -87,7 +87,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from biastest.errors import EndpointError
-from biastest.metrics.vlm_score import VERDICT_NEITHER, VERDICT_T1, VERDICT_T2, fill_question
 from biastest.models.endpoint_lm import (
     DEFAULT_CONCURRENCY,
     MSG_BAD_ENDPOINT,
@@ -96,6 +95,7 @@ from biastest.models.endpoint_lm import (
     MSG_NOT_SERVED,
     ServedEndpoint,
 )
+from biastest.models.vlm_question import VERDICT_NEITHER, VERDICT_T1, VERDICT_T2, fill_question
 from biastest.remote import (
     STOP_BUDGET,
     STOP_CANCELLED,
@@ -416,7 +416,7 @@ class EndpointVLM(ServedEndpoint):
         spec : BiasSpec
             Its target terms are the allowed answers.
         question : str
-            With optional ``{T1}``/``{T2}`` (:func:`~biastest.metrics.vlm_score.check_question`).
+            With optional ``{T1}``/``{T2}`` (:func:`~biastest.models.vlm_question.check_question`).
         max_tokens : int
             Longest answer asked for.
         load : callable, optional

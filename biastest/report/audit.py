@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from biastest.errors import DataError
+from biastest.measures.vlm import compare_vlm
 from biastest.report import compare as rep
 from biastest.stats import compare as cmp_stats
 
@@ -325,7 +326,7 @@ def _compare_group(docs: list[tuple[dict[str, Any], dict[str, Any]]], family: st
         return cmp_stats.compare_stereotype(results, seed=seed, labels=labels, clusters=clusters or None)
     if family == "vlm":
         score = "soft" if all(r.get("soft") is not None for r in results) else "hard"
-        return cmp_stats.compare_vlm(results, seed=seed, labels=labels, score=score)
+        return compare_vlm(results, seed=seed, labels=labels, score=score)
     if family == "weat":
         return cmp_stats.compare_weat(results, seed=seed, labels=labels)
     return cmp_stats.compare_twoafc(results, seed=seed, labels=labels)

@@ -15,7 +15,7 @@ items. Items a model has and another lacks (``n_unmatched``) and common items a 
 estimate here can therefore differ from its own headline score (kept as ``own_estimate``) when items were left
 out.
 
-Language models (:func:`compare_stereotype`) and hard VQA verdicts (:func:`compare_vlm`, ``score="hard"``)
+Language models (:func:`compare_stereotype`) and hard VQA verdicts (``compare_vlm``, ``score="hard"``)
 ------------------------------------------------------------------------------------------------------
 ``x_mi = 1`` if model m preferred the stereotyped side of item i, else 0 — a tie (and a VQA answer naming neither
 target group) counts 0, as in the score's own definition (ties stay in the denominator as "not stereotyped"), and
@@ -134,7 +134,6 @@ __all__ = [
     "compare_arrays",
     "compare_stereotype",
     "compare_twoafc",
-    "compare_vlm",
     "compare_weat",
     "holm",
     "item_draws",
@@ -881,81 +880,6 @@ def compare_stereotype(
         measure="stereotype score: % of sentence pairs where the stereotyped sentence is preferred",
         binary=True, seed=seed, n_resamples=n_resamples, confidence=confidence, cluster_by=cluster_by,
         cluster_name=cluster_name,
-    )
-
-
-# ----------------------------------------------------------------------------- vision-language models
-def _as_vlm(result: Any, index: int):
-    from biastest.metrics.vlm_score import VLMResult
-
-    if isinstance(result, VLMResult):
-        return result
-    if isinstance(result, Mapping):
-        return VLMResult.from_dict(dict(result))
-    raise DataError(MSG_BAD_RESULT.format(index=index, what="vision-language", type_name=type(result).__name__))
-
-
-def compare_vlm(
-    results: Sequence[Any],
-    *,
-    seed: int,
-    score: str = "soft",
-    n_resamples: int = 10_000,
-    confidence: float = 0.95,
-    labels: Sequence[str] | None = None,
-    cluster_by: str | None = None,
-) -> Comparison:
-    """Compare vision-language models' bias scores on the same images (matched by ``image_id``).
-
-    ``score="soft"``: ``x_mi = P(stereotypical answer | image i)`` (the seed's soft score), paired bootstrap
-    interval, sign test of the paired differences. ``score="hard"``: ``x_mi = 1[the model's verdict is the image
-    group's stereotype]`` (neither/tie count 0), exact McNemar test. Images a model gave no probability for (soft)
-    or did not score (a run stopped early) are left out for every model and counted. See the module docstring.
-
-    Parameters
-    ----------
-    results : sequence of VLMResult (or their ``to_dict()``)
-    seed : int
-    score : {"soft", "hard"}
-    n_resamples, confidence, labels :
-        As in :func:`compare_stereotype`.
-    cluster_by : str, optional
-        An image field forming clusters (``"image_prompt"``, ``"image_term"`` …).
-
-    Returns
-    -------
-    Comparison
-    """
-    if score not in ("soft", "hard"):
-        raise DataError(MSG_BAD_SCORE.format(value=score))
-    seed, n_resamples, confidence = _settings(seed, n_resamples, confidence)
-    items = []
-    for i, r in enumerate(results):
-        r = _as_vlm(r, i)
-        images = list(r.images)
-        keys = _keyed([img.image_id for img in images])
-        values: dict[tuple[str, int], float | None] = {}
-        ties: dict[tuple[str, int], bool] = {}
-        for k, img in zip(keys, images, strict=True):
-            if score == "soft":
-                values[k] = None if img.p_stereotyped is None else float(img.p_stereotyped)
-            else:
-                values[k] = float(img.outcome == "stereotyped")
-                ties[k] = img.outcome not in ("stereotyped", "anti-stereotyped")
-        records = {k: img.to_dict() for k, img in zip(keys, images, strict=True)}
-        for k in _keyed([str(x.get("image_id", "")) for x in getattr(r, "not_scored", ()) or ()]):
-            values.setdefault(k, None)  # a run stopped early: the image is there, without an answer
-        own = r.soft if score == "soft" else r.hard
-        items.append(_Items(model_id=r.model_id, method=r.method, own=None if own is None else own.score,
-                            values=values, ties=ties, records=records))
-    if score == "soft":
-        measure = "soft bias score: mean probability of the stereotypical answer, %"
-    else:
-        measure = "hard bias score: % of images whose answer is their group's stereotype"
-    return _compare_items(
-        items, labels=labels, kind=KIND_VLM_SOFT if score == "soft" else KIND_VLM_HARD, what="images",
-        measure=measure, binary=score == "hard", seed=seed, n_resamples=n_resamples, confidence=confidence,
-        cluster_by=cluster_by, cluster_name=None if cluster_by is None else cluster_by.replace("_", " "),
     )
 
 

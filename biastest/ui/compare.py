@@ -380,8 +380,8 @@ def _vlm_models(session: Any):
 def vlm_add_core(session: Any, model_id: Any, *options: Any, progress=None, slot: threading.Lock | None = None):
     """Score another vision-language model on the first run's images with its settings; (session, model, n)."""
     from biastest import public
-    from biastest.metrics.vlm_score import DEFAULT_PROMPT_TEMPLATE, DEFAULT_QUESTION
-    from biastest.runner.vlm import run_vlm_test
+    from biastest.measures.vlm import VLMItems, VLMOptions, run
+    from biastest.measures.vlm.options import DEFAULT_PROMPT_TEMPLATE, DEFAULT_QUESTION
     from biastest.ui.vqa.session import _copy, _spec, session_root
 
     base, added = _vlm_models(session)
@@ -397,20 +397,20 @@ def vlm_add_core(session: Any, model_id: Any, *options: Any, progress=None, slot
     ids = {img.image_id for img in base.images}
     images = [img for img in new["images"] if img.id in ids]  # the first run's images, even if more were added since
     with _slot(slot):
-        result = run_vlm_test(
-            images=images, image_root=session_root(new), spec=_spec(new), model_id=model,
-            prompt_template=settings.get("prompt_template") or DEFAULT_PROMPT_TEMPLATE,
+        options = VLMOptions.parse(
+            model_id=model, prompt_template=settings.get("prompt_template") or DEFAULT_PROMPT_TEMPLATE,
             question=settings.get("question") or DEFAULT_QUESTION, combine=settings.get("combine") or "sum-prob",
             seed=base.seed, batch_size=settings.get("batch_size") or 16,
-            n_resamples=settings.get("n_resamples") or 10_000, progress=progress,
+            n_resamples=settings.get("n_resamples") or 10_000,
         )
+        result = run(options, VLMItems(images, session_root(new), _spec(new)), progress=progress)
     new["compare"] = {"base": _vlm_key(base), "results": [*added, result]}
     return new, model, 2 + len(added)
 
 
 def vlm_view(score: Any, cluster_by: Any, session: Any) -> tuple:
     """The comparison of the first run and the added models on the ``score`` ("soft"/"hard") and clusters."""
-    from biastest.stats.compare import compare_vlm
+    from biastest.measures.vlm import compare_vlm
 
     try:
         base, added = _vlm_models(session)

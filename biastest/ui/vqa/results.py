@@ -4,7 +4,7 @@
 of step 2 and :func:`build_results_tab` the results tab (summary, bars, the
 per-image grid with its hover card, the picked-image panel, the table and the
 downloads); :func:`wire_run` connects the Run button to both. The report layer
-(:mod:`biastest.report.vqa`) turns the typed result into text, tables and
+(:mod:`biastest.measures.vlm.report`) turns the typed result into text, tables and
 figures; this module only wires components.
 
 Step 3's "Pictures that lean together" choice (:data:`CLUSTER_CHOICES`) says which pictures form the
@@ -28,7 +28,10 @@ import gradio as gr
 
 from biastest import public
 from biastest.errors import DataError, EndpointError, MethodError, OptionError
-from biastest.metrics.vlm_score import (
+from biastest.measures.vlm import VLMItems, VLMOptions, run
+from biastest.measures.vlm import report as rep
+from biastest.measures.vlm import report_figures as figs
+from biastest.measures.vlm.options import (
     COMBINE_CHOICES,
     DEFAULT_CLUSTERS,
     DEFAULT_PROMPT_TEMPLATE,
@@ -38,7 +41,6 @@ from biastest.metrics.vlm_score import (
     check_clusters,
 )
 from biastest.models.catalog import CATALOGS
-from biastest.report import vqa as rep
 from biastest.ui.common import (
     USER_MISTAKES,
     escape,
@@ -139,8 +141,6 @@ def run_core(
     the name are checked before anything is read or sent, and ``endpoint_key`` goes to the run's requests only.
     ``clusters`` is step 3's choice of the pictures that lean together (:data:`CLUSTER_CHOICES`), checked first.
     """
-    from biastest.runner.vlm import run_vlm_test
-
     clusters = check_clusters(clusters or DEFAULT_CLUSTERS)
     new = _copy(session)
     spec = _spec(new)
@@ -163,8 +163,7 @@ def run_core(
         "n_resamples": option_value("n_resamples", n_resamples),
         "clusters": clusters,
     }
-    result = run_vlm_test(images=list(new["images"]), image_root=session_root(new), spec=spec,
-                          progress=progress, **settings)
+    result = run(VLMOptions.parse(settings), VLMItems(list(new["images"]), session_root(new), spec), progress=progress)
     new.update(result=result, settings=settings)
     return new
 
@@ -175,7 +174,6 @@ def _run_endpoint(new: dict[str, Any], spec, url: str | None, name: str | None, 
     from biastest.models.endpoint_lm import MSG_NO_MODEL_NAME, check_endpoint_url
     from biastest.remote import safe_base_url
     from biastest.runner.services import MSG_NEED_ENDPOINT_URL
-    from biastest.runner.vlm import run_vlm_test
 
     url = str(url or "").strip()
     if not url:
@@ -193,8 +191,8 @@ def _run_endpoint(new: dict[str, Any], spec, url: str | None, name: str | None, 
         "n_resamples": option_value("n_resamples", n_resamples),
         "clusters": clusters,
     }
-    result = run_vlm_test(images=list(new["images"]), image_root=session_root(new), spec=spec, progress=progress,
-                          endpoint=url, api_key=str(key or "").strip() or None, **settings)
+    result = run(VLMOptions.parse(settings, endpoint=url), VLMItems(list(new["images"]), session_root(new), spec),
+                 progress=progress, api_key=str(key or "").strip() or None)
     new.update(result=result, settings={**settings, "endpoint": safe_base_url(url)})
     return new
 
@@ -225,14 +223,14 @@ def results_view(session: dict[str, Any]) -> tuple:
     """Values of the result components (see ``result_outputs`` in :func:`build_demo`)."""
     result = session["result"]
     root = Path(session["dir"])
-    thumbs = {img.image_id: rep.thumbnail_uri(root / img.path) for img in result.images}
+    thumbs = {img.image_id: figs.thumbnail_uri(root / img.path) for img in result.images}
     csv_path, json_path = rep.write_exports(result, folder=session_export_dir("biastest-vqa-"))
     choices = _image_choices(result)
     first_path, first_md = image_detail(session, 0 if choices else None)
     return (
         rep.summary_markdown(result),
-        rep.term_bars(result),
-        rep.image_grid(result, thumbnails=thumbs),
+        figs.term_bars(result),
+        figs.image_grid(result, thumbnails=thumbs),
         rep.image_table(result),
         gr.update(choices=choices, value=0 if choices else None),
         first_path,
@@ -267,7 +265,7 @@ def recluster_handler(session, clusters):
     return (
         new,
         rep.summary_markdown(new["result"]),
-        rep.term_bars(new["result"]),
+        figs.term_bars(new["result"]),
         gr.update(value=str(csv_path), visible=True),
         gr.update(value=str(json_path), visible=True),
     )
@@ -349,7 +347,7 @@ function show(ev) {
     img.dataset.imageId = String(cd[cd.length - 2] || '');
   }
   if (box) {
-    // the hover label's lines (report.vqa.image_facts): field names in layout.meta, values in customdata
+    // the hover label's lines (measures.vlm.report.image_facts): field names in layout.meta, values in customdata
     box.textContent = (meta.fields || []).map((f, i) => f + ': ' + plain(cd[i])).join('\n');
   }
 }

@@ -26,9 +26,9 @@ from typing import Any
 
 from biastest import public, workdir
 from biastest.errors import DataError, MethodError
+from biastest.measures.vlm import report as rep
 from biastest.models.images import normalise_image_bytes
 from biastest.records import TestImage
-from biastest.report import vqa as rep
 from biastest.spec import BiasSpec
 from biastest.ui.common import current_session_id, escape
 from biastest.ui.spec_step import spec_from_inputs, spec_summary

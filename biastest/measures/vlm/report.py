@@ -1,8 +1,8 @@
 """Report layer of the vision-language test: typed results → text, tables, figures and files.
 
-Everything here takes a :class:`~biastest.metrics.vlm_score.VLMResult` (or
-plain counts) and returns Markdown, a DataFrame, a plotly figure or file
-paths; nothing imports gradio. User text (terms, paths, answers) reaching
+Everything here takes a :class:`~biastest.measures.vlm.result.VLMResult` (or
+plain counts) and returns Markdown, a DataFrame or file paths (the figures are in
+:mod:`biastest.measures.vlm.report_figures`); nothing imports gradio. User text (terms, paths, answers) reaching
 Markdown or a hover label is HTML-escaped.
 
 The two groups of image terms and the two lists of target terms are named
@@ -16,12 +16,12 @@ detail panel and the table (:func:`image_facts`).
   :data:`~biastest.stats.clusters.MIN_CLUSTERS_FOR_INTERVAL` clusters, with the reason), the clusters and the
   design effect, the magnitude (mean and median log-odds of the stereotyped list), the single answers, and
   the terms whose lean survives Holm's correction for many comparisons;
-* :func:`term_rows` / :func:`term_bars` — per image term and per target term
+* :func:`term_rows` / :func:`~biastest.measures.vlm.report_figures.term_bars` — per image term and per target term
   scores with intervals (:func:`~biastest.report.figures.score_bars`; labelled
   with the result's level); a bar whose interval leaves out 50 % although its
   test does not confirm a lean says why in its hover label, which also gives the
   magnitude, the clusters and the Holm / Benjamini–Hochberg adjusted p-values;
-* :func:`image_grid` — one square per image, coloured by ``P(T1) − P(T2)``,
+* :func:`~biastest.measures.vlm.report_figures.image_grid` — one square per image, coloured by ``P(T1) − P(T2)``,
   whose hover label gives :func:`image_facts`; each point also carries a
   small thumbnail (a ``data:`` URI) in its last ``customdata`` column, which
   the app shows beside the plot for the hovered image (plotly hover labels
@@ -38,25 +38,47 @@ detail panel and the table (:func:`image_facts`).
 
 from __future__ import annotations
 
-import base64
-import html
-import inspect
-import io
-import math
-import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import plotly.graph_objects as go
 
-from biastest.metrics.vlm_score import CLUSTER_LABELS, LOG_ODDS_EPS, VLMResult
+from biastest.measures.vlm.options import CLUSTER_LABELS
+from biastest.measures.vlm.report_words import (  # noqa: F401 (the words, also read as report.<name>)
+    GRID_HOVER_FIELDS,
+    MSG_BAR_UNCONFIRMED,
+    MSG_BAR_UNCONFIRMED_CLUSTERS,
+    MSG_HOLM_NONE,
+    MSG_HOLM_SOME,
+    MSG_LEAN_UNCONFIRMED,
+    MSG_LEAN_UNCONFIRMED_CLUSTERS,
+    MSG_NEITHER,
+    MSG_NO_CLUSTERS,
+    MSG_NO_INTERVAL_LEAN,
+    MSG_NO_INTERVAL_NO_LEAN,
+    MSG_NO_PROBABILITY,
+    MSG_NOT_SCORED,
+    MSG_TIE,
+    PLACEHOLDER_NAMES,
+    THIN_IMAGES,
+    Labels,
+    _answer,
+    _esc,
+    _p,
+    _pct,
+    _prob,
+    _signed,
+    image_facts,
+    labels,
+    leans_to,
+    level_label,
+    list_label,
+    target_names,
+)
+from biastest.measures.vlm.result import VLMResult
+from biastest.measures.vlm.score import LOG_ODDS_EPS
 from biastest.report.export import ROW_TYPE, private_dir, summary_first, write_csv, write_json
-from biastest.report.figures import FONT, hover_safe, score_bars
-from biastest.report.gpt import level_label
-from biastest.spec import BiasSpec
 
 __all__ = [
     "GRID_HOVER_FIELDS",
@@ -73,8 +95,8 @@ __all__ = [
     "coverage_markdown",
     "coverage_rows",
     "csv_columns",
+    "csv_rows",
     "image_facts",
-    "image_grid",
     "image_table",
     "labels",
     "leans_to",
@@ -82,227 +104,9 @@ __all__ = [
     "summary_markdown",
     "summary_records",
     "target_names",
-    "term_bars",
     "term_rows",
-    "thumbnail_uri",
     "write_exports",
 ]
-
-THIN_IMAGES = 5
-"""Fewer images than this for an image term earns a hint (its interval will be wide)."""
-
-MSG_LEAN_UNCONFIRMED = (
-    "The sign test does not confirm this lean (p = {p}, {n_st} images leaning to the stereotype and {n_anti} "
-    "away from it): with these {n} images we cannot tell it apart from no preference."
-)
-MSG_BAR_UNCONFIRMED = (
-    "Why the interval and p disagree: the interval leaves out 50%, but the exact sign test does not confirm the "
-    "lean (p = {p}): {n_st} of {n} image(s) lean to the stereotype and {n_anti} away from it, too few to tell "
-    "apart from chance. The bootstrap interval of few, alike images is too narrow to trust alone."
-)
-MSG_LEAN_UNCONFIRMED_CLUSTERS = (
-    "The sign test on cluster means does not confirm this lean (p = {p}, {above} clusters leaning to the "
-    "stereotype and {below} away from it): with these {n} independent clusters we cannot tell it apart from no "
-    "preference."
-)
-MSG_BAR_UNCONFIRMED_CLUSTERS = (
-    "Why the interval and p disagree: the cluster interval leaves out 50%, but the sign test on cluster means does "
-    "not confirm the lean (p = {p}): {above} of {n} clusters lean to the stereotype and {below} away from it, too "
-    "few to tell apart from chance."
-)
-MSG_NO_CLUSTERS = (
-    "**Clusters:** none, the {n} images are treated as independent. If pictures share prompts or image terms, "
-    "choose those clusters: pictures of one family lean together and the interval would be wider."
-)
-MSG_HOLM_NONE = (
-    "No single {family} stands out once the {m} {family} tests are corrected for multiple comparisons (Holm, at "
-    "{alpha}%); the raw p-values are in the bars' hover labels and the downloads."
-)
-MSG_HOLM_SOME = (
-    "{family_title}s whose lean survives the correction for {m} comparisons (Holm, at {alpha}%): {terms}."
-)
-MSG_NO_INTERVAL_LEAN = (
-    "Too few independent clusters for an interval (see below), but {above} of the {n} clusters lean to the "
-    "stereotype and {below} away (sign test on cluster means: p = {p}):"
-)
-MSG_NO_INTERVAL_NO_LEAN = (
-    "With only {n} independent clusters ({by}) there is no interval, and the sign test on cluster means (p = {p}) "
-    "cannot tell this lean apart from no preference, however many pictures each cluster has. More prompts or "
-    "image terms would settle it."
-)
-
-GRID_HOVER_FIELDS = ("image term", "P(T1)", "P(T2)", "leans to", "answer", "image")
-"""Lines of the grid's hover label, in order (:func:`image_facts`): ``T1``/``T2`` are written as the target lists'
-labels, and "answer" as "most probable single term" (CLIP-like models) or "the model's answer"."""
-
-MAX_LABEL_TERMS = 3
-"""A list named by its terms shows at most this many of them ("+N more" after)."""
-MAX_LABEL_TERM_CHARS = 40
-"""A term longer than this is cut (with "…") in a list's label; it is shown whole where it stands alone."""
-
-_FROM_TERMS = inspect.signature(BiasSpec.from_terms).parameters
-PLACEHOLDER_NAMES = frozenset(
-    _FROM_TERMS[k].default for k in ("group1_name", "group2_name", "stereotype1_name", "antistereotype1_name")
-)
-"""The names a spec built from four term boxes gets for its lists (not chosen by the user: never shown)."""
-
-MSG_NEITHER = "neither list (the answer names none of the target terms)"
-MSG_TIE = "neither list (equal probabilities)"
-MSG_NOT_SCORED = "{count} image(s) got no answer and are left out of every score: {paths}."
-MSG_NO_PROBABILITY = "no probability"
-
-
-def _esc(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
-
-
-def _pct(value: float | None) -> str:
-    return "—" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{value:.1f}%"
-
-
-def _p(value: float | None) -> str:
-    if value is None:
-        return "—"
-    return "< 0.001" if value < 0.001 else f"{value:.3g}"
-
-
-# --------------------------------------------------------------------------- the names of the four lists
-def list_label(name: str, terms: Sequence[str]) -> str:
-    """How a list of terms is named everywhere in the results.
-
-    A list of one term is named by that term; a list whose name is a placeholder
-    (:data:`PLACEHOLDER_NAMES`: the user typed terms, not a name) by its terms, at most
-    :data:`MAX_LABEL_TERMS` of them; a list the user (or the library) named, by its name.
-
-    >>> list_label("Social group 1", ["man", "father"])
-    'man / father'
-    >>> list_label("Stereotype for group 1", ["doctor", "engineer", "surgeon", "pilot", "judge"])
-    'doctor / engineer / surgeon +2 more'
-    >>> list_label("Math", ["math", "algebra"])
-    'Math'
-    """
-    terms = [str(t) for t in terms]
-
-    def short(term: str) -> str:
-        return term if len(term) <= MAX_LABEL_TERM_CHARS else term[: MAX_LABEL_TERM_CHARS - 1].rstrip() + "…"
-
-    if len(terms) == 1:
-        return short(terms[0])
-    if name and name not in PLACEHOLDER_NAMES:
-        return short(str(name))
-    shown = " / ".join(short(t) for t in terms[:MAX_LABEL_TERMS])
-    return shown + (f" +{len(terms) - MAX_LABEL_TERMS} more" if len(terms) > MAX_LABEL_TERMS else "")
-
-
-@dataclass(frozen=True)
-class Labels:
-    """The names of the two groups of image terms and of the two lists of target terms (plain text).
-
-    ``target1`` is the stereotype of ``group1``, ``target2`` that of ``group2``.
-    """
-
-    group1: str
-    group2: str
-    target1: str
-    target2: str
-    terms1: tuple[str, ...] = ()
-    terms2: tuple[str, ...] = ()
-
-    def group(self, k: int) -> str:
-        return self.group1 if k == 1 else self.group2
-
-    def target(self, k: int) -> str:
-        return self.target1 if k == 1 else self.target2
-
-    def side_of(self, term: str) -> int | None:
-        """1 or 2: the target list holding ``term`` (case-insensitive); None for neither."""
-        key = " ".join(str(term).split()).casefold()
-        for k, terms in ((1, self.terms1), (2, self.terms2)):
-            if key in {t.casefold() for t in terms}:
-                return k
-        return None
-
-
-def _lists(result: VLMResult, key: str) -> list[tuple[str, list[str]]]:
-    lists = result.spec.get(key) if isinstance(result.spec, Mapping) else None
-    out = [(str(k), [str(t) for t in v] if isinstance(v, (list, tuple)) else [str(v)])
-           for k, v in (lists.items() if isinstance(lists, Mapping) else [])]
-    while len(out) < 2:
-        out.append((f"list {len(out) + 1}", []))
-    return out[:2]
-
-
-def labels(result: VLMResult) -> Labels:
-    """The labels of the result's four lists (:func:`list_label`), written once for every text and figure."""
-    (g1n, g1), (g2n, g2) = _lists(result, "social_groups")
-    (t1n, t1), (t2n, t2) = _lists(result, "attributes")
-    names = [list_label(n, terms) if terms else n for n, terms in ((g1n, g1), (g2n, g2), (t1n, t1), (t2n, t2))]
-    # two lists may never share a label (a library may name both alike): tell them apart by their order
-    if names[0] == names[1]:
-        names[0], names[1] = f"{names[0]} (group 1)", f"{names[1]} (group 2)"
-    if names[2] == names[3]:
-        names[2], names[3] = f"{names[2]} (list 1)", f"{names[3]} (list 2)"
-    return Labels(*names, terms1=tuple(t1), terms2=tuple(t2))
-
-
-def target_names(result: VLMResult) -> tuple[str, str]:
-    """The labels of the target lists T1 and T2 (:func:`labels`)."""
-    lab = labels(result)
-    return lab.target1, lab.target2
-
-
-def group_names(result: VLMResult) -> tuple[str, str]:
-    """The labels of the two groups of image terms (:func:`labels`)."""
-    lab = labels(result)
-    return lab.group1, lab.group2
-
-
-def leans_to(img: Any, lab: Labels) -> str:
-    """Which list an image leans to and whose stereotype that is, in words (plain text)."""
-    if img.verdict == "neither":
-        return MSG_NEITHER
-    if img.verdict not in ("T1", "T2"):
-        return MSG_TIE
-    side = 1 if img.verdict == "T1" else 2
-    own = int(img.image_group)
-    if side == own:
-        return f"{lab.target(side)} (the stereotype of {lab.group(own)})"
-    return f"{lab.target(side)} (the stereotype of {lab.group(side)}, not of {lab.group(own)})"
-
-
-def _answer(result: VLMResult, img: Any, lab: Labels) -> tuple[str, str]:
-    """The answer's field name and value; a single term on the other list than the lean is explained."""
-    if result.model_kind != "clip":
-        return "the model's answer", str(img.answer)
-    value = str(img.answer)
-    side = lab.side_of(value)
-    lean = {"T1": 1, "T2": 2}.get(img.verdict)
-    if side is not None and lean is not None and side != lean:
-        value += f" (a term of {lab.target(side)}; together the terms of {lab.target(lean)} are more probable)"
-    return "most probable single term", value
-
-
-def _prob(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3f}"
-
-
-def image_facts(result: VLMResult, img: Any, lab: Labels | None = None) -> list[tuple[str, str]]:
-    """``(field, value)`` lines describing one image's result (plain text), in :data:`GRID_HOVER_FIELDS` order.
-
-    The one source of the grid's hover label, the app's hover card and detail panel, and the table's columns,
-    so that they name an image's side in the same words.
-    """
-    lab = lab or labels(result)
-    answer_field, answer = _answer(result, img, lab)
-    return [
-        ("image term", str(img.image_term)),
-        (f"P({lab.target1})", _prob(img.p_t1)),
-        (f"P({lab.target2})", _prob(img.p_t2)),
-        ("leans to", leans_to(img, lab)),
-        (answer_field, answer),
-        ("image", str(img.image_id)),
-    ]
-
 
 # --------------------------------------------------------------------------- summary
 def _headline(result: VLMResult) -> tuple[float | None, float | None, float | None, str]:
@@ -387,10 +191,6 @@ def _clusters_line(result: VLMResult) -> list[str]:
         f"{c.n_clusters_below} away, {c.n_clusters_at_null} even; p = {_p(c.p_value)}.",
         *([] if c.interval_shown else ["- " + _esc(c.reason)]),
     ]
-
-
-def _signed(x: float | None) -> str:
-    return "—" if x is None else f"{x:+.3f}"
 
 
 def _magnitude_line(result: VLMResult) -> list[str]:
@@ -580,14 +380,6 @@ def _summary_hard_only(result: VLMResult, lab: Labels) -> str:
 
 
 # --------------------------------------------------------------------------- per-term bars
-BARS_TOP = 100
-"""Top margin of a titled figure: the app's plot component forces at least 100 px when it shows a label."""
-BARS_BOTTOM = 70
-"""Room for the x axis, its tick labels and its title."""
-BARS_LINE = 16
-"""Height of one line of a bar's label (12 px text), and the room left between two bars' labels."""
-
-
 def _interval(summary, n: int) -> dict[str, float | None]:
     """The bootstrap interval, or none for a single image (resampling one value cannot show any uncertainty)."""
     if n < 2:
@@ -691,151 +483,6 @@ def term_rows(result: VLMResult) -> list[dict[str, Any]]:
                          t.soft, t.n_images, t.soft_clustered, magnitude=t.magnitude, median=t.median_log_odds,
                          p_value=t.p_value, p_holm=t.p_holm, q_bh=t.q_bh))
     return rows
-
-
-def term_bars(result: VLMResult) -> go.Figure:
-    """Bias score with interval overall, per image term and per target term (50% = no preference).
-
-    Each bar's hover label carries its ``hover_extra`` lines and its ``note`` (:func:`term_rows`, the note in the
-    last ``customdata`` column); the interval is labelled with the result's level. The figure is tall enough for
-    every label (wrapped ones included) to keep clear of its neighbours.
-    """
-    rows = term_rows(result)
-    interval = f"{level_label((result.soft or result.hard).confidence, space=False)} interval"
-    if result.soft is None:
-        fig = score_bars(rows, title="Share of stereotyped single answers per image term",
-                         value_label="stereotyped answers (%)", interval_label=interval)
-    else:
-        fig = score_bars(rows, title="Bias score per image term and per target term", value_label="bias score (%)",
-                         interval_label=interval)
-    bar = fig.data[0]
-    k = len(bar.customdata[0])
-    bar.customdata = [[*c, f"<br><i>{hover_safe(r['note'])}</i>" if r["note"] else ""]
-                      for c, r in zip(bar.customdata, rows, strict=True)]
-    bar.hovertemplate = bar.hovertemplate.replace("<extra></extra>", f"%{{customdata[{k}]}}<extra></extra>")
-    lines = max((str(y).count("<br>") + 1 for y in bar.y), default=1)
-    fig.update_layout(height=BARS_TOP + BARS_BOTTOM + len(rows) * BARS_LINE * (lines + 1),
-                      margin={"t": BARS_TOP, "b": BARS_BOTTOM}, hoverlabel={"align": "left"})
-    return fig
-
-
-# --------------------------------------------------------------------------- per-image grid
-GRID_TITLE_CHARS = 60
-"""The grid's title is wrapped at this many characters, so that it fits the plot (it is never cut off)."""
-
-
-def thumbnail_uri(path: str | Path, *, size: int = 96) -> str:
-    """A small JPEG thumbnail of an image file as a ``data:`` URI ("" when it cannot be read)."""
-    from biastest.errors import DataError
-    from biastest.models.images import load_image
-
-    try:
-        img = load_image(path, max_side=max(16, size))
-    except DataError:
-        return ""
-    buf = io.BytesIO()
-    img.save(buf, format="JPEG", quality=80)
-    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _wrapped(text: str, width: int) -> str:
-    """Escaped for plotly, wrapped at ``width`` characters with ``<br>``."""
-    return "<br>".join(html.escape(line, quote=False) for line in textwrap.wrap(text, width=width)) or ""
-
-
-def image_grid(
-    result: VLMResult, *, thumbnails: Mapping[str, str] | None = None, per_row: int = 8
-) -> go.Figure:
-    """One square per image, grouped by image term, coloured by ``P(T1) − P(T2)``.
-
-    An image without a probability (a model behind an endpoint that gave none) is coloured by its single
-    answer: +1 for T1, −1 for T2, 0 for neither.
-
-    Parameters
-    ----------
-    result : VLMResult
-    thumbnails : mapping, optional
-        ``image_id`` → ``data:`` URI; carried in the last ``customdata``
-        column of each point (not shown in the hover label) so that the app
-        can show the hovered image's thumbnail beside the plot.
-    per_row : int
-        Squares per row within an image term's block.
-
-    Notes
-    -----
-    Image term ``k`` (in spec order: group 1 terms, then group 2 terms)
-    occupies columns ``k·(per_row+1) … k·(per_row+1)+per_row−1``; its ``j``-th
-    image sits at column ``j mod per_row``, row ``j div per_row``. Hover lines:
-    :func:`image_facts` (the field names, plain, are in ``layout.meta.fields``);
-    ``customdata`` holds those values (escaped), then the image id and the thumbnail.
-    """
-    lab = labels(result)
-    thumbnails = thumbnails or {}
-    order: list[str] = []
-    for t in result.per_image_term:
-        if t.term not in order:
-            order.append(t.term)
-    for img in result.images:
-        if img.image_term not in order:
-            order.append(img.image_term)
-    seen: dict[str, int] = dict.fromkeys(order, 0)
-    xs, ys, colour, custom = [], [], [], []
-    fields: list[str] = []
-    counts = {term: sum(1 for i in result.images if i.image_term == term) for term in order}
-    width = max(1, min(per_row, max(counts.values(), default=1)))
-    for img in result.images:
-        k = order.index(img.image_term)
-        j = seen[img.image_term]
-        seen[img.image_term] = j + 1
-        xs.append(k * (width + 1) + j % width)
-        ys.append(j // width)
-        # without a probability, the single answer: +1 for T1, −1 for T2, 0 for neither
-        colour.append(img.p_t1 - img.p_t2 if img.p_t1 is not None else {"T1": 1.0, "T2": -1.0}.get(img.verdict, 0.0))
-        facts = image_facts(result, img, lab)
-        fields = [f for f, _ in facts]
-        custom.append([*(hover_safe(v) for _, v in facts), img.image_id, thumbnails.get(img.image_id, "")])
-    if not fields:
-        fields = [f for f in GRID_HOVER_FIELDS]
-    template = "<br>".join(f"<b>{hover_safe(f)}</b>: %{{customdata[{i}]}}" for i, f in enumerate(fields))
-    n_rows = max((y for y in ys), default=0) + 1
-    t1w, t2w = _wrapped(lab.target1, 18), _wrapped(lab.target2, 18)
-    fig = go.Figure(
-        go.Scatter(
-            x=xs,
-            y=ys,
-            mode="markers",
-            marker={
-                "symbol": "square",
-                "size": 22,
-                "color": colour,
-                "colorscale": "RdBu_r",
-                "cmin": -1.0,
-                "cmax": 1.0,
-                "colorbar": {"title": {"text": "leans to"}, "tickvals": [1.0, 0.0, -1.0],
-                             "ticktext": [t1w, "neither", t2w]},
-                "line": {"width": 1, "color": "#334155"},
-            },
-            customdata=custom,
-            hovertemplate=template + "<extra></extra>",
-        )
-    )
-    ticks = [k * (width + 1) + (width - 1) / 2 for k in range(len(order))]
-    title = _wrapped(f"Every image: red leans to {lab.target1}, blue to {lab.target2}", GRID_TITLE_CHARS)
-    fig.update_layout(
-        title=title,
-        font_family=FONT,
-        height=max(300, 160 + 34 * n_rows),
-        margin={"l": 10, "r": 10, "t": 100, "b": 60},
-        hoverlabel={"align": "left"},
-        hovermode="closest",
-        plot_bgcolor="white",
-        meta={"t1": lab.target1, "t2": lab.target2, "fields": fields},
-    )
-    fig.update_xaxes(tickvals=ticks, ticktext=[hover_safe(t) for t in order], showgrid=False, zeroline=False,
-                     range=[-1, max(1, len(order) * (width + 1) - 1)], title="image term")
-    fig.update_yaxes(autorange="reversed", showticklabels=False, showgrid=False, zeroline=False,
-                     range=[n_rows, -1])
-    return fig
 
 
 # --------------------------------------------------------------------------- tables and files
@@ -968,6 +615,11 @@ def image_table(result: VLMResult) -> pd.DataFrame:
     return table
 
 
+def csv_rows(result: VLMResult) -> list[dict[str, Any]]:
+    """The CSV's rows: the summary rows (:func:`summary_records`) first, then one row per image."""
+    return summary_first(summary_records(result), result.images_records(), item_type="image")
+
+
 def write_exports(result: VLMResult, *, folder: str | Path | None = None) -> tuple[Path, Path]:
     """CSV and JSON (the whole result, with provenance) in a fresh private folder.
 
@@ -976,9 +628,8 @@ def write_exports(result: VLMResult, *, folder: str | Path | None = None) -> tup
     (:func:`biastest.report.export.write_csv`).
     """
     out = Path(folder) if folder is not None else private_dir("biastest-vqa-")
-    rows = summary_first(summary_records(result), result.images_records(), item_type="image")
     columns = [ROW_TYPE, *SUMMARY_COLUMNS, *(c for c in csv_columns(result) if c not in SUMMARY_COLUMNS)]
-    csv_path = write_csv(rows, out / "vqa_images.csv", columns=columns)
+    csv_path = write_csv(csv_rows(result), out / "vqa_images.csv", columns=columns)
     json_path = write_json(result.to_dict(), out / "vqa_result.json")
     return csv_path, json_path
 

@@ -1,21 +1,21 @@
 """Orchestration of the vision-language bias test (BiasTestVQA).
 
-:func:`run_vlm_test` is what the app and the command line call: it checks the
+:func:`run` is what the app, the command line and the audit call: it checks the
 specification and the images (every image term must belong to a group, every
 group term needs at least one image, every file must be a readable image),
 loads the model once through the shared cache (refusing a model that is not a
 vision-language model), scores the images in batches with the method of the
-model's kind (:mod:`biastest.metrics.vlm_score`) and returns a frozen
-:class:`~biastest.metrics.vlm_score.VLMResult` with provenance. It writes
+model's kind (:mod:`biastest.measures.vlm.score`) and returns a frozen
+:class:`~biastest.measures.vlm.result.VLMResult` with provenance. It writes
 nothing anywhere.
 
-With ``endpoint=`` the model runs on a server instead (vLLM serving LLaVA or
+With an ``endpoint`` in the options the model runs on a server instead (vLLM serving LLaVA or
 Qwen-VL, a hosted GPT-4o-class model): every image is asked the question
 through the OpenAI chat protocol (:class:`biastest.models.endpoint_vlm.EndpointVLM`),
 the answers give the hard scores and, where the endpoint gives
 log-probabilities, the soft ones; images the run stopped before asking about
-are listed in :attr:`~biastest.metrics.vlm_score.VLMResult.not_scored`, and
-what a reader must know is in :attr:`~biastest.metrics.vlm_score.VLMResult.notes`.
+are listed in :attr:`~biastest.measures.vlm.result.VLMResult.not_scored`, and
+what a reader must know is in :attr:`~biastest.measures.vlm.result.VLMResult.notes`.
 
 Progress reaches the caller as a plain callback ``progress(done, total,
 message)``; nothing here knows about Gradio.
@@ -27,58 +27,44 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from biastest.errors import DataError, MethodError
-from biastest.metrics.vlm_score import (
-    COMBINE_CHOICES,
-    DEFAULT_CLUSTERS,
-    DEFAULT_PROMPT_TEMPLATE,
-    DEFAULT_QUESTION,
-    METHODS,
-    MSG_BAD_COMBINE,
-    MSG_NO_IMAGES,
-    VLMResult,
-    check_clusters,
-    check_prompt_template,
-    check_question,
+from biastest.errors import DataError
+from biastest.measures.vlm.options import METHODS, VLMOptions
+from biastest.measures.vlm.result import VLMResult
+from biastest.measures.vlm.score import (
     clip_term_scores,
     generative_term_scores,
     image_groups,
-    summarize_vlm,
     vqa_classifier_term_scores,
 )
+from biastest.measures.vlm.summary import MSG_NO_IMAGES, summarize_vlm
+from biastest.models import endpoint_vlm as ev
 from biastest.models.cache import ModelCache
-from biastest.models.endpoint_lm import (
-    DEFAULT_CONCURRENCY,
-    DEFAULT_MAX_REQUESTS,
-    DEFAULT_REQUEST_TIMEOUT,
-    DEFAULT_TIME_LIMIT,
-)
+from biastest.models.endpoint_vlm import EndpointVLM
 from biastest.models.images import DEFAULT_MAX_BYTES, DEFAULT_MAX_PIXELS, load_image, probe_image
 from biastest.models.vlm import load_vlm
-from biastest.options import validate_options
 from biastest.records import TestImage
 from biastest.remote import RetryPolicy, RunLimits
 from biastest.spec import BiasSpec
 
 __all__ = [
-    "DEFAULT_BATCH_SIZE",
     "MAX_IMAGES",
     "MSG_IMAGE_OUTSIDE_ROOT",
     "MSG_IMAGE_UNREADABLE",
     "MSG_NO_IMAGES_FOR_TERM",
     "MSG_NOT_AN_IMAGE_RECORD",
     "MSG_TOO_MANY_IMAGES",
-    "run_vlm_test",
+    "VLMItems",
+    "run",
 ]
 
 Progress = Callable[[int, int, str], None]
 
-DEFAULT_BATCH_SIZE = 16
 MAX_IMAGES = 5000
 SCORING_MAX_SIDE = 512  # models look at 224–384 px; decoding larger is wasted work
 
@@ -97,6 +83,26 @@ MSG_TOO_MANY_IMAGES = "{count} images were given; a test may have at most {limit
 MSG_PROGRESS_ENDPOINT = "Asking the model '{model_id}' at {where}…"
 #: How many different answers that named neither list a note quotes.
 NEITHER_EXAMPLES = 3
+
+
+@dataclass(frozen=True)
+class VLMItems:
+    """What a vision-language test is run on.
+
+    Parameters
+    ----------
+    images : sequence of TestImage
+        The test images; each ``image_term`` must be a term of social group 1 or 2 of ``spec`` (the *image
+        terms*), and every such term needs at least one image.
+    image_root : path
+        Folder that ``TestImage.path`` is relative to (the store root).
+    spec : BiasSpec
+        Groups = image terms; attribute list 1/2 = target concept groups T1/T2 (T1 = stereotype of group 1).
+    """
+
+    images: Sequence[TestImage]
+    image_root: str | Path
+    spec: BiasSpec
 
 
 def _tick(progress: Progress | None, done: int, total: int, message: str) -> None:
@@ -142,93 +148,37 @@ def _check_images(images: Sequence[Any], spec: BiasSpec, root: Path) -> list[Pat
     return paths
 
 
-def run_vlm_test(
+def run(
+    options: VLMOptions,
+    items: VLMItems,
     *,
-    images: Sequence[TestImage],
-    image_root: str | Path,
-    spec: BiasSpec,
-    model_id: str,
-    prompt_template: str | Sequence[str] = DEFAULT_PROMPT_TEMPLATE,
-    question: str = DEFAULT_QUESTION,
-    combine: str = "sum-prob",
-    seed: int = 0,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    n_resamples: int = 10_000,
-    confidence: float = 0.95,
-    max_new_tokens: int = 8,
-    revision: str | None = None,
-    device: str = "auto",
-    dtype: str = "auto",
-    cache: ModelCache | None = None,
     progress: Progress | None = None,
-    endpoint: str | None = None,
-    api_key: str | None = None,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    max_requests: int = DEFAULT_MAX_REQUESTS,
-    time_limit: float = DEFAULT_TIME_LIMIT,
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-    retry: RetryPolicy | None = None,
     cancel: threading.Event | None = None,
-    clusters: str = DEFAULT_CLUSTERS,
+    api_key: str | None = None,
+    cache: ModelCache | None = None,
+    retry: RetryPolicy | None = None,
 ) -> VLMResult:
     """Run the vision-language bias test of one model on a set of images.
 
     Parameters
     ----------
-    images : sequence of TestImage
-        The test images; each ``image_term`` must be a term of social group 1
-        or 2 of ``spec`` (the *image terms*), and every such term needs at
-        least one image.
-    image_root : path
-        Folder that ``TestImage.path`` is relative to (the store root).
-    spec : BiasSpec
-        Groups = image terms; attribute list 1/2 = target concept groups T1/T2
-        (T1 = stereotype of group 1).
-    model_id : str
-        Hugging Face Hub id or local folder of a CLIP-like, VQA or generative
-        vision-language model.
-    prompt_template : str or sequence of str
-        CLIP-like models: template(s) with ``{term}`` (or ``{}``).
-    question : str
-        VQA and generative models: the question, with optional ``{T1}``/``{T2}``.
-    combine : {"sum-prob", "mean-embedding"}
-        CLIP-like models: how several prompts of a group are combined.
-    seed : int
-        Bootstrap seed (recorded).
-    batch_size : int
-        Images per forward pass.
-    n_resamples, confidence :
-        Bootstrap settings.
-    max_new_tokens : int
-        Generative models: length of the model's own answer.
-    revision, device, dtype :
-        Model loading options.
-    cache : ModelCache, optional
-        Default: the process-wide model cache.
+    options : VLMOptions
+        The model (in this process, or at ``options.endpoint``), its prompts or question, the bootstrap and
+        the endpoint limits (checked when the options were made, before any model loads).
+    items : VLMItems
+        The images, the folder they are relative to, and the specification.
     progress : callable, optional
         ``progress(done, total, message)``.
-    endpoint : str, optional
-        API root of an OpenAI-compatible chat server that serves ``model_id``
-        and reads images (e.g. ``http://localhost:8000/v1``): the question is
-        asked there (one image per request) and ``prompt_template``,
-        ``combine``, ``batch_size``, ``revision``, ``device``, ``dtype`` and
-        ``cache`` do not apply; ``max_new_tokens`` is the longest answer.
-    api_key : str, optional
-        The endpoint's key, for this call only (never recorded).
-    concurrency, max_requests, time_limit, request_timeout :
-        Requests in flight at once, the request budget (retries included), the
-        overall time limit and one request's time-out, in seconds. When a
-        limit stops the run, the images not answered are left out of the
-        scores and listed in ``not_scored``.
-    retry : RetryPolicy, optional
-        Retries on 429, 5xx, time-outs (default
-        :func:`biastest.models.endpoint_lm.default_retry`).
     cancel : threading.Event, optional
         Set to stop an endpoint run early, keeping what was answered.
-    clusters : {"auto", "image-prompt", "image-term", "image"}
-        How images group into independent clusters for the cluster-aware intervals and tests
-        (:func:`biastest.metrics.vlm_score.resolve_clusters`; ``auto``: the image prompt when every image has
-        one, else the image term). Checked before the model loads.
+    api_key : str, optional
+        The endpoint's key, for this call only (never recorded).
+    cache : ModelCache, optional
+        Default: the process-wide model cache.
+    retry : RetryPolicy, optional
+        Endpoint retries on 429, 5xx, time-outs (default :func:`biastest.models.endpoint_lm.default_retry`).
+        When a limit stops an endpoint run, the images not answered are left out of the scores and listed in
+        ``not_scored``.
 
     Returns
     -------
@@ -252,48 +202,28 @@ def run_vlm_test(
         The endpoint answered for no image, or answered unusably (another
         model, an unreadable answer, a refused picture).
     """
-    validate_options({"seed": seed, "n_resamples": n_resamples, "confidence": confidence, "batch_size": batch_size,
-                      "max_new_tokens": max_new_tokens})
-    if endpoint is not None:
-        validate_options({"concurrency": concurrency, "max_requests": max_requests, "time_limit": time_limit,
-                          "request_timeout": request_timeout})
-    clusters = check_clusters(clusters)
+    o = options
+    spec = items.spec
     spec.check_testable()
-    if combine not in COMBINE_CHOICES:
-        raise MethodError(MSG_BAD_COMBINE.format(value=combine, choices=", ".join(COMBINE_CHOICES)))
-    templates = (prompt_template,) if isinstance(prompt_template, str) else tuple(prompt_template)
-    templates = tuple(check_prompt_template(t) for t in templates)
-    question = check_question(question)
-    root = Path(image_root)
-    images = list(images)
+    root = Path(items.image_root)
+    images = list(items.images)
     _tick(progress, 0, len(images) or 1, "Checking images")
     paths = _check_images(images, spec, root)
-    if endpoint is not None:
-        from biastest.models.endpoint_vlm import EndpointVLM
-
-        vlm = EndpointVLM(
-            endpoint, model_id, api_key=api_key, concurrency=concurrency,
-            limits=RunLimits(max_requests=max_requests, max_seconds=float(time_limit),
-                             request_timeout=float(min(request_timeout, time_limit))),
-            retry=retry, seed=seed, cancel=cancel,
-        )
-        _tick(progress, 0, len(images), MSG_PROGRESS_ENDPOINT.format(model_id=vlm.model_id, where=vlm.where))
-        answers = vlm.ask(paths, spec=spec, question=question, max_tokens=max_new_tokens,
-                          load=_loader(paths, images), progress=progress)
-        return _endpoint_result(vlm, answers, images=images, spec=spec, question=question, seed=seed,
-                                n_resamples=n_resamples, confidence=confidence, root=root,
-                                max_new_tokens=max_new_tokens, clusters=clusters)
+    if o.endpoint is not None:
+        return _run_endpoint(o, images, paths, spec, root, progress=progress, cancel=cancel, api_key=api_key,
+                             retry=retry)
     _tick(progress, 0, len(images), "Loading the model")
-    model = load_vlm(model_id, revision=revision, device=device, dtype=dtype, cache=cache)
+    model = load_vlm(o.model_id, revision=o.revision, device=o.device, dtype=o.dtype, cache=cache)
     kind = model.kind
-    common = {"spec": spec, "batch_size": batch_size, "progress": progress,
+    common = {"spec": spec, "batch_size": o.batch_size, "progress": progress,
               "load": _loader(paths, images, max_side=SCORING_MAX_SIDE)}
     if kind == "clip":
-        scores = clip_term_scores(model, paths, templates=templates, combine=combine, **common)
+        scores = clip_term_scores(model, paths, templates=o.prompt_template, combine=o.combine, **common)
     elif kind == "vqa-classifier":
-        scores = vqa_classifier_term_scores(model, paths, question=question, **common)
+        scores = vqa_classifier_term_scores(model, paths, question=o.question, **common)
     else:
-        scores = generative_term_scores(model, paths, question=question, max_new_tokens=max_new_tokens, **common)
+        scores = generative_term_scores(model, paths, question=o.question, max_new_tokens=o.max_new_tokens,
+                                        **common)
     info = model.info
     return summarize_vlm(
         images=images,
@@ -308,22 +238,38 @@ def run_vlm_test(
         model_revision=info.revision,
         model_kind=kind,
         architecture=info.architecture,
-        combine=combine if kind == "clip" else None,
-        prompt_templates=templates if kind == "clip" else (),
-        question=question if kind != "clip" else None,
+        combine=o.combine if kind == "clip" else None,
+        prompt_templates=o.prompt_template if kind == "clip" else (),
+        question=o.question if kind != "clip" else None,
         prompts=scores.prompts,
-        batch_size=batch_size,
-        seed=seed,
-        n_resamples=n_resamples,
-        confidence=confidence,
-        clusters=clusters,
+        batch_size=o.batch_size,
+        seed=o.seed,
+        n_resamples=o.n_resamples,
+        confidence=o.confidence,
+        clusters=o.clusters,
         extra_provenance={
             "device": info.device,
             "dtype": info.dtype,
             "image_root_name": root.name,
-            "max_new_tokens": max_new_tokens if kind == "generative" else None,
+            "max_new_tokens": o.max_new_tokens if kind == "generative" else None,
         },
     )
+
+
+def _run_endpoint(o: VLMOptions, images: list[TestImage], paths: list[Path], spec: BiasSpec, root: Path, *,
+                  progress: Progress | None, cancel: threading.Event | None, api_key: str | None,
+                  retry: RetryPolicy | None) -> VLMResult:
+    """Ask the endpoint about every image (the one place this measure picks the endpoint backend)."""
+    vlm = EndpointVLM(
+        o.endpoint, o.model_id, api_key=api_key, concurrency=o.concurrency,
+        limits=RunLimits(max_requests=o.max_requests, max_seconds=float(o.time_limit),
+                         request_timeout=float(min(o.request_timeout, o.time_limit))),
+        retry=retry, seed=o.seed, cancel=cancel,
+    )
+    _tick(progress, 0, len(images), MSG_PROGRESS_ENDPOINT.format(model_id=vlm.model_id, where=vlm.where))
+    answers = vlm.ask(paths, spec=spec, question=o.question, max_tokens=o.max_new_tokens,
+                      load=_loader(paths, images), progress=progress)
+    return _endpoint_result(vlm, answers, images=images, spec=spec, options=o, root=root)
 
 
 def _loader(paths: Sequence[Path], images: Sequence[TestImage], *,
@@ -344,12 +290,9 @@ def _loader(paths: Sequence[Path], images: Sequence[TestImage], *,
     return load
 
 
-def _endpoint_result(vlm: Any, answers: Sequence[Any], *, images: Sequence[TestImage], spec: BiasSpec, question: str,
-                     seed: int, n_resamples: int, confidence: float, root: Path, max_new_tokens: int,
-                     clusters: str = DEFAULT_CLUSTERS) -> VLMResult:
+def _endpoint_result(vlm: Any, answers: Sequence[Any], *, images: Sequence[TestImage], spec: BiasSpec,
+                     options: VLMOptions, root: Path) -> VLMResult:
     """The result of the images the endpoint answered for; the others are listed as not scored."""
-    from biastest.models import endpoint_vlm as ev
-
     kept = [i for i, a in enumerate(answers) if a is not None]
     got = [answers[i] for i in kept]
     terms = spec.attribute_terms
@@ -392,20 +335,20 @@ def _endpoint_result(vlm: Any, answers: Sequence[Any], *, images: Sequence[TestI
         model_revision=None,
         model_kind=ev.ENDPOINT_KIND,
         architecture="served: OpenAI chat with images",
-        question=question,
+        question=options.question,
         prompts=(vlm.prompt,),
         batch_size=1,
-        seed=seed,
-        n_resamples=n_resamples,
-        confidence=confidence,
+        seed=options.seed,
+        n_resamples=options.n_resamples,
+        confidence=options.confidence,
         not_scored=not_scored,
         notes=notes,
-        clusters=clusters,
+        clusters=options.clusters,
         extra_provenance={
             "endpoint": vlm.where,
             "model": vlm.describe(),
             "image_root_name": root.name,
-            "max_new_tokens": max_new_tokens,
+            "max_new_tokens": options.max_new_tokens,
             "n_images_asked": len(answers),
             "n_images_with_probabilities": n_soft,
             "probabilities": probabilities,
