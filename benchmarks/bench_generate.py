@@ -32,7 +32,7 @@ def _median_us(fn, items, repeats: int) -> float:
 
 
 def run(quick: bool = False) -> dict:
-    from biastest.generate import generate_sentences
+    from biastest.generate import SentenceSettings, generate_sentences
     from biastest.generate.base import SentenceRules
     from biastest.generate.counterfactual import swap_counterfactual
     from biastest.generate.openai_chat import OpenAIChatGenerator
@@ -58,11 +58,11 @@ def run(quick: bool = False) -> dict:
     item_ms = []
     with OpenAIStub() as stub:
         gen = OpenAIChatGenerator("stub-chat", api_key="sk-bench", base_url=stub.base_url)
-        generate_sentences(spec, gen, seed=0, target_per_attribute=1)  # warm up the client
+        generate_sentences(spec, gen, SentenceSettings(seed=0, target_per_attribute=1))  # warm up the client
         for r in range(repeats):
             t0 = time.perf_counter()
-            result = generate_sentences(spec, gen, seed=r + 1, target_per_attribute=per_attr,
-                                        retry=RetryPolicy(initial_delay=0.01))
+            result = generate_sentences(spec, gen, SentenceSettings(seed=r + 1, target_per_attribute=per_attr,
+                                                                    retry=RetryPolicy(initial_delay=0.01)))
             dt = time.perf_counter() - t0
             item_ms.append(dt / max(1, result.report.accepted) * 1e3)
     ms = statistics.median(item_ms)

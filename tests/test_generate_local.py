@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from biastest.errors import GenerationError, ModelKindError, ModelLoadError
-from biastest.generate import base, generate_sentences, make_text_generator
+from biastest.generate import SentenceSettings, base, generate_sentences, make_text_generator
 from biastest.generate.local import MSG_PROMPT_TOO_LONG, LocalTextGenerator
 from biastest.models.cache import MODEL_CACHE
 from biastest.models.text_generation import (
@@ -32,9 +32,8 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def test_local_run_rejects_gibberish_and_says_so(tiny_models: dict[str, Path]) -> None:
     g = LocalTextGenerator(str(tiny_models["plain"]), max_new_tokens=8)
-    run = generate_sentences(
-        small_spec(), g, seed=0, target_per_attribute=1, prompt="plain", limits=RunLimits(attempts_per_item=2)
-    )
+    run = generate_sentences(small_spec(), g, SentenceSettings(seed=0, target_per_attribute=1, prompt="plain",
+                                                               limits=RunLimits(attempts_per_item=2)))
     rep = run.report
     assert rep.requests_used == 8 and rep.accepted + sum(rep.rejected.values()) == 8
     # a random model does not write valid sentences: the run says what is missing and why
@@ -77,7 +76,7 @@ def test_prompt_longer_than_context_is_a_clear_error(tiny_models: dict[str, Path
     n_prompt = len(g._bundle.tokenizer(MESSAGES[0]["content"] + "\n")["input_ids"])
     assert n_prompt + 250 > 256
     assert e.value.message == MSG_PROMPT_TOO_LONG.format(n_prompt=n_prompt, n_new=250, model=path, limit=256)
-    run = generate_sentences(small_spec(), g, seed=0, target_per_attribute=1)
+    run = generate_sentences(small_spec(), g, SentenceSettings(seed=0, target_per_attribute=1))
     assert run.report.stopped_because == base.STOP_ERROR and run.report.requests_used == 1
     assert run.report.message.startswith("The prompt is ")
     assert run.report.message.endswith(" 0 new sentences were kept; still missing: 4.")

@@ -17,7 +17,7 @@ import pytest
 
 from biastest import remote
 from biastest.errors import GenerationError
-from biastest.generate import base, generate_sentences
+from biastest.generate import SentenceSettings, base, generate_sentences
 from biastest.generate.openai_chat import MSG_NO_API_KEY, OpenAIChatGenerator, OpenAICompatibleGenerator
 from biastest.generate.prompts import get_sentence_prompt
 from biastest.remote import MSG_AUTH_FAILED, MSG_BAD_BASE_URL, MSG_QUOTA, RetryPolicy, RunLimits
@@ -55,8 +55,8 @@ def chat_bodies(stub: OpenAIStub) -> list[dict]:
 def test_missing_sentences_generated_balanced_and_paired(stub: OpenAIStub) -> None:
     spec = small_spec()
     progress: list[tuple[int, int, str]] = []
-    run = generate_sentences(spec, gen(stub, temperature=0.7), seed=11, existing_counts={"math": 3, "art": 1},
-                             retry=FAST_RETRY, progress=lambda d, t, m: progress.append((d, t, m)))
+    run = generate_sentences(spec, gen(stub, temperature=0.7), SentenceSettings(seed=11, retry=FAST_RETRY),
+                             existing_counts={"math": 3, "art": 1}, progress=lambda d, t, m: progress.append((d, t, m)))
     rep = run.report
     assert rep.requested == {"math": 0, "algebra": 3, "poetry": 3, "art": 2}
     assert rep.stopped_because == base.STOP_COMPLETED
@@ -97,10 +97,11 @@ def test_missing_sentences_generated_balanced_and_paired(stub: OpenAIStub) -> No
 
 def test_same_seed_same_requests(stub: OpenAIStub) -> None:
     spec = small_spec()
-    runs = [generate_sentences(spec, gen(stub), seed=5, target_per_attribute=2, retry=FAST_RETRY) for _ in range(2)]
+    runs = [generate_sentences(spec, gen(stub), SentenceSettings(seed=5, target_per_attribute=2, retry=FAST_RETRY))
+            for _ in range(2)]
     key = [[(s.group_term, s.attribute_term, s.seed, s.prompt) for s in r.sentences] for r in runs]
     assert key[0] == key[1]
-    other = generate_sentences(spec, gen(stub), seed=6, target_per_attribute=2, retry=FAST_RETRY)
+    other = generate_sentences(spec, gen(stub), SentenceSettings(seed=6, target_per_attribute=2, retry=FAST_RETRY))
     assert [(s.group_term, s.seed) for s in other.sentences] != [(k[0], k[2]) for k in key[0]]
 
 
@@ -108,8 +109,8 @@ def test_existing_texts_are_not_duplicated(stub: OpenAIStub) -> None:
     spec = pair_spec()
     dup = FRAMES[0].format(t="man", a="math")
     stub.script("chat", Action("text", text=dup), Action("text", text=dup))
-    run = generate_sentences(spec, gen(stub), seed=1, attributes=["math"], target_per_attribute=1,
-                             existing_texts=[dup], retry=FAST_RETRY)
+    run = generate_sentences(spec, gen(stub), SentenceSettings(seed=1, attributes=["math"], target_per_attribute=1,
+                                                               retry=FAST_RETRY), existing_texts=[dup])
     assert run.report.rejected == {base.REJECT_DUPLICATE: 2}
     assert run.report.accepted == 1 and run.sentences[0].text != dup
 
@@ -125,8 +126,9 @@ def test_malformed_and_empty_answers_are_counted(stub: OpenAIStub) -> None:
         Action("text", text="Man math."),
         Action("text", text="The hero of the story loves math very much."),
     )
-    run = generate_sentences(spec, gen(stub), seed=3, attributes=["math"], target_per_attribute=1,
-                             prompt="plain", limits=RunLimits(attempts_per_item=10), retry=FAST_RETRY)
+    run = generate_sentences(spec, gen(stub), SentenceSettings(seed=3, attributes=["math"], target_per_attribute=1,
+                                                               prompt="plain", limits=RunLimits(attempts_per_item=10),
+                                                               retry=FAST_RETRY))
     rep = run.report
     assert rep.rejected == {
         remote.REJECT_MALFORMED: 2, base.REJECT_EMPTY: 2, base.REJECT_MISSING_ATTRIBUTE: 1,
@@ -139,8 +141,8 @@ def test_malformed_and_empty_answers_are_counted(stub: OpenAIStub) -> None:
 def test_item_gives_up_after_its_attempts(stub: OpenAIStub) -> None:
     spec = small_spec()
     stub.chat_rule = "missing_attribute"
-    run = generate_sentences(spec, gen(stub), seed=3, target_per_attribute=1, limits=RunLimits(attempts_per_item=2),
-                             retry=FAST_RETRY)
+    run = generate_sentences(spec, gen(stub), SentenceSettings(seed=3, target_per_attribute=1,
+                                                               limits=RunLimits(attempts_per_item=2), retry=FAST_RETRY))
     rep = run.report
     assert rep.accepted == 0 and rep.requests_used == 8
     assert rep.rejected == {base.REJECT_MISSING_ATTRIBUTE: 8}
@@ -156,8 +158,9 @@ def test_429_with_retry_after_is_respected_then_succeeds(stub: OpenAIStub) -> No
     stub.script("chat", Action("status", 429, headers={"Retry-After": "0.15"}),
                 Action("status", 429, headers={"Retry-After": "0.15"}))
     t0 = time.monotonic()
-    run = generate_sentences(spec, gen(stub), seed=1, attributes=["math"], target_per_attribute=1,
-                             retry=RetryPolicy(max_retries=3, initial_delay=0.0, max_retry_after=1.0))
+    run = generate_sentences(spec, gen(stub), SentenceSettings(
+        seed=1, attributes=["math"], target_per_attribute=1,
+        retry=RetryPolicy(max_retries=3, initial_delay=0.0, max_retry_after=1.0)))
     assert time.monotonic() - t0 >= 0.3  # waited as asked
     assert run.report.accepted == 1 and run.report.transient_failures == {"rate_limit": 2}
     assert run.report.requests_used == 3 == stub.count(CHAT)
@@ -167,8 +170,8 @@ def test_retry_after_is_capped(stub: OpenAIStub) -> None:
     spec = small_spec()
     stub.script("chat", Action("status", 429, headers={"Retry-After": "3600"}))
     t0 = time.monotonic()
-    run = generate_sentences(spec, gen(stub), seed=1, attributes=["math"], target_per_attribute=1,
-                             retry=RetryPolicy(max_retries=2, max_retry_after=0.1))
+    run = generate_sentences(spec, gen(stub), SentenceSettings(seed=1, attributes=["math"], target_per_attribute=1,
+                                                               retry=RetryPolicy(max_retries=2, max_retry_after=0.1)))
     assert time.monotonic() - t0 < 5
     assert run.report.accepted == 1
 
@@ -177,7 +180,7 @@ def test_persistent_500_stops_with_partial_results(stub: OpenAIStub) -> None:
     spec = small_spec()
     stub.script("chat", Action("rule"), Action("rule"), Action("rule"))
     stub.always("chat", Action("status", 500))
-    run = generate_sentences(spec, gen(stub), seed=2, target_per_attribute=2, retry=FAST_RETRY)
+    run = generate_sentences(spec, gen(stub), SentenceSettings(seed=2, target_per_attribute=2, retry=FAST_RETRY))
     rep = run.report
     assert rep.accepted == 3 and len(run.pairs) == 3  # kept
     assert rep.stopped_because == remote.STOP_UNAVAILABLE
@@ -189,7 +192,7 @@ def test_persistent_500_stops_with_partial_results(stub: OpenAIStub) -> None:
 def test_persistent_429_stops_as_rate_limited(stub: OpenAIStub) -> None:
     spec = small_spec()
     stub.always("chat", Action("status", 429))
-    run = generate_sentences(spec, gen(stub), seed=2, target_per_attribute=1, retry=FAST_RETRY)
+    run = generate_sentences(spec, gen(stub), SentenceSettings(seed=2, target_per_attribute=1, retry=FAST_RETRY))
     assert run.report.stopped_because == remote.STOP_RATE_LIMITED
     assert run.report.message == base.MSG_RUN_RATE_LIMITED.format(tries=3, accepted=0, items="sentences", missing=4)
     assert run.sentences == () and run.pairs == ()
@@ -201,8 +204,9 @@ def test_timeouts_end_within_bounds(stub: OpenAIStub) -> None:
     stub.always("chat", Action("sleep", seconds=5.0))
     limits = RunLimits(request_timeout=0.2, max_seconds=30)
     t0 = time.monotonic()
-    run = generate_sentences(spec, gen(stub), seed=2, target_per_attribute=1, limits=limits,
-                             retry=RetryPolicy(max_retries=1, initial_delay=0.01, jitter=0.0))
+    run = generate_sentences(spec, gen(stub), SentenceSettings(
+        seed=2, target_per_attribute=1, limits=limits,
+        retry=RetryPolicy(max_retries=1, initial_delay=0.01, jitter=0.0)))
     elapsed = time.monotonic() - t0
     assert elapsed < 2.0  # two tries of 0.2 s plus overhead, not 5 s
     assert run.report.accepted == 1 and run.report.stopped_because == remote.STOP_UNAVAILABLE
@@ -214,8 +218,9 @@ def test_time_limit_caps_the_run(stub: OpenAIStub) -> None:
     stub.always("chat", Action("status", 503))
     limits = RunLimits(max_seconds=0.6, request_timeout=5)
     t0 = time.monotonic()
-    run = generate_sentences(spec, gen(stub), seed=2, target_per_attribute=1, limits=limits,
-                             retry=RetryPolicy(max_retries=50, initial_delay=0.2, factor=1.0, jitter=0.0))
+    run = generate_sentences(spec, gen(stub), SentenceSettings(
+        seed=2, target_per_attribute=1, limits=limits,
+        retry=RetryPolicy(max_retries=50, initial_delay=0.2, factor=1.0, jitter=0.0)))
     assert time.monotonic() - t0 < 1.5
     assert run.report.stopped_because == remote.STOP_TIME
     assert run.report.message == base.MSG_RUN_TIME.format(seconds=0.6, accepted=0, items="sentences", missing=4)
@@ -223,8 +228,8 @@ def test_time_limit_caps_the_run(stub: OpenAIStub) -> None:
 
 def test_request_budget_is_a_hard_limit(stub: OpenAIStub) -> None:
     spec = small_spec()
-    run = generate_sentences(spec, gen(stub), seed=2, target_per_attribute=3, limits=RunLimits(max_requests=5),
-                             retry=FAST_RETRY)
+    run = generate_sentences(spec, gen(stub), SentenceSettings(seed=2, target_per_attribute=3,
+                                                               limits=RunLimits(max_requests=5), retry=FAST_RETRY))
     rep = run.report
     assert stub.count(CHAT) == 5 == rep.requests_used and rep.accepted == 5
     assert rep.stopped_because == remote.STOP_BUDGET
@@ -241,29 +246,30 @@ def test_cancel_keeps_partial_results(stub: OpenAIStub) -> None:
         if done >= 2:
             cancel.set()
 
-    run = generate_sentences(spec, gen(stub), seed=2, target_per_attribute=2, cancel=cancel, progress=progress)
+    run = generate_sentences(spec, gen(stub), SentenceSettings(seed=2, target_per_attribute=2), cancel=cancel,
+                             progress=progress)
     assert run.report.stopped_because == remote.STOP_CANCELLED and run.report.accepted == 2
 
 
 def test_fatal_errors_end_the_run_with_their_message(stub: OpenAIStub) -> None:
     spec = small_spec()
     stub.script("chat", Action("rule"), Action("status", 401))
-    run = generate_sentences(spec, gen(stub), seed=2, target_per_attribute=1, retry=FAST_RETRY)
+    run = generate_sentences(spec, gen(stub), SentenceSettings(seed=2, target_per_attribute=1, retry=FAST_RETRY))
     err = MSG_AUTH_FAILED.format(where=stub.base_url, status=401)
     assert run.report.stopped_because == base.STOP_ERROR
     assert run.report.message == base.MSG_RUN_ERROR.format(error=err, accepted=1, items="sentences", missing=3)
     assert run.report.requests_used == 2  # no retries of a fatal error
     stub.script("chat", Action("status", 429, body={"error": {"message": "quota", "type": "insufficient_quota",
                                                               "code": "insufficient_quota"}}))
-    run = generate_sentences(spec, gen(stub), seed=2, target_per_attribute=1, retry=FAST_RETRY)
+    run = generate_sentences(spec, gen(stub), SentenceSettings(seed=2, target_per_attribute=1, retry=FAST_RETRY))
     assert run.report.message.startswith(MSG_QUOTA.format(where=stub.base_url))
 
 
 # -------------------------------------------------------------- LLM rewrites
 def test_llm_minimal_rewrite(stub: OpenAIStub) -> None:
     spec = small_spec()
-    run = generate_sentences(spec, gen(stub), seed=4, target_per_attribute=1, counterfactual="llm", prompt="plain",
-                             retry=FAST_RETRY)
+    run = generate_sentences(spec, gen(stub), SentenceSettings(seed=4, target_per_attribute=1, counterfactual="llm",
+                                                               prompt="plain", retry=FAST_RETRY))
     assert run.report.accepted == 4 and run.report.rejected == {}
     assert stub.count(CHAT) == 8  # one sentence and one rewrite each
     for p in run.pairs:
@@ -277,8 +283,8 @@ def test_rejected_rewrite_falls_back_to_rules(stub: OpenAIStub) -> None:
     spec = pair_spec()
     stub.script("chat", Action("text", text="The man proudly taught math to everyone in the village."),
                 Action("text", text="Everybody in the whole village said that the woman taught math with pride."))
-    run = generate_sentences(spec, gen(stub), seed=4, attributes=["math"], target_per_attribute=1,
-                             counterfactual="llm", retry=FAST_RETRY)
+    run = generate_sentences(spec, gen(stub), SentenceSettings(seed=4, attributes=["math"], target_per_attribute=1,
+                                                               counterfactual="llm", retry=FAST_RETRY))
     assert run.report.rejected == {"rewrite_not_minimal": 1}
     p = run.pairs[0]
     assert p.provenance["counterfactual"]["method"] == "rules"
@@ -287,8 +293,9 @@ def test_rejected_rewrite_falls_back_to_rules(stub: OpenAIStub) -> None:
     stub.script("chat", Action("text", text="The man proudly taught math to everyone in the village."),
                 Action("empty"), Action("text", text="The man gladly taught math to everyone in the village."),
                 Action("text", text="The woman gladly taught math to everyone in the village."))
-    run = generate_sentences(spec, gen(stub), seed=4, attributes=["math"], target_per_attribute=1,
-                             counterfactual="llm", rewrite_fallback=False, retry=FAST_RETRY)
+    run = generate_sentences(spec, gen(stub), SentenceSettings(seed=4, attributes=["math"], target_per_attribute=1,
+                                                               counterfactual="llm", rewrite_fallback=False,
+                                                               retry=FAST_RETRY))
     assert run.report.rejected == {"rewrite_empty": 1} and run.report.accepted == 1
     assert run.pairs[0].provenance["counterfactual"]["method"] == "llm"
 
@@ -300,9 +307,10 @@ def test_api_key_never_leaks(stub: OpenAIStub, caplog: pytest.LogCaptureFixture)
     g = gen(stub)
     stub.script("chat", Action("status", 429, headers={"Retry-After": "0.01"}), Action("status", 500),
                 Action("malformed"))
-    run1 = generate_sentences(spec, g, seed=9, target_per_attribute=1, counterfactual="llm", retry=FAST_RETRY)
+    run1 = generate_sentences(spec, g, SentenceSettings(seed=9, target_per_attribute=1, counterfactual="llm",
+                                                        retry=FAST_RETRY))
     stub.always("chat", Action("status", 401))
-    run2 = generate_sentences(spec, g, seed=9, target_per_attribute=1, retry=FAST_RETRY)
+    run2 = generate_sentences(spec, g, SentenceSettings(seed=9, target_per_attribute=1, retry=FAST_RETRY))
     with pytest.raises(GenerationError) as err:
         OpenAIChatGenerator("m", api_key=FAKE_KEY, base_url="ftp://x")
     # the key did reach the server (so the test can see it if it leaked)
@@ -325,7 +333,7 @@ def test_environment_key_is_never_sent_to_other_servers(stub: OpenAIStub, monkey
     monkeypatch.setenv("OPENAI_API_KEY", env_key)
     g = OpenAICompatibleGenerator(stub.base_url, "stub-chat")
     assert g.list_models() == ["stub-chat", "stub-image"]
-    run = generate_sentences(small_spec(), g, seed=1, attributes=["art"], target_per_attribute=1)
+    run = generate_sentences(small_spec(), g, SentenceSettings(seed=1, attributes=["art"], target_per_attribute=1))
     assert run.report.accepted == 1 and run.sentences[0].generator == "openai-compatible"
     assert all(env_key not in json.dumps(r["headers"]) for r in stub.requests)
     body = chat_bodies(stub)[-1]
@@ -347,8 +355,8 @@ def test_official_endpoint_requires_a_key(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_prompt_variants_reach_the_server(stub: OpenAIStub) -> None:
     spec = small_spec()
-    run = generate_sentences(spec, gen(stub), seed=1, attributes=["poetry"], target_per_attribute=1,
-                             prompt="gender-neutral")
+    run = generate_sentences(spec, gen(stub), SentenceSettings(seed=1, attributes=["poetry"], target_per_attribute=1,
+                                                               prompt="gender-neutral"))
     s = run.sentences[0]
     assert s.prompt == get_sentence_prompt("gender-neutral").render(s.group_term, "poetry")
     assert chat_bodies(stub)[0]["messages"][0]["content"] == s.prompt
@@ -356,7 +364,8 @@ def test_prompt_variants_reach_the_server(stub: OpenAIStub) -> None:
 
 def test_nothing_missing_sends_nothing(stub: OpenAIStub) -> None:
     spec = small_spec()
-    run = generate_sentences(spec, gen(stub), seed=1, existing_counts=dict.fromkeys(spec.attribute_terms, 2))
+    run = generate_sentences(spec, gen(stub), SentenceSettings(seed=1),
+                             existing_counts=dict.fromkeys(spec.attribute_terms, 2))
     assert run.report.requests_used == 0 == stub.count(CHAT) and run.report.accepted == 0
     assert run.report.message == base.MSG_RUN_NOTHING_MISSING.format(unit="attribute")
 
@@ -364,7 +373,7 @@ def test_nothing_missing_sends_nothing(stub: OpenAIStub) -> None:
 def test_unequal_groups_pair_with_any_counterpart(stub: OpenAIStub) -> None:
     spec = BiasSpec.from_terms(group1="man, boy, father", group2="woman", stereotype1="math",
                                antistereotype1="art", name="unequal")
-    run = generate_sentences(spec, gen(stub), seed=1, target_per_attribute=4)
+    run = generate_sentences(spec, gen(stub), SentenceSettings(seed=1, target_per_attribute=4))
     assert run.report.accepted == 8
     for p in run.pairs:
         assert {spec.group_of(p.group_term_stereotyped), spec.group_of(p.group_term_anti)} == {1, 2}

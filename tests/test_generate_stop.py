@@ -14,7 +14,7 @@ import time
 import pytest
 
 from biastest import remote
-from biastest.generate import base, generate_sentences
+from biastest.generate import SentenceSettings, base, generate_sentences
 from biastest.generate.images import OpenAICompatibleImageGenerator, generate_images
 from biastest.generate.openai_chat import OpenAIChatGenerator
 from biastest.remote import MalformedAnswer, RetryPolicy, RunLimits, RunState, RunStopped
@@ -73,8 +73,9 @@ def test_stop_after_k_sentences_keeps_exactly_those(stub: OpenAIStub) -> None:
         if done == 3:
             cancel.set()  # while the fourth sentence is about to be asked for
 
-    run = generate_sentences(small_spec(), chat(stub), seed=5, target_per_attribute=2, retry=FAST_RETRY,
-                             cancel=cancel, progress=progress)
+    run = generate_sentences(small_spec(), chat(stub), SentenceSettings(seed=5, target_per_attribute=2,
+                                                                        retry=FAST_RETRY), cancel=cancel,
+                             progress=progress)
     rep = run.report
     assert rep.stopped_because == remote.STOP_CANCELLED
     assert rep.accepted == 3 == len(run.sentences) == len(run.pairs)
@@ -103,7 +104,7 @@ def test_stop_after_k_images_keeps_exactly_those(stub: OpenAIStub) -> None:
 def test_a_stop_set_before_the_run_sends_nothing(stub: OpenAIStub) -> None:
     cancel = threading.Event()
     cancel.set()
-    run = generate_sentences(small_spec(), chat(stub), seed=5, target_per_attribute=1, cancel=cancel)
+    run = generate_sentences(small_spec(), chat(stub), SentenceSettings(seed=5, target_per_attribute=1), cancel=cancel)
     assert run.report.stopped_because == remote.STOP_CANCELLED and run.sentences == ()
     assert stub.count(CHAT) == 0
 
@@ -114,8 +115,9 @@ def test_hanging_endpoint_is_given_up_at_the_time_limit_and_results_are_kept(stu
     stub.always("chat", Action("hang"))
     limits = RunLimits(max_seconds=1.0, request_timeout=60.0)
     t0 = time.monotonic()
-    run = generate_sentences(small_spec(), chat(stub), seed=3, target_per_attribute=1, limits=limits,
-                             retry=RetryPolicy(max_retries=4, initial_delay=0.01, jitter=0.0))
+    run = generate_sentences(small_spec(), chat(stub), SentenceSettings(
+        seed=3, target_per_attribute=1, limits=limits,
+        retry=RetryPolicy(max_retries=4, initial_delay=0.01, jitter=0.0)))
     elapsed = time.monotonic() - t0
     assert elapsed < 1.0 + remote.DEADLINE_GRACE_SECONDS + 5.0, elapsed  # not 60 s, nor 5 × 60 s
     rep = run.report
@@ -145,9 +147,9 @@ def test_stop_while_a_request_hangs_is_honoured_at_once(stub: OpenAIStub) -> Non
             stop.start()  # 0.3 s into the third request, which hangs
 
     try:
-        run = generate_sentences(small_spec(), chat(stub), seed=3, target_per_attribute=1, cancel=stop.event,
-                                 progress=progress, limits=RunLimits(max_seconds=30.0, request_timeout=20.0),
-                                 retry=FAST_RETRY)
+        run = generate_sentences(small_spec(), chat(stub), SentenceSettings(
+            seed=3, target_per_attribute=1, limits=RunLimits(max_seconds=30.0, request_timeout=20.0), retry=FAST_RETRY,
+        ), cancel=stop.event, progress=progress)
         ended = time.monotonic()
     finally:
         stop.cancel_timer()
@@ -168,9 +170,10 @@ def test_stop_during_a_backoff_wait_is_honoured_within_a_second(stub: OpenAIStub
             stop.start()
 
     try:
-        run = generate_sentences(small_spec(), chat(stub), seed=3, target_per_attribute=1, cancel=stop.event,
-                                 progress=progress, limits=RunLimits(max_seconds=120.0),
-                                 retry=RetryPolicy(max_retries=3, max_retry_after=60.0, jitter=0.0))
+        run = generate_sentences(small_spec(), chat(stub), SentenceSettings(
+            seed=3, target_per_attribute=1, limits=RunLimits(max_seconds=120.0),
+            retry=RetryPolicy(max_retries=3, max_retry_after=60.0, jitter=0.0),
+        ), cancel=stop.event, progress=progress)
         ended = time.monotonic()
     finally:
         stop.cancel_timer()

@@ -167,7 +167,7 @@ def _draw_pairs(spec, conf: dict[str, Any]) -> tuple[list, dict[str, Any]]:
         return pairs, {"from": "files", "files": names, "format": conf["format"]}
     if conf["from"] == "store":
         return pairs_from_store(conf["store"], spec, conf["pairing"])
-    from biastest.generate import generate_sentences, make_text_generator
+    from biastest.generate import SentenceSettings, generate_sentences, make_text_generator
     from biastest.runner.services import TEXT_REQUEST_TIMEOUT, generation_limits
 
     options: dict[str, Any] = {"model": conf["model"]}
@@ -176,8 +176,9 @@ def _draw_pairs(spec, conf: dict[str, Any]) -> tuple[list, dict[str, Any]]:
     if conf.get("api_key_env"):
         options["api_key"] = settings.secret_from(conf["api_key_env"])
     generator = make_text_generator(conf["generator"], options)
-    run = generate_sentences(spec, generator, seed=conf["seed"], target_per_attribute=conf["per_attribute"],
-                             prompt=conf["prompt"], limits=generation_limits(request_timeout=TEXT_REQUEST_TIMEOUT))
+    run = generate_sentences(spec, generator, SentenceSettings(
+        seed=conf["seed"], target_per_attribute=conf["per_attribute"], prompt=conf["prompt"],
+        limits=generation_limits(request_timeout=TEXT_REQUEST_TIMEOUT)))
     if not run.pairs:
         raise DataError(MSG_GENERATED_NONE.format(spec=spec.name, message=run.report.message))
     from biastest.remote import mask_secret

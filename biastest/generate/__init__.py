@@ -3,10 +3,10 @@
 Generators return records and a report; they never write to the store (the
 caller passes the records on). Typical use::
 
-    from biastest.generate import OpenAIChatGenerator, generate_sentences
+    from biastest.generate import OpenAIChatGenerator, SentenceSettings, generate_sentences
 
     gen = OpenAIChatGenerator("gpt-4o-mini", api_key=key_from_the_user)
-    run = generate_sentences(spec, gen, seed=42, existing_counts=counts_from_retrieval,
+    run = generate_sentences(spec, gen, SentenceSettings(seed=42), existing_counts=counts_from_retrieval,
                              progress=lambda done, total, msg: ...)
     store.add(run.sentences, run.pairs)          # the store's API
     print(run.report.message)
@@ -37,7 +37,7 @@ from biastest.generate.prompts import (
     get_image_prompt,
     get_sentence_prompt,
 )
-from biastest.generate.sentences import SentenceRun, generate_sentences, plan_missing
+from biastest.generate.sentences import SentenceRun, SentenceSettings, generate_sentences, plan_missing
 
 __all__ = [
     "GenerationReport",
@@ -52,6 +52,7 @@ __all__ = [
     "get_image_prompt",
     "get_sentence_prompt",
     "SentenceRun",
+    "SentenceSettings",
     "generate_sentences",
     "plan_missing",
     "TEXT_GENERATORS",

@@ -347,7 +347,7 @@ def generate_pairs(
     sync state :meth:`~biastest.store.shared.SharedDataset.item_state` tells.
     """
     from biastest import public
-    from biastest.generate import generate_sentences, make_text_generator
+    from biastest.generate import SentenceSettings, generate_sentences, make_text_generator
     from biastest.options import check_option
 
     if not isinstance(per_attribute, int) or not 1 <= per_attribute <= MAX_PER_ATTRIBUTE:
@@ -374,13 +374,11 @@ def generate_pairs(
     run = generate_sentences(
         spec,
         generator,
-        seed=seed,
+        SentenceSettings(seed=seed, target_per_attribute=per_attribute, prompt=prompt,
+                         limits=generation_limits(request_timeout=TEXT_REQUEST_TIMEOUT, max_seconds=max_seconds)),
         existing_counts=found.counts,
-        target_per_attribute=per_attribute,
-        prompt=prompt,
         existing_texts=found.texts,
         progress=progress,
-        limits=generation_limits(request_timeout=TEXT_REQUEST_TIMEOUT, max_seconds=max_seconds),
         cancel=cancel,
     )
     shards: tuple[str, ...] = ()

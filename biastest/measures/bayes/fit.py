@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
@@ -182,12 +183,81 @@ def fit_bayes(
     n, mean, ss = cell_statistics(
         data.word_index, data.connection_index, data.distance, n_words=len(data.protected_words)
     )
+    bounds = _Bounds(model=model, seed=seed, chains=chains, hdi_prob=hdi_prob, time_limit=time_limit,
+                     max_attempts=max_attempts)
+    sampled = _sample_until_converged((n, mean, ss), (int(draws), int(tune), float(target_accept)), bounds,
+                                      progress=progress, t0=t0)
+    attempts, run, stats = sampled.attempts, sampled.run, sampled.stats
+    last = attempts[-1]
+    a_draws, a_tune, a_ta = last["draws"], last["tune"], last["target_accept"]
+    if progress:
+        progress(0.95, "Summarising")
+    levels, cells, contrasts, parameters = _tables(data, model, stats, run.samples)
+    seconds = round(time.perf_counter() - t0, 3)
+    diagnostics = _diagnostics(sampled, bounds, seconds=seconds)
+    info = BAYES_MODELS[model]
+    reading = _reading(contrasts, diagnostics, attempts, hdi_prob, model, groups=data.group_names)
+    prov = provenance(
+        method=f"bayes-{model}", seed=seed, draws=a_draws, tune=a_tune, chains=chains, target_accept=a_ta,
+        hdi_prob=hdi_prob, sampler="numpyro NUTS", time_limit=time_limit, max_attempts=max_attempts,
+        requested={"draws": int(draws), "tune": int(tune), "target_accept": float(target_accept)},
+        attempts=[dict(a) for a in attempts], **dict(provenance_fields or {}),
+    )
+    if progress:
+        progress(1.0, "Done")
+    return BayesResult(
+        model=info.to_dict(), hdi_prob=hdi_prob, connection_levels=levels, cells=cells, contrasts=tuple(contrasts),
+        parameters=tuple(parameters), diagnostics=diagnostics, reading=tuple(reading), data=data.summary(),
+        seed=seed, draws=a_draws, tune=a_tune, chains=chains, chain_method=run.chain_method, seconds=seconds,
+        provenance=prov, rows=tuple(data.records()), target_accept=a_ta, attempts=tuple(attempts),
+    )
+
+
+@dataclass(frozen=True)
+class _Bounds:
+    """The fixed settings of one :func:`fit_bayes` call that every attempt shares (already checked)."""
+
+    model: str
+    seed: int
+    chains: int
+    hdi_prob: float
+    time_limit: float
+    max_attempts: int
+
+
+@dataclass(frozen=True)
+class _Sampled:
+    """What the attempts left: the last run and its summaries, every attempt's record, and why sampling stopped."""
+
+    run: Any
+    stats: dict[str, Any]
+    attempts: list[dict[str, Any]]
+    stop_reason: str
+    stop_message: str
+    stop_details: dict[str, Any]
+
+
+def _sample_until_converged(
+    cells: tuple[np.ndarray, np.ndarray, np.ndarray],
+    settings: tuple[int, int, float],
+    bounds: _Bounds,
+    *,
+    progress: Callable[[float, str], None] | None,
+    t0: float,
+) -> _Sampled:
+    """Run the sampler on the cell statistics ``(n, mean, ss)`` from ``settings`` (draws, tune, target_accept).
+
+    Again with :func:`next_attempt_settings` and the next seed while :func:`convergence_problems` finds a
+    problem, until an attempt converges, one chain makes a retry useless, ``max_attempts`` have run, the
+    settings cannot grow, or the next attempt is not expected to end within ``time_limit`` of ``t0``.
+    """
+    n, mean, ss = cells
+    chains = bounds.chains
     attempts: list[dict[str, Any]] = []
-    settings = (int(draws), int(tune), float(target_accept))
     stop_reason, stop_message, stop_details = "", "", {}
-    for k in range(max_attempts):
+    for k in range(bounds.max_attempts):
         a_draws, a_tune, a_ta = settings
-        a_seed = (seed + k) % 2**32
+        a_seed = (bounds.seed + k) % 2**32
         a0 = time.perf_counter()
         lo = 0.9 * (1 - 0.5**k)  # attempt k's share of the bar: 0–0.45, 0.45–0.68, … (the total is not known)
         tick = None
@@ -195,12 +265,12 @@ def fit_bayes(
             def tick(fraction: float, message: str, lo=lo, k=k) -> None:
                 head = f"Attempt {k + 1} (the last was not converged): " if k else ""
                 progress(lo + 0.45 * 0.5**k * fraction, head + message)
-        run = run_cell_sampler(n, mean, ss, model=model, seed=a_seed, draws=a_draws, tune=a_tune, chains=chains,
-                               target_accept=a_ta, progress=tick)
+        run = run_cell_sampler(n, mean, ss, model=bounds.model, seed=a_seed, draws=a_draws, tune=a_tune,
+                               chains=chains, target_accept=a_ta, progress=tick)
         if tick:
             tick(0.9, "Summarising (highest posterior density intervals, R-hat, ESS)")
-        derived = _derived(model, run.samples)
-        stats = _summaries({**run.samples, **derived}, hdi_prob)
+        derived = _derived(bounds.model, run.samples)
+        stats = _summaries({**run.samples, **derived}, bounds.hdi_prob)
         diag = _attempt_diagnostics(stats, run)
         problems = convergence_problems(diag, chains=chains)
         attempts.append({
@@ -214,7 +284,7 @@ def fit_bayes(
         if chains < 2:
             stop_reason, stop_message = "one_chain", MSG_STOP_ONE_CHAIN
             break
-        if k + 1 == max_attempts:
+        if k + 1 == bounds.max_attempts:
             stop_reason = "max_attempts"
             stop_message = MSG_STOP_MAX_ATTEMPTS.format(attempts=k + 1, draws=a_draws, tune=a_tune)
             break
@@ -226,19 +296,21 @@ def fit_bayes(
         elapsed = round(time.perf_counter() - t0, 3)
         scale = (nxt[0] + nxt[1]) / (a_draws + a_tune) * (1.5 if nxt[2] > a_ta else 1.0)
         predicted = round(attempts[-1]["seconds"] * scale, 3)
-        if elapsed + predicted > time_limit:
+        if elapsed + predicted > bounds.time_limit:
             stop_reason = "time_limit"
             stop_details = {"elapsed": elapsed, "predicted": predicted, "next_draws": nxt[0], "next_tune": nxt[1],
                             "next_target_accept": nxt[2]}
-            stop_message = MSG_STOP_TIME_LIMIT.format(limit=time_limit, attempts=k + 1, elapsed=elapsed,
+            stop_message = MSG_STOP_TIME_LIMIT.format(limit=bounds.time_limit, attempts=k + 1, elapsed=elapsed,
                                                       draws=nxt[0], tune=nxt[1], predicted=predicted)
             break
         settings = nxt
-    last = attempts[-1]
-    a_draws, a_tune, a_ta = last["draws"], last["tune"], last["target_accept"]
-    if progress:
-        progress(0.95, "Summarising")
+    return _Sampled(run, stats, attempts, stop_reason, stop_message, stop_details)
 
+
+def _tables(
+    data: DistanceData, model: str, stats: dict[str, Any], samples: Mapping[str, np.ndarray]
+) -> tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The result's tables from the last attempt's summaries: connection levels, cells, contrasts, parameters."""
     pw = data.protected_words
     gname = [data.group_names[g - 1] for g in data.word_groups]
     n_cell, mean_cell, _ = cell_statistics(data.word_index, data.connection_index, data.distance, n_words=len(pw))
@@ -265,48 +337,37 @@ def fit_bayes(
                               "verdict": _interval_verdict(r["hdi_low"], r["hdi_high"])})
 
     parameters = []
-    for k in (k for k in run.samples if k != "mu_raw"):
+    for k in (k for k in samples if k != "mu_raw"):
         st = stats[k]
         shape = np.shape(st["mean"])
         for idx in np.ndindex(*shape) if shape else [()]:
             label = k + ("[" + ",".join(map(str, idx)) + "]" if idx else "")
             parameters.append({"parameter": label, **_row(st, idx)})
+    return levels, cells, contrasts, parameters
 
-    seconds = round(time.perf_counter() - t0, 3)
-    diagnostics = {
+
+def _diagnostics(sampled: _Sampled, bounds: _Bounds, *, seconds: float) -> dict[str, Any]:
+    """The result's ``diagnostics``: the last attempt's numbers, the thresholds, and why sampling stopped."""
+    attempts, chains = sampled.attempts, bounds.chains
+    last = attempts[-1]
+    return {
         **{key: last[key] for key in ("max_rhat", "rhat_undefined", "min_ess_bulk", "min_ess_tail", "divergences",
                                       "divergences_per_chain", "mean_accept_prob", "mean_accept_prob_per_chain",
                                       "step_size", "mean_tree_size")},
-        "draws_total": int(a_draws * chains),
+        "draws_total": int(last["draws"] * chains),
         "converged": last["converged"],
         "problems": list(last["problems"]),
         "rhat_max_allowed": RHAT_MAX,
         "min_ess_wanted": MIN_ESS_PER_CHAIN * chains,
         "attempts": len(attempts),
         "divergences_all_attempts": int(sum(a["divergences"] for a in attempts)),
-        "stop_reason": stop_reason,
-        "stop_message": stop_message,
-        "stop_details": stop_details,
-        "time_limit": time_limit,
-        "max_attempts": max_attempts,
+        "stop_reason": sampled.stop_reason,
+        "stop_message": sampled.stop_message,
+        "stop_details": sampled.stop_details,
+        "time_limit": bounds.time_limit,
+        "max_attempts": bounds.max_attempts,
         "seconds": seconds,
     }
-    info = BAYES_MODELS[model]
-    reading = _reading(contrasts, diagnostics, attempts, hdi_prob, model, groups=data.group_names)
-    prov = provenance(
-        method=f"bayes-{model}", seed=seed, draws=a_draws, tune=a_tune, chains=chains, target_accept=a_ta,
-        hdi_prob=hdi_prob, sampler="numpyro NUTS", time_limit=time_limit, max_attempts=max_attempts,
-        requested={"draws": int(draws), "tune": int(tune), "target_accept": float(target_accept)},
-        attempts=[dict(a) for a in attempts], **dict(provenance_fields or {}),
-    )
-    if progress:
-        progress(1.0, "Done")
-    return BayesResult(
-        model=info.to_dict(), hdi_prob=hdi_prob, connection_levels=levels, cells=cells, contrasts=tuple(contrasts),
-        parameters=tuple(parameters), diagnostics=diagnostics, reading=tuple(reading), data=data.summary(),
-        seed=seed, draws=a_draws, tune=a_tune, chains=chains, chain_method=run.chain_method, seconds=seconds,
-        provenance=prov, rows=tuple(data.records()), target_accept=a_ta, attempts=tuple(attempts),
-    )
 
 
 def sampler_lines(diag: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]) -> list[str]:

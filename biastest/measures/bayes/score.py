@@ -488,7 +488,40 @@ def build_distance_data(
     for w in g1 + g2:
         if w in attrs:
             raise DataError(MSG_WORD_IN_TWO_ROLES.format(word=w), word=w)
-    spec_words = protected | attrs
+    controls, excluded = _controls(human, none, spec_words=protected | attrs)
+
+    check = _VectorCheck(vectors)
+    g1 = check.present(g1, group_names[0])
+    g2 = check.present(g2, group_names[1])
+    a1 = check.present(a1, attribute_names[0])
+    a2 = check.present(a2, attribute_names[1])
+    hu = check.present(controls["human"], "neutral human attributes")
+    no = check.present(controls["none"], "neutral words")
+
+    pw = g1 + g2
+    groups = [1] * len(g1) + [2] * len(g2)
+    targets = a1 + a2 + hu + no
+    kind = ["a1"] * len(a1) + ["a2"] * len(a2) + ["human"] * len(hu) + ["none"] * len(no)
+    w_idx, c_idx, att, d = _rows(vectors, pw, groups, targets, kind)
+    return DistanceData(
+        protected_words=tuple(pw),
+        word_groups=tuple(groups),
+        group_names=(str(group_names[0]), str(group_names[1])),
+        attribute_names=(str(attribute_names[0]), str(attribute_names[1])),
+        word_index=np.asarray(w_idx, dtype=np.int64),
+        connection_index=np.asarray(c_idx, dtype=np.int64),
+        attributes=tuple(att),
+        distance=np.asarray(d, dtype=np.float64),
+        missing=tuple(_dedupe(check.missing)),
+        excluded_controls=tuple(_dedupe(excluded)),
+        control_source=control_source,
+    )
+
+
+def _controls(
+    human: Sequence[str], none: Sequence[str], *, spec_words: set[str]
+) -> tuple[dict[str, list[str]], list[str]]:
+    """The control lists without words of the spec (and ``none`` without ``human`` words), and those left out."""
     excluded: list[str] = []
     controls: dict[str, list[str]] = {}
     for key, words, label in (("human", human, "neutral human attributes"), ("none", none, "neutral words")):
@@ -501,16 +534,24 @@ def build_distance_data(
         if not list(words):
             raise DataError(MSG_EMPTY_CONTROL.format(list_name=label), list_name=label)
         controls[key] = kept
+    return controls, excluded
 
-    missing: list[str] = []
-    dim: list[int] = []
 
-    def present(words: list[str], list_name: str, *, required: bool = True) -> list[str]:
+class _VectorCheck:
+    """Keeps the words of each list that have a vector; records the missing ones; all vectors one length, none zero."""
+
+    def __init__(self, vectors: Mapping[str, np.ndarray]) -> None:
+        self.vectors = vectors
+        self.missing: list[str] = []
+        self.dim: list[int] = []
+
+    def present(self, words: list[str], list_name: str, *, required: bool = True) -> list[str]:
+        dim = self.dim
         kept = []
         for w in words:
-            v = vectors.get(w)
+            v = self.vectors.get(w)
             if v is None:
-                missing.append(w)
+                self.missing.append(w)
                 continue
             arr = np.asarray(v)
             if arr.ndim != 1 or (dim and arr.shape[0] != dim[0]):
@@ -527,21 +568,14 @@ def build_distance_data(
             raise EmbeddingError(MSG_NO_VECTOR_LIST.format(list_name=list_name, missing=shown), list_name=list_name)
         return kept
 
-    g1 = present(g1, group_names[0])
-    g2 = present(g2, group_names[1])
-    a1 = present(a1, attribute_names[0])
-    a2 = present(a2, attribute_names[1])
-    hu = present(controls["human"], "neutral human attributes")
-    no = present(controls["none"], "neutral words")
 
-    pw = g1 + g2
-    groups = [1] * len(g1) + [2] * len(g2)
+def _rows(
+    vectors: Mapping[str, np.ndarray], pw: list[str], groups: list[int], targets: list[str], kind: list[str]
+) -> tuple[list[int], list[int], list[str], list[float]]:
+    """One row per (protected word, target word): word index, connection index, target, cosine distance."""
     pw_vec = np.stack([np.asarray(vectors[w], dtype=np.float64) for w in pw])
-    targets = a1 + a2 + hu + no
     t_vec = np.stack([np.asarray(vectors[w], dtype=np.float64) for w in targets])
     dist = cosine_distance(pw_vec, t_vec)  # (P, T)
-    kind = ["a1"] * len(a1) + ["a2"] * len(a2) + ["human"] * len(hu) + ["none"] * len(no)
-
     w_idx, c_idx, att, d = [], [], [], []
     for i, g in enumerate(groups):
         for j, k in enumerate(kind):
@@ -553,19 +587,7 @@ def build_distance_data(
             c_idx.append(CONNECTIONS.index(conn))
             att.append(targets[j])
             d.append(dist[i, j])
-    return DistanceData(
-        protected_words=tuple(pw),
-        word_groups=tuple(groups),
-        group_names=(str(group_names[0]), str(group_names[1])),
-        attribute_names=(str(attribute_names[0]), str(attribute_names[1])),
-        word_index=np.asarray(w_idx, dtype=np.int64),
-        connection_index=np.asarray(c_idx, dtype=np.int64),
-        attributes=tuple(att),
-        distance=np.asarray(d, dtype=np.float64),
-        missing=tuple(_dedupe(missing)),
-        excluded_controls=tuple(_dedupe(excluded)),
-        control_source=control_source,
-    )
+    return w_idx, c_idx, att, d
 
 
 # ---------------------------------------------------------------------------
