@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from biastest.measures.twoafc.compare import compare_twoafc
 from biastest.measures.vlm import compare_vlm
+from biastest.measures.weat.compare import compare_weat
 from biastest.metrics.stereotype_score import StereotypeResult
 from biastest.records import SentencePair
 from biastest.report import gpt as report
@@ -262,7 +264,7 @@ def test_weat_on_another_embedding_is_compared_word_by_word(tmp_path):
     assert message == md_escape(compare.MSG_ADDED.format(model="noisy-glove.txt", n=2, items="words"))
     assert str(tmp_path) not in message + summary + reading  # a file is named by its name, never its folder
     direct = run_weat(spec=spec, source=f"file:{upload}", seed=0)
-    expected = C.compare_weat([run["weat"], direct], seed=0, labels=["glove-6b-50d", "noisy-glove.txt"])
+    expected = compare_weat([run["weat"], direct], seed=0, labels=["glove-6b-50d", "noisy-glove.txt"])
     assert [m.estimate for m in expected.models] == pytest.approx([run["weat"].effect_size, direct.effect_size])
     row = table.iloc[0]
     assert {row["Model A"], row["Model B"]} == {"glove-6b-50d", "noisy-glove.txt"}
@@ -291,7 +293,7 @@ def test_twoafc_on_another_embedding_compares_the_pses(tmp_path):
                                                               "mean-abs-deviation", run)
     assert message.startswith("✅")
     direct = run_twoafc(spec=spec, source=f"file:{upload}", seed=0)
-    expected = C.compare_twoafc([run["result"], direct], seed=0, labels=["glove-6b-50d", "other.txt"])
+    expected = compare_twoafc([run["result"], direct], seed=0, labels=["glove-6b-50d", "other.txt"])
     est = {m.label: m.estimate for m in expected.models}
     glove_pse = {t.target: t.pse for t in run["result"].targets}
     assert est["glove-6b-50d"] == pytest.approx(np.mean([abs(v - 0.5) for v in glove_pse.values()]))

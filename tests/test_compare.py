@@ -22,7 +22,9 @@ from scipy.stats import binomtest, norm, t
 
 from biastest.errors import DataError
 from biastest.measures import vlm as V
+from biastest.measures.twoafc.compare import MSG_TWOAFC_CUES, compare_twoafc
 from biastest.measures.vlm import compare_vlm
+from biastest.measures.weat.compare import compare_weat
 from biastest.metrics.stereotype_score import PairScore, StereotypeResult, summarize_stereotype
 from biastest.records import TestImage
 from biastest.spec import BiasSpec
@@ -360,7 +362,7 @@ def test_weat_comparison_equals_a_loop_over_resampled_words():
     b_x = dict(zip(xw, rng.normal(0.1, 0.2, 8), strict=True))
     b_x["only-in-b"] = 0.5
     b = _weat_result(b_x, dict(zip(yw[1:], rng.normal(0.0, 0.2, 6), strict=True)), "minilm")  # lacks y0
-    cmp = C.compare_weat([a, b], seed=5, n_resamples=600)
+    cmp = compare_weat([a, b], seed=5, n_resamples=600)
     common_y = yw[1:]
     sa_x = [r["s"] for r in a["word_scores"] if r["set"] == "X"]
     sa_y = [r["s"] for r in a["word_scores"] if r["set"] == "Y" and r["word"] in common_y]
@@ -394,7 +396,7 @@ def test_weat_comparison_separates_a_planted_difference_of_effect_sizes():
                         dict(zip(yw, noise[25:] + rng.normal(0, 0.02, 25), strict=True)), "w")
     same = _weat_result(dict(zip(xw, 0.2 + noise[:25] + rng.normal(0, 0.02, 25), strict=True)),
                         dict(zip(yw, noise[25:] + rng.normal(0, 0.02, 25), strict=True)), "s2")
-    cmp = C.compare_weat([strong, weak, same], seed=1, n_resamples=2000)
+    cmp = compare_weat([strong, weak, same], seed=1, n_resamples=2000)
     sw, ss = cmp.pair("s", "w"), cmp.pair("s", "s2")
     assert sw.ci_low > 0.5 and sw.p_adjusted < 0.01
     assert ss.ci_low < 0 < ss.ci_high and ss.p_value > 0.05
@@ -412,8 +414,8 @@ def test_twoafc_comparison_equals_the_mean_of_pse_deviations():
 
     a = result("glove", 0.1, cues)
     b = result("w2v", 0.0, cues[:2])  # 'girl/boy' missing from b: the common cue pairs are the first two
-    cmp = C.compare_twoafc([a, b], seed=3, n_resamples=500)
-    assert cmp.notes == (C.MSG_TWOAFC_CUES.format(n=2, cues="woman/man, she/he"),)
+    cmp = compare_twoafc([a, b], seed=3, n_resamples=500)
+    assert cmp.notes == (MSG_TWOAFC_CUES.format(n=2, cues="woman/man, she/he"),)
 
     def stat(res):
         per = {}
@@ -427,11 +429,11 @@ def test_twoafc_comparison_equals_the_mean_of_pse_deviations():
     low, high = naive_paired_interval(va, vb, seed=3, n_resamples=500, confidence=0.95)
     assert cmp.pairs[0].ci_low == pytest.approx(low / 100, abs=1e-12)
     assert cmp.pairs[0].ci_high == pytest.approx(high / 100, abs=1e-12)
-    signed = C.compare_twoafc([a, b], seed=3, n_resamples=500, statistic="mean-deviation")
+    signed = compare_twoafc([a, b], seed=3, n_resamples=500, statistic="mean-deviation")
     assert signed.models[1].estimate == pytest.approx(mean(
         mean(p["pse"] for p in b["pairs"] if p["target"] == w) - 0.5 for w in targets), abs=1e-12)
     with pytest.raises(DataError):
-        C.compare_twoafc([a, b], seed=3, statistic="median")
+        compare_twoafc([a, b], seed=3, statistic="median")
 
 
 # ----------------------------------------------------------------------------- planted tiny language models

@@ -18,6 +18,7 @@ import pytest
 
 from biastest.audit import read_table, run_audit
 from biastest.cli import MSG_REPORT_NOT_FOLDER, main
+from biastest.measures.weat.compare import compare_weat
 from biastest.report.audit import MSG_NO_AUDIT, build_report, write_report
 from biastest.stats import compare as C
 from tests.audit_helpers import SPEC_A, SPEC_B, build_models, write_crows
@@ -158,7 +159,7 @@ def test_embeddings_audit_compares_weat_and_2afc(tmp_path):
     key_g = table.loc[("WEAT 7: Math vs arts, male vs female terms", "GloVe"), "key"]
     key_n = table.loc[("WEAT 7: Math vs arts, male vs female terms", "noisy"), "key"]
     docs = [json.loads((out / "cells" / f"{k}.json").read_text())["result"] for k in (key_g, key_n)]
-    cmp = C.compare_weat(docs, seed=0, labels=["GloVe", "noisy"])
+    cmp = compare_weat(docs, seed=0, labels=["GloVe", "noisy"])
     shown = cmp.pairs[0] if cmp.pairs[0].difference >= 0 else cmp.pairs[0].flipped()
     assert f"{shown.difference:+.3f}" in page
 

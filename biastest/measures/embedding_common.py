@@ -17,6 +17,7 @@ __all__ = [
     "Progress",
     "check_terms",
     "embedding_id",
+    "field_of",
     "joint_lookup",
     "level_text",
     "record_fields",
@@ -75,6 +76,25 @@ def joint_lookup(models: Sequence[WordEmbeddings], terms: Sequence[str]) -> tupl
         )
         return LookupReport(first.source if len(models) == 1 else "replicates", terms_out, first.note), reasons
     return reports[0], reasons
+
+
+def field_of(obj: Any, name: str, default: Any = None) -> Any:
+    """A field of a result or record, whether it is an object or its ``to_dict()`` (a mapping).
+
+    Parameters
+    ----------
+    obj : object or Mapping
+    name : str
+    default : optional
+        When the field is not there.
+
+    Returns
+    -------
+    Any
+    """
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
 
 
 def embedding_id(result: Any) -> str:

@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from biastest.errors import DataError
+from biastest.measures.twoafc.compare import compare_twoafc
 from biastest.measures.vlm import compare_vlm
+from biastest.measures.weat.compare import compare_weat
 from biastest.report import compare as rep
 from biastest.stats import compare as cmp_stats
 
@@ -328,8 +330,8 @@ def _compare_group(docs: list[tuple[dict[str, Any], dict[str, Any]]], family: st
         score = "soft" if all(r.get("soft") is not None for r in results) else "hard"
         return compare_vlm(results, seed=seed, labels=labels, score=score)
     if family == "weat":
-        return cmp_stats.compare_weat(results, seed=seed, labels=labels)
-    return cmp_stats.compare_twoafc(results, seed=seed, labels=labels)
+        return compare_weat(results, seed=seed, labels=labels)
+    return compare_twoafc(results, seed=seed, labels=labels)
 
 
 def _family(doc: dict[str, Any] | None, row: Mapping[str, Any]) -> str:

@@ -43,21 +43,12 @@ with n₊ (n₋) the items on which A's value is higher (lower) than B's — an 
 above B as below it on an item", which needs no distributional assumption (as the single-model soft score's sign
 test, :mod:`biastest.stats.proportion`).
 
-WEAT across embeddings (:func:`compare_weat`) — the effect size d of each embedding (Caliskan et al. 2017) on the
-target words both know, ``d = (mean_X s − mean_Y s) / sd_{X∪Y}(s)`` with the word scores ``s(w, A, B)`` of the
-results, and Δd = d_A − d_B. The bootstrap resamples the **target words**, X within X and Y within Y (stratified),
-the same words for every embedding, and recomputes every d; the attribute words A, B are held fixed (the interval
-is conditional on them). Resamples in which all chosen words have the same score (d undefined) are dropped and
-counted (:attr:`Comparison.notes`). d is not a mean over words, so there is no per-word sign test; the test is the
-**paired bootstrap p-value** (:data:`TEST_BOOTSTRAP`; the inversion of the percentile interval, Efron & Tibshirani
-1993 §15–16): ``p = min(1, 2 · min(1 + #{Δd* ≤ 0}, 1 + #{Δd* ≥ 0}) / (B + 1))``, so ``p < 1 − confidence`` about
-when the interval excludes 0.
-
-2AFC across embeddings (:func:`compare_twoafc`) — per target word the mean, over the cue pairs every embedding
-used, of the closed-form PSEs (raw: a saturated PSE keeps its value outside [0, 1]); per embedding the statistic
-``mean_w |PSE_w − 1/2|`` (how far the words sit from no preference, whichever side: ``"mean-abs-deviation"``) or
-``mean_w (PSE_w − 1/2)`` (the average lean towards the first cue: ``"mean-deviation"``); the bootstrap resamples
-target words.
+Word embeddings — the WEAT effect sizes (:mod:`biastest.measures.weat.compare`) and the 2AFC PSEs
+(:mod:`biastest.measures.twoafc.compare`) are compared by their measures with this machinery: resampled target
+words, the same for every embedding. An effect size d is not a mean over words, so WEAT has no per-word sign test;
+its test is the **paired bootstrap p-value** (:data:`TEST_BOOTSTRAP`, :func:`bootstrap_p_value`; the inversion of
+the percentile interval, Efron & Tibshirani 1993 §15–16): ``p = min(1, 2 · min(1 + #{Δ* ≤ 0}, 1 + #{Δ* ≥ 0}) /
+(B + 1))``, so ``p < 1 − confidence`` about when the interval excludes 0. The formulas are in those modules.
 
 Interval (all kinds)
 --------------------
@@ -99,11 +90,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from biastest.errors import DataError
+from biastest.provenance import provenance
 from biastest.stats.bootstrap import bootstrap_mean_ci, check_confidence, check_n_resamples, check_seed
 from biastest.stats.clusters import (
     MIN_CLUSTERS_FOR_INTERVAL,
@@ -126,22 +118,26 @@ __all__ = [
     "TEST_MCNEMAR",
     "TEST_NONE_NO_DISCORDANT",
     "TEST_SIGN_PAIRED",
-    "TWOAFC_STATISTICS",
+    "BootstrapSettings",
+    "ComparedQuantity",
     "Comparison",
     "ModelEstimate",
+    "ModelItems",
     "PairedComparison",
     "bootstrap_p_value",
+    "check_labels",
+    "check_settings",
     "compare_arrays",
+    "compare_items",
     "compare_stereotype",
-    "compare_twoafc",
-    "compare_weat",
+    "comparison_provenance",
     "holm",
     "item_draws",
     "mcnemar_exact",
     "model_labels",
     "percentile_interval",
     "sign_test",
-    "weat_bootstrap",
+    "with_holm",
 ]
 
 KIND_STEREOTYPE = "stereotype-score"
@@ -168,11 +164,6 @@ INTERVAL_WEAT = (
     "embedding; attribute words fixed), seeded"
 )
 
-TWOAFC_STATISTICS = {
-    "mean-abs-deviation": "mean |PSE − 0.5| over target words (distance from no preference, either side)",
-    "mean-deviation": "mean (PSE − 0.5) over target words (average lean towards the first cue)",
-}
-
 MSG_TOO_FEW_MODELS = "A comparison needs at least two models; got {n}."
 MSG_NOT_SAME_ITEMS = (
     "These results share no test items ({what}): a comparison needs the models to be tested on the same items. "
@@ -184,24 +175,12 @@ MSG_NOTHING_COMMON = (
 )
 MSG_BAD_LABELS = "Give one label per model ({n_models} models, {n_labels} labels), each different."
 MSG_BAD_SCORE = "Unknown score '{value}'. Choose 'soft' (probabilities) or 'hard' (verdicts)."
-MSG_BAD_STATISTIC = "Unknown 2AFC statistic '{value}'. Choose one of: {choices}."
 MSG_BAD_RESULT = "Item {index} is not a {what} result (got {type_name})."
 MSG_BAD_CLUSTER_FIELD = "The items have no field '{field}' to form clusters from. Available: {choices}."
-MSG_TOO_FEW_WORDS = (
-    "The embeddings have {nx} target word(s) of X and {ny} of Y in common; WEAT needs at least one of each and "
-    "three in all."
-)
-MSG_NO_SPREAD = (
-    "All common target words of '{label}' have the same association score, so its WEAT effect size is undefined."
-)
-MSG_DEGENERATE = (
-    "{n} of {total} bootstrap resamples drew target words that all had the same score (effect size undefined) and "
-    "were left out of the interval."
-)
-MSG_TWOAFC_CUES = "PSEs are averaged over the {n} cue pair(s) every embedding used: {cues}."
 MSG_NOT_SCORED = "not scored ({reason})"
 
-_CHUNK_ELEMENTS = 2_000_000
+CHUNK_ELEMENTS = 2_000_000
+"""At most this many numbers are drawn per block of bootstrap resamples (bounds the memory of the draws)."""
 _CLUSTER_FIELD = "__cluster__"
 
 
@@ -334,7 +313,7 @@ class Comparison:
     notes : tuple of str
         What the reader must know (no interval for too few clusters, resamples dropped …).
     statistic : str or None
-        2AFC: the statistic (:data:`TWOAFC_STATISTICS`).
+        2AFC: the statistic (:data:`biastest.measures.twoafc.compare.TWOAFC_STATISTICS`).
     provenance : dict
     """
 
@@ -490,7 +469,7 @@ def item_draws(values: np.ndarray, *, seed: int, n_resamples: int) -> np.ndarray
     n, k = x.shape
     rng = np.random.default_rng(seed)
     out = np.empty((n_resamples, k), dtype=np.float64)
-    rows = max(1, _CHUNK_ELEMENTS // max(1, n * k))
+    rows = max(1, CHUNK_ELEMENTS // max(1, n * k))
     for start in range(0, n_resamples, rows):
         stop = min(n_resamples, start + rows)
         idx = rng.integers(0, n, size=(stop - start, n))
@@ -533,7 +512,25 @@ def model_labels(ids: Sequence[str], methods: Sequence[str] | None = None) -> li
     return out
 
 
-def _check_labels(labels: Sequence[str] | None, default: list[str]) -> list[str]:
+def check_labels(labels: Sequence[str] | None, default: list[str]) -> list[str]:
+    """The models' display labels: ``labels`` when given (one per model, each different), else ``default``.
+
+    Parameters
+    ----------
+    labels : sequence of str, optional
+        The caller's labels.
+    default : list of str
+        One label per model (e.g. from :func:`model_labels`); its length is the number of models.
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    DataError
+        :data:`MSG_BAD_LABELS`: not one label per model, or two the same.
+    """
     if labels is None:
         return default
     labels = [str(x) for x in labels]
@@ -542,9 +539,83 @@ def _check_labels(labels: Sequence[str] | None, default: list[str]) -> list[str]
     return labels
 
 
+class BootstrapSettings(NamedTuple):
+    """The seeded bootstrap of a comparison (checked by :func:`check_settings`; unpacks as a tuple)."""
+
+    seed: int
+    n_resamples: int
+    confidence: float
+
+
+def check_settings(seed: Any, n_resamples: Any, confidence: Any) -> BootstrapSettings:
+    """The bootstrap settings of a comparison, checked with the project's bound messages.
+
+    Parameters
+    ----------
+    seed : int
+        Recorded; every resample comes from ``numpy.random.default_rng(seed)``.
+    n_resamples : int
+    confidence : float
+        In (0, 1).
+
+    Returns
+    -------
+    BootstrapSettings
+
+    Raises
+    ------
+    DataError
+        A setting out of its bounds (:mod:`biastest.stats.bootstrap`'s messages).
+    """
+    return BootstrapSettings(check_seed(seed), check_n_resamples(n_resamples), check_confidence(confidence))
+
+
+@dataclass(frozen=True)
+class ComparedQuantity:
+    """What a comparison compares and how its numbers are shown.
+
+    Attributes
+    ----------
+    kind : str
+        :data:`KIND_STEREOTYPE`, :data:`KIND_VLM_SOFT`, … (recorded as :attr:`Comparison.kind`).
+    measure : str
+        What the estimates are, in words.
+    binary : bool
+        0/1 verdicts (exact McNemar test) or numbers (sign test of the paired differences).
+    scale : float
+        Estimates, differences and intervals are multiplied by it (100: shares as percent).
+    unit : str
+    reference : float
+        The value of no bias.
+    statistic : str or None
+        The statistic's name where a measure has several (2AFC).
+    """
+
+    kind: str
+    measure: str
+    binary: bool
+    scale: float = 100.0
+    unit: str = "%"
+    reference: float = 50.0
+    statistic: str | None = None
+
+
 @dataclass
-class _Items:
-    """One model's items: key → value (None if not scored), tie flags, and the item records (for clusters)."""
+class ModelItems:
+    """One model's items, before matching: what :func:`compare_items` compares.
+
+    Attributes
+    ----------
+    model_id, method : str
+    own : float or None
+        The result's own headline over all its items (recorded as ``own_estimate``).
+    values : dict
+        ``(item id, occurrence)`` → the item's value (None: the model could not score it), in the result's order.
+    ties : dict
+        The same keys → whether the item is a tie (counted in ``n_ties``).
+    records : dict
+        The same keys → the item's fields (a cluster is read from them).
+    """
 
     model_id: str
     method: str
@@ -564,11 +635,7 @@ def _keyed(ids: Sequence[str]) -> list[tuple[str, int]]:
     return out
 
 
-def _settings(seed: Any, n_resamples: Any, confidence: Any) -> tuple[int, int, float]:
-    return check_seed(seed), check_n_resamples(n_resamples), check_confidence(confidence)
-
-
-def _cluster_labels(items: _Items, keys: Sequence[tuple[str, int]], cluster_by: str | None) -> list[Any] | None:
+def _cluster_labels(items: ModelItems, keys: Sequence[tuple[str, int]], cluster_by: str | None) -> list[Any] | None:
     if cluster_by is None:
         return None
     first = next(iter(items.records.values()), {})
@@ -577,23 +644,50 @@ def _cluster_labels(items: _Items, keys: Sequence[tuple[str, int]], cluster_by: 
     return [str(items.records[k][cluster_by]).strip() for k in keys]
 
 
-def _compare_items(
-    models: Sequence[_Items],
+def compare_items(
+    models: Sequence[ModelItems],
     *,
     labels: Sequence[str] | None,
     what: str,
-    cluster_by: str | None,
+    quantity: ComparedQuantity,
+    settings: BootstrapSettings,
+    cluster_by: str | None = None,
     cluster_name: str | None = None,
-    **kw: Any,
 ) -> Comparison:
-    """Match the models' items, then compare them on the items every model scored (:func:`_compare_matrix`).
+    """Match the models' items, then compare them on the items every model scored.
 
-    ``cluster_by`` names the item field that holds each item's cluster (read from the first model's records);
-    ``cluster_name`` is what the clusters are called in the comparison (default ``cluster_by``).
+    Items are matched by key; the common items keep the first model's order, and an item any model could not
+    score is left out for all and counted per model (``n_excluded``; ``n_unmatched`` for the items another model
+    lacks). The comparison itself is :func:`compare_arrays`' (paired bootstrap, the item or cluster test, Holm).
+
+    Parameters
+    ----------
+    models : sequence of ModelItems
+        Two or more.
+    labels : sequence of str, optional
+        Display names (default: :func:`model_labels` of the ids and methods).
+    what : str
+        The items, in words (for the message when the models share none).
+    quantity : ComparedQuantity
+    settings : BootstrapSettings
+        Checked (:func:`check_settings`).
+    cluster_by : str, optional
+        The item field that holds each item's cluster (read from the first model's records).
+    cluster_name : str, optional
+        What the clusters are called in the comparison (default ``cluster_by``).
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    DataError
+        Fewer than two models, no item in common, nothing scored by all, bad labels or cluster field.
     """
     if len(models) < 2:
         raise DataError(MSG_TOO_FEW_MODELS.format(n=len(models)))
-    labels = _check_labels(labels, model_labels([m.model_id for m in models], [m.method for m in models]))
+    labels = check_labels(labels, model_labels([m.model_id for m in models], [m.method for m in models]))
     common = set(models[0].values)
     for m in models[1:]:
         common &= set(m.values)
@@ -617,8 +711,9 @@ def _compare_items(
         }
         for m, label in zip(models, labels, strict=True)
     ]
-    return _compare_matrix(x, meta, clusters=_cluster_labels(models[0], keys, cluster_by),
-                           cluster_by=cluster_name or cluster_by, **kw)
+    return _compare_matrix(x, meta, quantity=quantity, settings=settings,
+                           clusters=_cluster_labels(models[0], keys, cluster_by),
+                           cluster_by=cluster_name or cluster_by)
 
 
 def compare_arrays(
@@ -660,38 +755,33 @@ def compare_arrays(
     -------
     Comparison
     """
-    seed, n_resamples, confidence = _settings(seed, n_resamples, confidence)
+    settings = check_settings(seed, n_resamples, confidence)
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 2 or x.shape[1] < 2:
         raise DataError(MSG_TOO_FEW_MODELS.format(n=1 if x.ndim < 2 else x.shape[1]))
     if x.shape[0] == 0:
         raise DataError(MSG_NOTHING_COMMON.format(n_common=0))
-    labels = _check_labels(labels, [f"model {j + 1}" for j in range(x.shape[1])])
+    labels = check_labels(labels, [f"model {j + 1}" for j in range(x.shape[1])])
     meta = [{"label": lab, "model_id": lab, "method": "", "n_items": x.shape[0], "n_excluded": 0, "n_unmatched": 0,
              "n_ties": 0, "own_estimate": None} for lab in labels]
-    return _compare_matrix(x, meta, clusters=None if clusters is None else [str(c) for c in clusters],
-                           cluster_by=cluster_by or ("clusters" if clusters is not None else None), kind=kind,
-                           measure=measure, binary=binary, seed=seed, n_resamples=n_resamples,
-                           confidence=confidence, scale=scale, unit=unit, reference=reference)
+    quantity = ComparedQuantity(kind=kind, measure=measure, binary=binary, scale=scale, unit=unit,
+                                reference=reference)
+    return _compare_matrix(x, meta, quantity=quantity, settings=settings,
+                           clusters=None if clusters is None else [str(c) for c in clusters],
+                           cluster_by=cluster_by or ("clusters" if clusters is not None else None))
 
 
 def _compare_matrix(
     x: np.ndarray,
     meta: Sequence[Mapping[str, Any]],
     *,
+    quantity: ComparedQuantity,
+    settings: BootstrapSettings,
     clusters: list[Any] | None,
     cluster_by: str | None,
-    kind: str,
-    measure: str,
-    binary: bool,
-    seed: int,
-    n_resamples: int,
-    confidence: float,
-    scale: float = 100.0,
-    unit: str = "%",
-    reference: float = 50.0,
-    statistic: str | None = None,
 ) -> Comparison:
+    seed, n_resamples, confidence = settings
+    binary, scale, statistic = quantity.binary, quantity.scale, quantity.statistic
     n_clusters = None if clusters is None else len(set(clusters))
     kw = {"seed": seed, "n_resamples": n_resamples, "confidence": confidence}
     draws = item_draws(x, seed=seed, n_resamples=n_resamples) if clusters is None else None
@@ -760,12 +850,12 @@ def _compare_matrix(
     else:
         family = TEST_MCNEMAR if binary else TEST_SIGN_PAIRED
     return Comparison(
-        kind=kind,
-        measure=measure,
-        unit=unit,
-        reference=reference,
+        kind=quantity.kind,
+        measure=quantity.measure,
+        unit=quantity.unit,
+        reference=quantity.reference,
         models=tuple(rows),
-        pairs=tuple(_with_holm(pairs)),
+        pairs=tuple(with_holm(pairs)),
         n_items=int(x.shape[0]),
         n_clusters=n_clusters,
         cluster_by=cluster_by,
@@ -777,21 +867,59 @@ def _compare_matrix(
         adjustment=ADJUST_HOLM,
         notes=tuple(notes),
         statistic=statistic,
-        provenance=_provenance(kind, seed=seed, n_resamples=n_resamples, confidence=confidence,
-                               cluster_by=cluster_by, statistic=statistic,
-                               models=[{"label": r.label, "model_id": r.model_id, "method": r.method} for r in rows]),
+        provenance=comparison_provenance(
+            quantity.kind, seed=seed, n_resamples=n_resamples, confidence=confidence, cluster_by=cluster_by,
+            statistic=statistic,
+            models=[{"label": r.label, "model_id": r.model_id, "method": r.method} for r in rows]),
     )
 
 
-def _with_holm(pairs: list[PairedComparison]) -> list[PairedComparison]:
+def with_holm(pairs: Sequence[PairedComparison]) -> list[PairedComparison]:
+    """The pairs with ``p_adjusted`` set: Holm's step-down adjustment of their ``p_value`` over the family.
+
+    Parameters
+    ----------
+    pairs : sequence of PairedComparison
+        Every pairwise comparison of one :class:`Comparison` (a pair without a test keeps ``p_adjusted`` None).
+
+    Returns
+    -------
+    list of PairedComparison
+    """
     adjusted = holm([p.p_value for p in pairs])
     return [replace(p, p_adjusted=q) for p, q in zip(pairs, adjusted, strict=True)]
 
 
-def _provenance(kind: str, **fields_: Any) -> dict[str, Any]:
-    from biastest.provenance import provenance
+def comparison_provenance(kind: str, **fields_: Any) -> dict[str, Any]:
+    """The provenance of a comparison: :func:`biastest.provenance.provenance` with ``comparison=kind``.
 
+    Parameters
+    ----------
+    kind : str
+        The comparison's kind (:data:`KIND_STEREOTYPE` …).
+    **fields_
+        What else to record (settings, models, words …).
+
+    Returns
+    -------
+    dict
+    """
     return provenance(comparison=kind, **fields_)
+
+
+# kept until the stereotype/vlm moves land (their call shape: settings as keywords)
+def _compare_items(models: Sequence[ModelItems], *, labels: Sequence[str] | None, what: str,
+                   cluster_by: str | None, cluster_name: str | None = None, kind: str, measure: str,
+                   binary: bool, seed: int, n_resamples: int, confidence: float) -> Comparison:
+    """:func:`compare_items` called with the settings as keywords (the call shape of the language-model and
+    vision-language comparisons). Kept until the stereotype/vlm moves land."""
+    return compare_items(models, labels=labels, what=what, cluster_by=cluster_by, cluster_name=cluster_name,
+                         quantity=ComparedQuantity(kind=kind, measure=measure, binary=binary),
+                         settings=BootstrapSettings(seed, n_resamples, confidence))
+
+
+_Items = ModelItems  # kept until the stereotype/vlm moves land
+_settings = check_settings  # kept until the stereotype/vlm moves land
 
 
 # ----------------------------------------------------------------------------- language models
@@ -883,227 +1011,76 @@ def compare_stereotype(
     )
 
 
-# ----------------------------------------------------------------------------- embeddings
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
+# ----------------------------------------------------------------------------- vision-language models
+def _as_vlm(result: Any, index: int):
+    from biastest.metrics.vlm_score import VLMResult
+
+    if isinstance(result, VLMResult):
+        return result
+    if isinstance(result, Mapping):
+        return VLMResult.from_dict(dict(result))
+    raise DataError(MSG_BAD_RESULT.format(index=index, what="vision-language", type_name=type(result).__name__))
 
 
-def _embedding_id(result: Any) -> str:
-    prov = _get(result, "provenance") or {}
-    mid = prov.get("model_id") if isinstance(prov, Mapping) else None
-    if isinstance(mid, (list, tuple)):
-        return f"{mid[0]} (+{len(mid) - 1} replicates)" if mid else "embedding"
-    return str(mid) if mid else "embedding"
-
-
-def _weat_d(sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
-    """d of each column (or of each resample's columns): arrays (..., nx, k) and (..., ny, k); NaN without spread."""
-    num = sx.mean(axis=-2) - sy.mean(axis=-2)
-    sd = np.concatenate([sx, sy], axis=-2).std(axis=-2, ddof=1)
-    scale = np.maximum(np.abs(np.concatenate([sx, sy], axis=-2)).max(axis=-2), 1.0)
-    spread = sd > 1e-12 * scale
-    return np.where(spread, num / np.where(spread, sd, 1.0), np.nan)
-
-
-def weat_bootstrap(sx: np.ndarray, sy: np.ndarray, *, seed: int, n_resamples: int) -> tuple[np.ndarray, np.ndarray]:
-    """WEAT effect sizes of each column and their stratified paired bootstrap draws over target words.
-
-    Each resample draws ``rng.integers(0, [nx]*nx + [ny]*ny)``: nx rows of ``sx`` and ny rows of ``sy`` with
-    replacement, the same rows for every column, and computes ``d = (mean_x − mean_y) / sd_{x∪y}`` (ddof=1) per
-    column. Draws in which a column's scores have no spread are NaN (the caller drops and counts them).
-
-    Parameters
-    ----------
-    sx, sy : ndarray (nx, k), (ny, k)
-        Word scores ``s(w, A, B)`` of X and Y words, one column per embedding.
-    seed : int
-    n_resamples : int
-
-    Returns
-    -------
-    d : ndarray (k,)
-    draws : ndarray (n_resamples, k)
-    """
-    sx = np.asarray(sx, dtype=np.float64)
-    sy = np.asarray(sy, dtype=np.float64)
-    nx, k = sx.shape
-    ny = sy.shape[0]
-    high = np.array([nx] * nx + [ny] * ny)
-    rng = np.random.default_rng(seed)
-    draws = np.empty((n_resamples, k))
-    rows = max(1, _CHUNK_ELEMENTS // max(1, (nx + ny) * k))
-    for start in range(0, n_resamples, rows):
-        stop = min(n_resamples, start + rows)
-        idx = rng.integers(0, high, size=(stop - start, nx + ny))
-        draws[start:stop] = _weat_d(sx[idx[:, :nx]], sy[idx[:, nx:]])
-    return _weat_d(sx, sy), draws
-
-
-def _word_scores(result: Any) -> tuple[dict[str, float], dict[str, float]]:
-    xs: dict[str, float] = {}
-    ys: dict[str, float] = {}
-    for row in _get(result, "word_scores") or ():
-        (xs if row["set"] == "X" else ys)[str(row["word"])] = float(row["s"])
-    return xs, ys
-
-
-def compare_weat(
+def compare_vlm(
     results: Sequence[Any],
     *,
     seed: int,
+    score: str = "soft",
     n_resamples: int = 10_000,
     confidence: float = 0.95,
     labels: Sequence[str] | None = None,
+    cluster_by: str | None = None,
 ) -> Comparison:
-    """Compare WEAT effect sizes of embeddings on the target words they all know.
+    """Compare vision-language models' bias scores on the same images (matched by ``image_id``).
 
-    ``d_m = (mean_{x∈X} s_m(x) − mean_{y∈Y} s_m(y)) / sd_{w∈X∪Y} s_m(w)`` (Caliskan et al. 2017) on the common
-    target words; ``Δd = d_A − d_B`` with a paired bootstrap over target words (stratified by X/Y, attribute words
-    fixed) and the paired bootstrap p-value; Holm over the pairs.
+    ``score="soft"``: ``x_mi = P(stereotypical answer | image i)`` (the seed's soft score), paired bootstrap
+    interval, sign test of the paired differences. ``score="hard"``: ``x_mi = 1[the model's verdict is the image
+    group's stereotype]`` (neither/tie count 0), exact McNemar test. Images a model gave no probability for (soft)
+    or did not score (a run stopped early) are left out for every model and counted. See the module docstring.
 
     Parameters
     ----------
-    results : sequence of WEATResult (or their ``to_dict()``)
-        The same WEAT test run on different embeddings.
-    seed, n_resamples, confidence, labels :
-        As in :func:`compare_stereotype` (default labels: the embeddings' names).
-
-    Returns
-    -------
-    Comparison
-        Unit ``"d"``, reference 0.
-    """
-    seed, n_resamples, confidence = _settings(seed, n_resamples, confidence)
-    if len(results) < 2:
-        raise DataError(MSG_TOO_FEW_MODELS.format(n=len(results)))
-    labels = _check_labels(labels, model_labels([_embedding_id(r) for r in results]))
-    scores = [_word_scores(r) for r in results]
-    common_x = [w for w in scores[0][0] if all(w in s[0] for s in scores)]
-    common_y = [w for w in scores[0][1] if all(w in s[1] for s in scores)]
-    if not common_x and not common_y:
-        raise DataError(MSG_NOT_SAME_ITEMS.format(what="target words"))
-    if not common_x or not common_y or len(common_x) + len(common_y) < 3:
-        raise DataError(MSG_TOO_FEW_WORDS.format(nx=len(common_x), ny=len(common_y)))
-    sx = np.array([[s[0][w] for s in scores] for w in common_x])
-    sy = np.array([[s[1][w] for s in scores] for w in common_y])
-    d, draws = weat_bootstrap(sx, sy, seed=seed, n_resamples=n_resamples)
-    for j, label in enumerate(labels):
-        if not np.isfinite(d[j]):
-            raise DataError(MSG_NO_SPREAD.format(label=label))
-    ok = np.all(np.isfinite(draws), axis=1)
-    notes = []
-    if not ok.all():
-        notes.append(MSG_DEGENERATE.format(n=int(np.count_nonzero(~ok)), total=n_resamples))
-    draws = draws[ok]
-    n_common = len(common_x) + len(common_y)
-    rows = []
-    for j, (r, label) in enumerate(zip(results, labels, strict=True)):
-        low, high = percentile_interval(draws[:, j], confidence)
-        n_own = len(scores[j][0]) + len(scores[j][1])
-        own = _get(r, "effect_size")
-        rows.append(ModelEstimate(
-            label=label, model_id=_embedding_id(r), method="WEAT", estimate=float(d[j]), ci_low=low, ci_high=high,
-            n_items=n_own, n_excluded=0, n_unmatched=n_own - n_common, n_ties=0,
-            own_estimate=None if own is None else float(own),
-        ))
-    pairs = []
-    for i, j in itertools.combinations(range(len(results)), 2):
-        diff = draws[:, i] - draws[:, j]
-        low, high = percentile_interval(diff, confidence)
-        pairs.append(PairedComparison(
-            a=labels[i], b=labels[j], estimate_a=float(d[i]), estimate_b=float(d[j]), difference=float(d[i] - d[j]),
-            ci_low=low, ci_high=high, p_value=bootstrap_p_value(diff), test=TEST_BOOTSTRAP, p_exact=None,
-            p_adjusted=None, discordant=None, n_items=n_common,
-        ))
-    return Comparison(
-        kind=KIND_WEAT,
-        measure="WEAT effect size d (Caliskan et al. 2017) on the target words every embedding knows",
-        unit="d",
-        reference=0.0,
-        models=tuple(rows),
-        pairs=tuple(_with_holm(pairs)),
-        n_items=n_common,
-        n_clusters=None,
-        cluster_by=None,
-        confidence=confidence,
-        n_resamples=n_resamples,
-        seed=seed,
-        interval_method=INTERVAL_WEAT,
-        test=TEST_BOOTSTRAP,
-        adjustment=ADJUST_HOLM,
-        notes=tuple(notes),
-        provenance=_provenance(KIND_WEAT, seed=seed, n_resamples=n_resamples, confidence=confidence,
-                               target_words_x=common_x, target_words_y=common_y,
-                               models=[{"label": r.label, "model_id": r.model_id} for r in rows]),
-    )
-
-
-def _pair_pses(result: Any) -> dict[tuple[str, str], float]:
-    out = {}
-    for p in _get(result, "pairs") or ():
-        cue = _get(p, "cue_pair") or f"{_get(p, 'cue1')}/{_get(p, 'cue2')}"
-        out[str(_get(p, "target")), str(cue)] = float(_get(p, "pse"))
-    return out
-
-
-def compare_twoafc(
-    results: Sequence[Any],
-    *,
-    seed: int,
-    statistic: str = "mean-abs-deviation",
-    n_resamples: int = 10_000,
-    confidence: float = 0.95,
-    labels: Sequence[str] | None = None,
-) -> Comparison:
-    """Compare embeddings' 2AFC PSEs on the target words and cue pairs they all share.
-
-    Per target word ``PSE_mw`` = mean over the common cue pairs of the closed-form pair PSEs (raw); per embedding
-    ``mean_w |PSE_mw − 1/2|`` (``"mean-abs-deviation"``) or ``mean_w (PSE_mw − 1/2)`` (``"mean-deviation"``),
-    with a paired bootstrap over target words and the sign test of the paired differences; Holm over the pairs.
-
-    Parameters
-    ----------
-    results : sequence of TwoAFCResult (or their ``to_dict()``)
+    results : sequence of VLMResult (or their ``to_dict()``)
     seed : int
-    statistic : {"mean-abs-deviation", "mean-deviation"}
+    score : {"soft", "hard"}
     n_resamples, confidence, labels :
         As in :func:`compare_stereotype`.
+    cluster_by : str, optional
+        An image field forming clusters (``"image_prompt"``, ``"image_term"`` …).
 
     Returns
     -------
     Comparison
-        Unit ``"PSE"``, reference 0.
     """
-    if statistic not in TWOAFC_STATISTICS:
-        raise DataError(MSG_BAD_STATISTIC.format(value=statistic, choices=", ".join(TWOAFC_STATISTICS)))
+    if score not in ("soft", "hard"):
+        raise DataError(MSG_BAD_SCORE.format(value=score))
     seed, n_resamples, confidence = _settings(seed, n_resamples, confidence)
-    if len(results) < 2:
-        raise DataError(MSG_TOO_FEW_MODELS.format(n=len(results)))
-    pses = [_pair_pses(r) for r in results]
-    # Each result holds a full grid (its targets × its cue pairs): the common cue pairs are those of every result.
-    cue_sets = [{c for _, c in p} for p in pses]
-    cues = [c for c in dict.fromkeys(c for _, c in pses[0]) if all(c in s for s in cue_sets)]
-    if not cues:
-        raise DataError(MSG_NOT_SAME_ITEMS.format(what="cue pairs"))
-
-    def value(v: float) -> float:
-        return abs(v - 0.5) if statistic == "mean-abs-deviation" else v - 0.5
-
     items = []
-    for r, p in zip(results, pses, strict=True):
-        targets = list(dict.fromkeys(t for t, _ in p))
-        values: dict[tuple[str, int], float | None] = {
-            (t, 1): (value(float(np.mean([p[t, c] for c in cues]))) if all((t, c) in p for c in cues) else None)
-            for t in targets
-        }
-        items.append(_Items(model_id=_embedding_id(r), method="2AFC", own=None, values=values, ties={},
-                            records={(t, 1): {"target": t} for t in targets}))
-    cmp = _compare_items(
-        items, labels=labels, kind=KIND_TWOAFC, what="target words",
-        measure=f"2AFC: {TWOAFC_STATISTICS[statistic]}", binary=False, seed=seed, n_resamples=n_resamples,
-        confidence=confidence, cluster_by=None, scale=1.0, unit="PSE", reference=0.0, statistic=statistic,
+    for i, r in enumerate(results):
+        r = _as_vlm(r, i)
+        images = list(r.images)
+        keys = _keyed([img.image_id for img in images])
+        values: dict[tuple[str, int], float | None] = {}
+        ties: dict[tuple[str, int], bool] = {}
+        for k, img in zip(keys, images, strict=True):
+            if score == "soft":
+                values[k] = None if img.p_stereotyped is None else float(img.p_stereotyped)
+            else:
+                values[k] = float(img.outcome == "stereotyped")
+                ties[k] = img.outcome not in ("stereotyped", "anti-stereotyped")
+        records = {k: img.to_dict() for k, img in zip(keys, images, strict=True)}
+        for k in _keyed([str(x.get("image_id", "")) for x in getattr(r, "not_scored", ()) or ()]):
+            values.setdefault(k, None)  # a run stopped early: the image is there, without an answer
+        own = r.soft if score == "soft" else r.hard
+        items.append(_Items(model_id=r.model_id, method=r.method, own=None if own is None else own.score,
+                            values=values, ties=ties, records=records))
+    if score == "soft":
+        measure = "soft bias score: mean probability of the stereotypical answer, %"
+    else:
+        measure = "hard bias score: % of images whose answer is their group's stereotype"
+    return _compare_items(
+        items, labels=labels, kind=KIND_VLM_SOFT if score == "soft" else KIND_VLM_HARD, what="images",
+        measure=measure, binary=score == "hard", seed=seed, n_resamples=n_resamples, confidence=confidence,
+        cluster_by=cluster_by, cluster_name=None if cluster_by is None else cluster_by.replace("_", " "),
     )
-    return replace(cmp, notes=(MSG_TWOAFC_CUES.format(n=len(cues), cues=", ".join(cues)),),
-                   provenance={**cmp.provenance, "cue_pairs": cues})

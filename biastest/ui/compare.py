@@ -526,7 +526,8 @@ def _unique(labels: list[str]) -> list[str]:
 
 def embedding_view(statistic: Any, session: Any) -> tuple:
     """The comparison of the session's embedding and the added ones (WEAT d, or the 2AFC ``statistic``)."""
-    from biastest.stats.compare import compare_twoafc, compare_weat
+    from biastest.measures.twoafc.compare import compare_twoafc
+    from biastest.measures.weat.compare import compare_weat
 
     try:
         twoafc, base, added = _embedding_models(session)

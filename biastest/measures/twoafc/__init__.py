@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from biastest.measures.base import Measure
 from biastest.measures.twoafc import report
+from biastest.measures.twoafc.compare import compare_twoafc
 from biastest.measures.twoafc.labor import labor_statistics_correlation, load_occupations_bls
 from biastest.measures.twoafc.options import MSG_CORPUS_AND_REPLICATES, TwoAFCOptions
 from biastest.measures.twoafc.result import LaborCorrelation, PairPSE, TargetPSE, TwoAFCResult
 from biastest.measures.twoafc.run import TwoAFCItems, run
 from biastest.measures.twoafc.score import PAPER_CUE_PAIRS
 from biastest.measures.twoafc.summary import twoafc
-from biastest.stats.compare import compare_twoafc
 
 __all__ = [
     "MEASURE",
@@ -26,6 +26,7 @@ __all__ = [
     "TwoAFCItems",
     "TwoAFCOptions",
     "TwoAFCResult",
+    "compare_twoafc",
     "labor_statistics_correlation",
     "load_occupations_bls",
     "run",

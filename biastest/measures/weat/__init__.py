@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from biastest.measures.base import Measure
 from biastest.measures.weat import report
+from biastest.measures.weat.compare import compare_weat
 from biastest.measures.weat.options import MACOptions, WEATOptions
 from biastest.measures.weat.result import MACResult, WEATResult
 from biastest.measures.weat.run import MACItems, WEATItems, run, run_mac
 from biastest.measures.weat.score import mac, weat
-from biastest.stats.compare import compare_weat
 
 __all__ = [
     "MEASURE",
@@ -22,6 +22,7 @@ __all__ = [
     "WEATItems",
     "WEATOptions",
     "WEATResult",
+    "compare_weat",
     "mac",
     "run",
     "run_mac",
