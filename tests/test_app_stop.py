@@ -14,7 +14,7 @@ import time
 import pytest
 
 from biastest.generate import base
-from biastest.report import gpt as report
+from biastest.measures.stereotype import report
 from biastest.report.text import md_escape
 from biastest.runner import services
 from biastest.specs import get_spec

@@ -59,14 +59,9 @@ passes the public-mode check before anything is sent, and in public mode every
 request (redirects included) goes through
 :func:`biastest.generate.openai_chat.guarded_http_client`.
 
-Examples
---------
->>> check_endpoint_method("causal-sum")
-'causal-sum'
->>> check_endpoint_method("pll-unmodified")  # doctest: +ELLIPSIS
-Traceback (most recent call last):
-...
-biastest.errors.MethodError: The scoring method 'pll-unmodified' is for masked language models, which must run ...
+Which scoring methods an endpoint can serve is the measure's business
+(:func:`biastest.measures.stereotype.options.check_endpoint_method`); this adapter only refuses
+``causal-diff-span`` without the model's tokens (:meth:`EndpointCausalLM.check_method`).
 """
 
 from __future__ import annotations
@@ -116,7 +111,6 @@ __all__ = [
     "PROMPTS_TEXT",
     "PROMPTS_TOKEN_IDS",
     "ServedEndpoint",
-    "check_endpoint_method",
     "check_endpoint_url",
     "default_retry",
     "load_tokenizer",
@@ -145,11 +139,6 @@ MSG_NO_MODEL_NAME = (
     "shows it."
 )
 MSG_BAD_ENDPOINT = "The endpoint address {value!r} is not a web address. Give one such as http://localhost:8000/v1."
-MSG_MASKED_NEEDS_PROCESS = (
-    "The scoring method '{method}' is for masked language models, which must run in this process: an endpoint gives "
-    "the log-probabilities of a text read left to right, not of hidden words. Through an endpoint, use causal-sum or "
-    "causal-diff-span."
-)
 MSG_SPAN_NEEDS_TOKENIZER = (
     "The scoring method 'causal-diff-span' needs the model's own tokens to find the words that differ, but no "
     "tokenizer for '{model}' is available here, so the endpoint would split the text itself. Give the model's "
@@ -225,23 +214,6 @@ MSG_NOTE_TEXT = (
 def default_retry() -> RetryPolicy:
     """Retries of one scoring request: 3 retries after 0.5, 1 and 2 s (or what ``Retry-After`` asks, capped)."""
     return RetryPolicy(max_retries=3, initial_delay=0.5, factor=2.0, max_delay=10.0)
-
-
-def check_endpoint_method(method: str) -> str:
-    """The method if it works through an endpoint; masked-LM methods are refused.
-
-    Raises
-    ------
-    MethodError
-        :data:`MSG_MASKED_NEEDS_PROCESS` for a method of masked language
-        models; an unknown name gets the registry's message.
-    """
-    from biastest.metrics.stereotype_score import get_method
-
-    m = get_method(method)
-    if "causal" not in m.kinds:
-        raise MethodError(MSG_MASKED_NEEDS_PROCESS.format(method=m.name), method=m.name)
-    return m.name
 
 
 def check_endpoint_url(base_url: Any) -> str:
@@ -625,13 +597,14 @@ class EndpointCausalLM(ServedEndpoint):
     def check_method(self, method: str) -> str:
         """The method if this endpoint can score it (before any request).
 
+        ``method`` is a causal method's name, already checked by the measure's options.
+
         Raises
         ------
         MethodError
-            :data:`MSG_MASKED_NEEDS_PROCESS`, or :data:`MSG_SPAN_NEEDS_TOKENIZER`
-            for ``causal-diff-span`` with text prompts.
+            :data:`MSG_SPAN_NEEDS_TOKENIZER` for ``causal-diff-span`` with text prompts.
         """
-        name = check_endpoint_method(method)
+        name = method
         if name == "causal-diff-span" and self.prompts == PROMPTS_TEXT:
             raise MethodError(MSG_SPAN_NEEDS_TOKENIZER.format(model=self.model_id), method=name)
         return name

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from biastest.errors import DataError
+from biastest.measures.stereotype.compare import compare_stereotype
 from biastest.report import compare as rep
 from biastest.stats import compare as cmp_stats
 
@@ -259,7 +260,7 @@ def _compare_group(docs: list[tuple[dict[str, Any], dict[str, Any]]], family: st
     seed = int(docs[0][0].get("seed") or 0)
     if family == "lm":
         clusters = results[0].get("clusters") if isinstance(results[0], Mapping) else None
-        return cmp_stats.compare_stereotype(results, seed=seed, labels=labels, clusters=clusters or None)
+        return compare_stereotype(results, seed=seed, labels=labels, clusters=clusters or None)
     if family == "vlm":
         score = "soft" if all(r.get("soft") is not None for r in results) else "hard"
         return cmp_stats.compare_vlm(results, seed=seed, labels=labels, score=score)

@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any
 
-__all__ = ["esc", "fmt", "fmt_p", "md_escape"]
+__all__ = ["esc", "fmt", "fmt_p", "level_label", "md_escape"]
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~])")
 
@@ -50,3 +50,9 @@ def fmt_p(value: float | None) -> str:
 def esc(text: Any) -> str:
     """``text`` HTML-escaped (quotes too); ``None`` is the empty string."""
     return html.escape("" if text is None else str(text), quote=True)
+
+
+def level_label(confidence: float, *, space: bool = True) -> str:
+    """A confidence level as a reader sees it: 0.95 → ``"95 %"`` (``"95%"`` without the space)."""
+    text = f"{100 * confidence:.4g}"
+    return f"{text} %" if space else f"{text}%"

@@ -55,7 +55,7 @@ import plotly.graph_objects as go
 from biastest.metrics.vlm_score import CLUSTER_LABELS, LOG_ODDS_EPS, VLMResult
 from biastest.report.export import ROW_TYPE, private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import FONT, hover_safe, score_bars
-from biastest.report.gpt import level_label
+from biastest.report.text import level_label
 from biastest.spec import BiasSpec
 
 __all__ = [
