@@ -88,18 +88,18 @@ def run(quick: bool = False) -> dict:
     common = dict(method="causal-sum", seed=0, n_resamples=1000, batch_size=32)
     items = StereotypeItems(pairs)
 
-    def run_stereotype_test(*, cache=None, **options):
+    def run_once(*, cache=None, **options):
         return run_stereotype(StereotypeOptions.parse(options), items, cache=cache)
     out: dict = {**data_info, "n_pairs": len(pairs), "batch_size": 32, "repeats": repeats,
                  "threads": torch.get_num_threads()}
     with tempfile.TemporaryDirectory() as tmp:
         folder = _build_gpt2(Path(tmp) / "gpt2", corpus, quick=quick)
         cache = ModelCache(1)
-        run_stereotype_test(model_id=str(folder), device="cpu", cache=cache, **common)  # load + warm-up
+        run_once(model_id=str(folder), device="cpu", cache=cache, **common)  # load + warm-up
         times = []
         for _ in range(repeats):
             t = time.perf_counter()
-            here = run_stereotype_test(model_id=str(folder), device="cpu", cache=cache, **common)
+            here = run_once(model_id=str(folder), device="cpu", cache=cache, **common)
             times.append(time.perf_counter() - t)
         out["in_process_pairs_per_s"] = round(len(pairs) / median(times), 2)
         del cache
@@ -123,7 +123,7 @@ def run(quick: bool = False) -> dict:
                     stub.reset()
                     in_run.clear()
                     t = time.perf_counter()
-                    there = run_stereotype_test(model_id="bench-gpt2", endpoint=stub.base_url, tokenizer=str(folder),
+                    there = run_once(model_id="bench-gpt2", endpoint=stub.base_url, tokenizer=str(folder),
                                                 concurrency=concurrency, **common)
                     times.append(time.perf_counter() - t)
                     forward_in_run.append(sum(in_run))

@@ -8,8 +8,8 @@ LM and a BERT masked LM are trained on each corpus. The 448 test pairs (:func:`t
 put each occupation with its stereotyped and its anti-stereotyped term; half are female-stereotyped, so a model
 that merely prefers one gender everywhere scores 50%.
 
-What must hold, for every scoring method of each model kind (through :func:`run_stereotype_test`, the path the
-app takes):
+What must hold, for every scoring method of each model kind (through the measure's
+:func:`biastest.measures.stereotype.run.run`, the path the app takes):
 
 - the scores keep the planted order, 90% corpus > 50% corpus > 10% corpus, with the 90% and 10% corpora
   significantly away from 50%;

@@ -141,6 +141,18 @@ def _per_key(
                  for t, h, q in zip(terms, holm(ps), benjamini_hochberg(ps), strict=True))
 
 
+def _scored(scores: list[PairScore]) -> tuple[list[PairScore], Counter]:
+    """The scored pairs and the count of each exclusion reason; :data:`MSG_NOTHING_SCORED` when none was scored."""
+    if not scores:
+        raise DataError(MSG_NO_PAIRS)
+    scored = [p for p in scores if p.scored]
+    reasons = Counter(p.excluded_code for p in scores if not p.scored)
+    if not scored:
+        text = "; ".join(f"{n} × {REASONS[c].split('.')[0].format_map(_Blank())}" for c, n in reasons.most_common())
+        raise DataError(MSG_NOTHING_SCORED.format(n=len(scores), reasons=text), reasons=dict(reasons))
+    return scored, reasons
+
+
 def summarize_stereotype(
     scores: Sequence[PairScore],
     *,
@@ -198,13 +210,7 @@ def summarize_stereotype(
     clusters = check_clusters(clusters)
     info = model.describe() if isinstance(model, LanguageModel) else dict(model)
     scores = list(scores)
-    if not scores:
-        raise DataError(MSG_NO_PAIRS)
-    scored = [p for p in scores if p.scored]
-    reasons = Counter(p.excluded_code for p in scores if not p.scored)
-    if not scored:
-        text = "; ".join(f"{n} × {REASONS[c].split('.')[0].format_map(_Blank())}" for c, n in reasons.most_common())
-        raise DataError(MSG_NOTHING_SCORED.format(n=len(scores), reasons=text), reasons=dict(reasons))
+    scored, reasons = _scored(scores)
     verdicts = [p.verdict for p in scored]
     kw = {"seed": seed, "n_resamples": n_resamples, "confidence": confidence}
     attr_keys = [p.attribute_term.strip() for p in scored]
