@@ -13,7 +13,7 @@ synthetic pairs of CrowS-Pairs length, as :mod:`benchmarks.bench_lm`):
   passes (one at a time, as one accelerator). It runs in the benchmark's own
   process, so on a 2-core CPU the client's work (tokenizing, JSON, HTTP) and
   the server's share the same cores.
-* ``endpoint_pairs_per_s`` (per concurrency): :func:`biastest.runner.lm.run_stereotype_test`
+* ``endpoint_pairs_per_s`` (per concurrency): :func:`biastest.measures.stereotype.run.run`
   with ``endpoint=`` and the model's tokenizer (token-id prompts, 32 per
   request) — tokenizing, the HTTP requests, the server's forward passes and
   JSON, checking the answers, verdicts and the bootstrap summary.
@@ -25,7 +25,7 @@ synthetic pairs of CrowS-Pairs length, as :mod:`benchmarks.bench_lm`):
   passes timed inside the endpoint run, as a share of the run's wall time
   (the rest is tokenizing, HTTP, JSON, checks and the summary).
 * ``in_process_pairs_per_s``: the same model loaded in this process
-  (:func:`run_stereotype_test` without ``endpoint``), for reference, and
+  (``run`` without ``endpoint``), for reference, and
   ``max_abs_difference_vs_in_process``: the largest difference of a pair's
   score difference between the endpoint and in process (the equivalence the
   tests bound at 1e-4).
@@ -73,8 +73,10 @@ def run(quick: bool = False) -> dict:
     import torch
 
     from benchmarks.bench_lm import _data
+    from biastest.measures.stereotype.options import StereotypeOptions
+    from biastest.measures.stereotype.run import StereotypeItems
+    from biastest.measures.stereotype.run import run as run_stereotype
     from biastest.models.cache import ModelCache
-    from biastest.runner.lm import run_stereotype_test
     from tests.completions_stub import CompletionsStub
 
     t0 = time.perf_counter()
@@ -83,17 +85,21 @@ def run(quick: bool = False) -> dict:
     concurrencies = (1, 4)
     pairs, _, data_info = _data(n_pairs)
     corpus = [s for p in pairs for s in (p.stereotyped, p.anti_stereotyped)]
-    common = dict(pairs=pairs, method="causal-sum", seed=0, n_resamples=1000, batch_size=32)
+    common = dict(method="causal-sum", seed=0, n_resamples=1000, batch_size=32)
+    items = StereotypeItems(pairs)
+
+    def run_once(*, cache=None, **options):
+        return run_stereotype(StereotypeOptions.parse(options), items, cache=cache)
     out: dict = {**data_info, "n_pairs": len(pairs), "batch_size": 32, "repeats": repeats,
                  "threads": torch.get_num_threads()}
     with tempfile.TemporaryDirectory() as tmp:
         folder = _build_gpt2(Path(tmp) / "gpt2", corpus, quick=quick)
         cache = ModelCache(1)
-        run_stereotype_test(model_id=str(folder), device="cpu", cache=cache, **common)  # load + warm-up
+        run_once(model_id=str(folder), device="cpu", cache=cache, **common)  # load + warm-up
         times = []
         for _ in range(repeats):
             t = time.perf_counter()
-            here = run_stereotype_test(model_id=str(folder), device="cpu", cache=cache, **common)
+            here = run_once(model_id=str(folder), device="cpu", cache=cache, **common)
             times.append(time.perf_counter() - t)
         out["in_process_pairs_per_s"] = round(len(pairs) / median(times), 2)
         del cache
@@ -117,7 +123,7 @@ def run(quick: bool = False) -> dict:
                     stub.reset()
                     in_run.clear()
                     t = time.perf_counter()
-                    there = run_stereotype_test(model_id="bench-gpt2", endpoint=stub.base_url, tokenizer=str(folder),
+                    there = run_once(model_id="bench-gpt2", endpoint=stub.base_url, tokenizer=str(folder),
                                                 concurrency=concurrency, **common)
                     times.append(time.perf_counter() - t)
                     forward_in_run.append(sum(in_run))

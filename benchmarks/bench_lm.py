@@ -1,7 +1,7 @@
 """Benchmark of the language-model stereotype test (every scoring method).
 
 Figures (``python -m benchmarks.bench_lm [--quick]``), for each scoring method
-of :data:`biastest.metrics.stereotype_score.METHODS` on the model kind it
+of :data:`biastest.measures.stereotype.score.METHODS` on the model kind it
 applies to:
 
 * masked: a ``BertForMaskedLM`` built from transformers' default
@@ -29,7 +29,7 @@ length (with templates) are used; ``data`` records which.
 
 Per method:
 
-* ``pipeline_pairs_per_s``: :func:`biastest.runner.lm.run_stereotype_test`
+* ``pipeline_pairs_per_s``: :func:`biastest.measures.stereotype.run.run`
   (tokenising, aligning, building the masked variants, batched scoring,
   verdicts and the bootstrap summary) with the model already loaded.
 * ``ceiling_pairs_per_s``: the raw forward passes the method needs, timed
@@ -245,18 +245,21 @@ def _replay(model, records, *, every: int, repeats: int) -> tuple[float, str]:
 
 
 def _bench_method(lm, model_dir: Path, method: str, pairs, cfg: dict, cache) -> dict:
-    from biastest.metrics.stereotype_score import score_pairs
-    from biastest.runner.lm import run_stereotype_test
+    from biastest.measures.stereotype.options import StereotypeOptions
+    from biastest.measures.stereotype.run import StereotypeItems
+    from biastest.measures.stereotype.run import run as run_stereotype
+    from biastest.measures.stereotype.score import score_pairs
 
     n = len(pairs)
-    common = dict(pairs=pairs, model_id=str(model_dir), method=method, seed=0, device="cpu", cache=cache)
+    common = dict(model_id=str(model_dir), method=method, seed=0, device="cpu")
     repeats = cfg["repeats"].get(method, cfg["repeats"]["default"])
     records, durations, remove = _record_forward(lm.model)
     pipe_times = []
     try:
         for r in range(repeats):
             t = time.perf_counter()
-            result = run_stereotype_test(batch_size=cfg["batch"], **common)
+            result = run_stereotype(StereotypeOptions.parse(common, batch_size=cfg["batch"]), StereotypeItems(pairs),
+                                    cache=cache)
             pipe_times.append(time.perf_counter() - t)
             if r == 0:
                 remove()  # the first run records; the hooks cost microseconds
@@ -333,7 +336,7 @@ def run(quick: bool = False) -> dict:
     """Run the benchmark and return its figures (also printed as JSON)."""
     import torch
 
-    from biastest.metrics.stereotype_score import DEFAULT_BATCH_SIZE, methods_for_kind
+    from biastest.measures.stereotype.score import DEFAULT_BATCH_SIZE, methods_for_kind
     from biastest.models.cache import ModelCache
     from biastest.models.lm import load_language_model
 

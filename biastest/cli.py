@@ -216,7 +216,7 @@ class _Parser(argparse.ArgumentParser):
 
 # --------------------------------------------------------------------------- errors and exit codes
 def _nothing_scored_prefix() -> str:
-    from biastest.metrics.stereotype_score import MSG_NOTHING_SCORED
+    from biastest.measures.stereotype.summary import MSG_NOTHING_SCORED
 
     return MSG_NOTHING_SCORED.split("{", 1)[0]
 
@@ -409,7 +409,7 @@ def _cmd_list_specs(args: argparse.Namespace, out: Callable[[str], None]) -> int
 def _cmd_list_methods(args: argparse.Namespace, out: Callable[[str], None]) -> int:
     kind = _check_choice(args.kind, KINDS, MSG_UNKNOWN_KIND) if args.kind else None
     if kind in (None, "lm"):
-        from biastest.metrics.stereotype_score import METHODS
+        from biastest.measures.stereotype.score import METHODS
 
         for m in METHODS.values():
             out(f"lm\t{m.name}\t{'/'.join(m.kinds)} models\t{m.title}")
@@ -569,16 +569,12 @@ def _endpoint_args(args, kind: str = "lm") -> dict[str, Any] | None:
 
 
 def _run_lm(args, spec, progress) -> _Run:
-    from biastest.metrics.stereotype_score import (
-        DEFAULT_BATCH_SIZE,
-        DEFAULT_CLUSTERS,
-        DEFAULT_TIE_TOLERANCE,
-        check_clusters,
-        methods_for_kind,
-    )
+    from biastest.measures.stereotype.clusters import DEFAULT_CLUSTERS, check_clusters
+    from biastest.measures.stereotype.options import StereotypeOptions
+    from biastest.measures.stereotype.report import export_files
+    from biastest.measures.stereotype.run import StereotypeItems, run
+    from biastest.measures.stereotype.score import DEFAULT_BATCH_SIZE, DEFAULT_TIE_TOLERANCE, methods_for_kind
     from biastest.models.lm import detect_model_kind
-    from biastest.report.gpt import export_files
-    from biastest.runner.lm import run_stereotype_test
 
     endpoint = _endpoint_args(args)
     clusters = check_clusters(_or(args.clusters, DEFAULT_CLUSTERS))
@@ -620,7 +616,9 @@ def _run_lm(args, spec, progress) -> _Run:
         where = safe_base_url(endpoint["endpoint"])
         options.update({k: v for k, v in endpoint.items() if k not in ("endpoint", "api_key")})
         options.update({"endpoint": where, "api_key": mask_secret(endpoint["api_key"])})
-    result = run_stereotype_test(pairs=pairs, spec=spec, progress=progress, **runner_options)
+    api_key = runner_options.pop("api_key", None)
+    result = run(StereotypeOptions.parse(runner_options), StereotypeItems(pairs, spec), progress=progress,
+                 api_key=api_key)
     if endpoint is not None:
         served = result.provenance.get("model") or {}
         notices = [*served.get("notes", []), *([served["stop_message"]] if served.get("stop_message") else [])]

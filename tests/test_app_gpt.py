@@ -16,14 +16,14 @@ import gradio as gr
 import pandas as pd
 import pytest
 
-from biastest.report import gpt as report
+from biastest.measures.stereotype import report
+from biastest.measures.stereotype import run as lm_run
 from biastest.report.text import md_escape
 from biastest.runner import services
-from biastest.runner.lm import run_stereotype_test
 from biastest.ui import gpt as app
 from biastest.ui.common import escape
 from biastest.ui.dataset_panel import MSG_PANEL_COMMIT
-from tests.lm_helpers import build_tiny_gpt2
+from tests.lm_helpers import build_tiny_gpt2, run_pairs
 from tests.store_helpers import shared_dataset_at as _dataset
 from tests.store_helpers import wait_until as _wait
 
@@ -42,7 +42,7 @@ def no_model(monkeypatch):
     def refuse(**_):
         raise AssertionError("the runner was called")
 
-    monkeypatch.setattr(services, "run_lm_test", refuse)
+    monkeypatch.setattr(lm_run, "run_lm_test", refuse)
 
 
 def _table(rows):
@@ -126,7 +126,7 @@ def test_run_equals_the_runner_and_exports_match(tiny_gpt2):
     result = new_state["result"]
     pairs = report.pairs_from_table(table, spec_name=SPEC_NAME)
     assert len(pairs) == 2  # the unticked row is left out, not an error
-    direct = run_stereotype_test(pairs=pairs, model_id=tiny_gpt2, method="causal-sum", seed=7)
+    direct = run_pairs(pairs=pairs, model_id=tiny_gpt2, method="causal-sum", seed=7)
     assert [p["difference"] for p in result["pairs"]] == pytest.approx([p.difference for p in direct.pairs], abs=1e-9)
     assert result["overall"]["score"] == direct.overall.score
     csv_path, json_path = out[9].value["path"], out[10].value["path"]
@@ -144,13 +144,13 @@ def test_run_equals_the_runner_and_exports_match(tiny_gpt2):
 
 
 def test_the_clusters_choice_reaches_the_run_and_recomputes_without_the_model(tiny_gpt2, monkeypatch):
-    from biastest.metrics.stereotype_score import CLUSTERINGS, MSG_BAD_CLUSTERS
+    from biastest.measures.stereotype.clusters import CLUSTERINGS, MSG_BAD_CLUSTERS
 
     state = _state()
     out = app.run_test(tiny_gpt2, "causal-sum", 7, state, _table(PAIRS), clusters="pair")
     result = out[1]["result"]
     assert result["clusters"] == "pair" and "treated as independent" in out[4]
-    monkeypatch.setattr(services, "run_lm_test", lambda **_: pytest.fail("the model ran again"))
+    monkeypatch.setattr(lm_run, "run_lm_test", lambda **_: pytest.fail("the model ran again"))
     new_state, summary, reading, attr, group, dl_csv, dl_json = app.recluster("template", out[1])
     again = new_state["result"]
     assert again["clusters"] == "template" and again["overall"] == result["overall"]  # same pairs, same score

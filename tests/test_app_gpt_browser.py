@@ -107,11 +107,11 @@ def _tick_at(page, axis: str, centre: float) -> str:
 
 
 def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, monkeypatch):
+    from biastest.measures.stereotype import report
     from biastest.records import SentencePair
-    from biastest.report import gpt as report
-    from biastest.runner.lm import run_stereotype_test
     from biastest.store import shared as S
     from biastest.ui.gpt import MSG_NOTHING_FOUND, MSG_PANEL_ITEM, MSG_PANEL_NONE_SAVED, build_demo
+    from tests.lm_helpers import run_pairs
     from tests.openai_stub import OpenAIStub
 
     monkeypatch.setenv("BIASTEST_DATA_DIR", str(tmp_path / "store"))
@@ -269,7 +269,7 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
             for r in rows
         ]
         assert original in {r["anti_stereotyped"] for r in rows}  # the restored sentence was the one tested
-        expected = run_stereotype_test(pairs=pairs, model_id=tiny_gpt2, method="causal-sum", seed=42)
+        expected = run_pairs(pairs=pairs, model_id=tiny_gpt2, method="causal-sum", seed=42)
         for row, exp in zip(rows, expected.pairs, strict=True):
             assert float(row["difference"]) == pytest.approx(exp.difference, abs=1e-6)
             assert row["verdict"] == exp.verdict
@@ -303,7 +303,7 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
 def _anti_only_pairs_csv(path, model: str) -> None:
     """A BiasTestGPT pairs file whose every pair the tiny model scores anti-stereotyped (every bar at 0 %)."""
     from biastest.records import SentencePair
-    from biastest.runner.lm import run_stereotype_test
+    from tests.lm_helpers import run_pairs
 
     pairs = [
         SentencePair(stereotyped=f"{g1.capitalize()} likes {attr}.", attribute_term=attr, group_term_stereotyped=g1,
@@ -311,7 +311,7 @@ def _anti_only_pairs_csv(path, model: str) -> None:
         for attr in ("math", "science", "poetry", "dance")
         for g1, g2 in (("he", "she"), ("man", "woman"))
     ]
-    scored = run_stereotype_test(pairs=pairs, model_id=model, method="causal-sum", seed=1)
+    scored = run_pairs(pairs=pairs, model_id=model, method="causal-sum", seed=1)
     assert all(p.verdict in ("stereotyped", "anti-stereotyped") for p in scored.pairs), "a tie: pick other sentences"
     rows = ["group_term,template,sent_att_1,sent_att_2,att_term_1,att_term_2,label_1,label_2"]
     for p, s in zip(pairs, scored.pairs, strict=True):
@@ -349,22 +349,22 @@ def test_browser_zero_pair_run_answers_while_another_test_runs_and_zero_bars_hov
     The run now checks its inputs first and answers inline at once; a run with pairs says it is waiting for the
     model; and bars at 0 % (every pair here is scored anti-stereotyped) can be hovered.
     """
-    from biastest.report import gpt as report
-    from biastest.runner import services
+    from biastest.measures.stereotype import report
+    from biastest.measures.stereotype import run as lm_run
     from biastest.ui.gpt import MSG_FAILED, MSG_WAITING_FOR_MODEL, build_demo
 
     monkeypatch.setenv("BIASTEST_DATA_DIR", str(tmp_path / "store"))
     pairs_csv = tmp_path / "anti_pairs.csv"
     _anti_only_pairs_csv(pairs_csv, tiny_gpt2)
     release, scoring = threading.Event(), threading.Event()
-    real = services.run_lm_test
+    real = lm_run.run_lm_test
 
     def held(**kwargs):  # another user's test, holding the model until the test lets it go
         scoring.set()
         release.wait(timeout=90)
         return real(**kwargs)
 
-    monkeypatch.setattr(services, "run_lm_test", held)
+    monkeypatch.setattr(lm_run, "run_lm_test", held)
     with served(build_demo()) as url, chromium_browser() as browser:
         busy = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
         _step_2(busy, url, pairs_csv)

@@ -19,17 +19,18 @@ from pathlib import Path
 import pytest
 
 from biastest import public, remote, workdir
-from biastest.metrics.stereotype_score import StereotypeResult
+from biastest.measures.stereotype import options as stereotype_options
+from biastest.measures.stereotype import report
+from biastest.measures.stereotype import run as lm_run
+from biastest.measures.stereotype.result import StereotypeResult
 from biastest.models import endpoint_lm as E
 from biastest.remote import STOP_BUDGET, STOP_RATE_LIMITED, STOP_TIME, STOP_UNAVAILABLE, RetryPolicy
-from biastest.report import gpt as report
 from biastest.report.text import md_escape
-from biastest.runner import services
-from biastest.runner.lm import run_stereotype_test
 from biastest.spec import BiasSpec
 from biastest.ui import gpt as app
 from tests import lm_helpers as H
 from tests.completions_stub import Action, CompletionsStub
+from tests.lm_helpers import run_pairs
 
 SEED = 13
 print(f"test seed: {SEED}")
@@ -97,9 +98,9 @@ def _inline(message: str) -> str:
     return f"⚠️ {md_escape(message)}"
 
 
-def _endpoint(stub, gpt2_dir, **kw) -> services.LMEndpoint:
+def _endpoint(stub, gpt2_dir, **kw) -> lm_run.LMEndpoint:
     kw.setdefault("retry", FAST)
-    return services.LMEndpoint(stub.base_url, str(gpt2_dir), kw.pop("api_key", KEY), **kw)
+    return lm_run.LMEndpoint(stub.base_url, str(gpt2_dir), kw.pop("api_key", KEY), **kw)
 
 
 def test_the_rows_are_valid_minimal_pairs():
@@ -114,7 +115,7 @@ def test_a_run_through_the_endpoint_equals_the_same_weights_in_process(stub, gpt
     assert out[0] == app.MSG_RUN_DONE.format(n=len(ROWS), model=md_escape(str(gpt2_dir)))
     there = StereotypeResult.from_dict(out[1]["result"])
     pairs = report.pairs_from_table(table, spec_name=BiasSpec.from_dict(state["spec"]).name)
-    here = run_stereotype_test(pairs=pairs, model_id=str(gpt2_dir), method=method, seed=7, device="cpu", cache=None)
+    here = run_pairs(pairs=pairs, model_id=str(gpt2_dir), method=method, seed=7, device="cpu", cache=None)
     worst = 0.0
     for x, y in zip(here.pairs, there.pairs, strict=True):
         assert (x.excluded_code, x.verdict) == (y.excluded_code, y.verdict), x.stereotyped
@@ -134,15 +135,15 @@ def test_a_run_through_the_endpoint_equals_the_same_weights_in_process(stub, gpt
 
 # ----------------------------------------------------------------------------- checked before any request
 @pytest.mark.parametrize(("url", "served", "method", "message"), [
-    ("", "x", "causal-sum", services.MSG_NEED_ENDPOINT_URL),
-    ("  ", "x", "causal-sum", services.MSG_NEED_ENDPOINT_URL),
+    ("", "x", "causal-sum", lm_run.MSG_NEED_ENDPOINT_URL),
+    ("  ", "x", "causal-sum", lm_run.MSG_NEED_ENDPOINT_URL),
     ("localhost:8000", "x", "causal-sum", E.MSG_BAD_ENDPOINT.format(value="localhost:8000")),
     ("{url}", "", "causal-sum", E.MSG_NO_MODEL_NAME),
-    ("{url}", "x", "pll-unmodified", E.MSG_MASKED_NEEDS_PROCESS.format(method="pll-unmodified")),
-    ("{url}", "x", "template-mask", E.MSG_MASKED_NEEDS_PROCESS.format(method="template-mask")),
+    ("{url}", "x", "pll-unmodified", stereotype_options.MSG_MASKED_NEEDS_PROCESS.format(method="pll-unmodified")),
+    ("{url}", "x", "template-mask", stereotype_options.MSG_MASKED_NEEDS_PROCESS.format(method="template-mask")),
 ])
 def test_the_endpoint_choice_is_checked_before_any_request(stub, url, served, method, message):
-    endpoint = services.LMEndpoint(url.format(url=stub.base_url), served, KEY)
+    endpoint = lm_run.LMEndpoint(url.format(url=stub.base_url), served, KEY)
     assert app.run_test("", method, 1, _state(), _table(), endpoint=endpoint)[0] == _inline(message)
     assert stub.requests == []
 
@@ -185,7 +186,7 @@ def test_what_the_endpoint_cannot_do_is_a_message_next_to_the_button(stub, gpt2_
 
 
 def test_a_served_name_the_server_does_not_list_is_refused_before_scoring(stub, gpt2_dir):
-    endpoint = services.LMEndpoint(stub.base_url, "llama-3", None, retry=FAST)
+    endpoint = lm_run.LMEndpoint(stub.base_url, "llama-3", None, retry=FAST)
     out = app.run_test("", "causal-sum", 1, _state(), _table(), endpoint=endpoint)
     assert out[0] == _inline(E.MSG_NOT_SERVED.format(where=stub.base_url, model="llama-3", served=str(gpt2_dir)))
     assert stub.count("/v1/completions") == 0

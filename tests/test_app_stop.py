@@ -15,7 +15,7 @@ import pytest
 
 from biastest import remote
 from biastest.generate import base
-from biastest.report import gpt as report
+from biastest.measures.stereotype import report
 from biastest.report.text import md_escape
 from biastest.runner import services
 from biastest.specs import get_spec

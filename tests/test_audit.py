@@ -1,7 +1,7 @@
 """Audits in one process: the grid's checks, the cells against direct runner calls, resume, failures, frozen data.
 
 Tiny GPT-2s are built from configs (tests/lm_helpers.py) and saved to a temp folder; the pairs are the planted
-pairs written as CrowS-Pairs files. Runner calls are counted by wrapping ``biastest.runner.lm.run_stereotype_test``
+pairs written as CrowS-Pairs files. Runner calls are counted by wrapping ``biastest.measures.stereotype.run.run``
 (the audit calls the runner through its module). Seeds: models 0 and 1, cells seed 1 (printed by the builders'
 defaults in tests/audit_helpers.py).
 """
@@ -40,18 +40,18 @@ def _journal(out: Path) -> list[dict]:
 
 def _count_calls(monkeypatch, *, interrupt_at: int | None = None) -> list[dict]:
     """Wrap the language-model runner; the list grows by one per call (``KeyboardInterrupt`` at call ``n``)."""
-    import biastest.runner.lm as lm_runner
+    from biastest.measures.stereotype import run as lm_runner
 
-    real = lm_runner.run_stereotype_test
+    real = lm_runner.run
     calls: list[dict] = []
 
-    def counted(**kwargs):
-        calls.append(kwargs)
+    def counted(options, items, **kwargs):
+        calls.append({"options": options, "items": items, **kwargs})
         if interrupt_at is not None and len(calls) == interrupt_at:
             raise KeyboardInterrupt
-        return real(**kwargs)
+        return real(options, items, **kwargs)
 
-    monkeypatch.setattr(lm_runner, "run_stereotype_test", counted)
+    monkeypatch.setattr(lm_runner, "run", counted)
     return calls
 
 
@@ -158,7 +158,7 @@ def test_option_and_spec_mistakes_keep_the_library_message_and_say_where(tmp_pat
         parse_grid(_grid(models=[{"kind": "lm", "endpoint": "ftp://x", "model": "m"}]), base=tmp_path)
     assert info.value.message.startswith("model 1: ")
     from biastest.measures import vlm as vlm_score
-    from biastest.metrics import stereotype_score
+    from biastest.measures.stereotype import clusters as lm_clusters
 
     both = [{"name": "l", "kind": "lm", "id": "org/lm"}, {"name": "v", "kind": "vlm", "id": "org/vlm"}]
     with pytest.raises(OptionError) as info:  # a clustering of pairs that images do not have
@@ -169,8 +169,8 @@ def test_option_and_spec_mistakes_keep_the_library_message_and_say_where(tmp_pat
     with pytest.raises(OptionError) as info:
         parse_grid(_grid(models=[{**both[0], "options": {"clusters": "image-term"}}]), base=tmp_path)
     assert info.value.message == g.MSG_IN_ENTRY.format(
-        where="model 1 ('l') options (for the language models)", message=stereotype_score.MSG_BAD_CLUSTERS.format(
-            value="image-term", choices=", ".join(stereotype_score.CLUSTERINGS)))
+        where="model 1 ('l') options (for the language models)", message=lm_clusters.MSG_BAD_CLUSTERS.format(
+            value="image-term", choices=", ".join(lm_clusters.CLUSTERINGS)))
     mixed = parse_grid(_grid(models=[{**both[0], "options": {"clusters": "template"}}, both[1]],
                              options={"clusters": "image"}), base=tmp_path)  # each model's own wins
     assert mixed.options == {"clusters": "image"} and mixed.models[0].options == {"clusters": "template"}
@@ -279,9 +279,9 @@ def test_a_finished_cell_is_written_once_and_whole_and_a_failure_never_hides_it(
 
 # --------------------------------------------------------------------------- running
 def test_an_audit_in_process_equals_direct_runner_calls(tmp_path, models, monkeypatch) -> None:
-    from biastest.runner.lm import run_stereotype_test
     from biastest.runner.services import import_pairs
     from biastest.specs import get_spec
+    from tests.lm_helpers import run_pairs
 
     path = write_lm_grid(tmp_path / "g", models)
     out = tmp_path / "out"
@@ -302,7 +302,7 @@ def test_an_audit_in_process_equals_direct_runner_calls(tmp_path, models, monkey
                 row = table[(table.model == name) & (table.spec == spec_name) & (table.method == method)]
                 assert len(row) == 1
                 doc = json.loads((out / "cells" / f"{row.key.iloc[0]}.json").read_text())
-                direct = run_stereotype_test(pairs=pairs, spec=spec, model_id=str(folder), method=method, seed=1,
+                direct = run_pairs(pairs=pairs, spec=spec, model_id=str(folder), method=method, seed=1,
                                              n_resamples=200, batch_size=16)
                 assert without_time(doc["result"]) == without_time(direct.to_dict())
                 r = row.iloc[0]
@@ -316,11 +316,10 @@ def test_an_audit_in_process_equals_direct_runner_calls(tmp_path, models, monkey
 
 
 def test_the_row_follows_the_cluster_aware_headline_of_pairs_that_share_templates(tmp_path, models) -> None:
-    from biastest.runner.lm import run_stereotype_test
     from biastest.runner.services import import_pairs
     from biastest.specs import get_spec
     from tests.audit_helpers import write_biastestgpt_pairs
-    from tests.lm_helpers import planted_pairs
+    from tests.lm_helpers import planted_pairs, run_pairs
 
     pairs_file = write_biastestgpt_pairs(tmp_path / "pairs.csv", planted_pairs()[:112])  # 4 pairs a template
     doc = {"models": [{"name": "a", "kind": "lm", "id": str(models["a"])}],
@@ -332,7 +331,7 @@ def test_the_row_follows_the_cluster_aware_headline_of_pairs_that_share_template
         run_audit(parse_grid(grid_doc, base=tmp_path), out, progress=False)
     auto, pair = read_table(tmp_path / "auto").iloc[0], read_table(tmp_path / "pair").iloc[0]
     spec = get_spec(SPEC_A)
-    direct = run_stereotype_test(pairs=import_pairs(pairs_file, fmt="auto", spec=spec), spec=spec,
+    direct = run_pairs(pairs=import_pairs(pairs_file, fmt="auto", spec=spec), spec=spec,
                                  model_id=str(models["a"]), method="causal-sum", seed=3, n_resamples=200)
     c = direct.overall_clustered
     assert direct.cluster_aware and c.n_clusters < direct.n_scored
@@ -540,10 +539,10 @@ def test_vision_language_cells_equal_the_runner_in_process_and_behind_an_endpoin
 
 
 def test_a_model_behind_an_endpoint_runs_and_its_key_stays_in_the_environment(tmp_path, models, monkeypatch) -> None:
-    from biastest.runner.lm import run_stereotype_test
     from biastest.runner.services import import_pairs
     from biastest.specs import get_spec
     from tests.completions_stub import CompletionsStub
+    from tests.lm_helpers import run_pairs
 
     secret = "sk-endpoint-secret-987654"
     monkeypatch.setenv("AUDIT_ENDPOINT_KEY", secret)
@@ -557,7 +556,7 @@ def test_a_model_behind_an_endpoint_runs_and_its_key_stays_in_the_environment(tm
         summary = run_audit(parse_grid(doc, base=path.parent), out, progress=False)
         assert (summary.computed, summary.failed, summary.skipped) == (1, 0, 1)
         assert {r["headers"].get("authorization") for r in stub.requests} == {f"Bearer {secret}"}
-        direct = run_stereotype_test(pairs=import_pairs(path.parent / "a.csv", fmt="auto", spec=get_spec(SPEC_A)),
+        direct = run_pairs(pairs=import_pairs(path.parent / "a.csv", fmt="auto", spec=get_spec(SPEC_A)),
                                      spec=get_spec(SPEC_A), model_id="served-a", method="causal-sum", seed=1,
                                      n_resamples=200, batch_size=16, endpoint=stub.base_url, api_key=secret,
                                      tokenizer=str(models["a"]))

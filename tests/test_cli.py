@@ -24,7 +24,8 @@ import pytest
 
 from biastest import cli, inputs
 from biastest.errors import DataError, EmbeddingError, ModelLoadError, UsageError
-from biastest.metrics.stereotype_score import METHODS, MSG_METHOD_NOT_FOR_KIND, MSG_NOTHING_SCORED, MSG_UNKNOWN_METHOD
+from biastest.measures.stereotype.score import METHODS, MSG_METHOD_NOT_FOR_KIND, MSG_UNKNOWN_METHOD
+from biastest.measures.stereotype.summary import MSG_NOTHING_SCORED
 from biastest.records import SentencePair, TestImage
 from biastest.report.export import _jsonable
 from biastest.spec import BiasSpec, TwoAFCSpec
@@ -107,9 +108,9 @@ def files(tmp_path_factory) -> dict[str, Path]:
 
 # ----------------------------------------------------------------------------- language models
 def test_lm_pairs_file_equals_runner_and_csv_is_the_apps(files, tmp_path, capsys):
-    from biastest.report.gpt import export_files
-    from biastest.runner.lm import run_stereotype_test
+    from biastest.measures.stereotype.report import export_files
     from biastest.runner.services import import_pairs
+    from tests.lm_helpers import run_pairs
 
     out, rows = tmp_path / "r.json", tmp_path / "r.csv"
     rc, stdout, _ = _run(capsys, "run", str(files["lm_spec"]), "--kind", "lm", "--model", str(files["gpt2"]),
@@ -118,7 +119,7 @@ def test_lm_pairs_file_equals_runner_and_csv_is_the_apps(files, tmp_path, capsys
     assert rc == 0, stdout
     doc = json.loads(out.read_text(encoding="utf-8"))
     pairs = import_pairs(files["pairs"], fmt="auto", spec=LM_SPEC)
-    direct = run_stereotype_test(pairs=pairs, model_id=str(files["gpt2"]), method="causal-sum", seed=42,
+    direct = run_pairs(pairs=pairs, model_id=str(files["gpt2"]), method="causal-sum", seed=42,
                                  spec=LM_SPEC, n_resamples=500, batch_size=4, device="cpu")
     _same(doc["result"], direct.to_dict())
     assert doc["seed"] == 42 == doc["result"]["provenance"]["seed"]  # the default seed, recorded
@@ -140,8 +141,8 @@ def test_lm_pairs_file_equals_runner_and_csv_is_the_apps(files, tmp_path, capsys
 
 
 def test_lm_store_retrieval_equals_runner(files, tmp_path, capsys):
-    from biastest.runner.lm import run_stereotype_test
     from biastest.store import DatasetStore, retrieve_pairs
+    from tests.lm_helpers import run_pairs
 
     store = DatasetStore(tmp_path / "store")
     stored = [
@@ -157,7 +158,7 @@ def test_lm_store_retrieval_equals_runner(files, tmp_path, capsys):
     assert rc == 0
     assert "[1/1] Done: 4 of 4 pairs scored." in err  # --progress prints the runner's messages
     pairs = retrieve_pairs(DatasetStore(store.root), LM_SPEC).pairs
-    direct = run_stereotype_test(pairs=pairs, model_id=str(files["gpt2"]), method="causal-diff-span", seed=SEED,
+    direct = run_pairs(pairs=pairs, model_id=str(files["gpt2"]), method="causal-diff-span", seed=SEED,
                                  spec=LM_SPEC, n_resamples=300)
     doc = json.loads(out.read_text(encoding="utf-8"))
     _same(doc["result"], direct.to_dict())
@@ -404,7 +405,7 @@ def test_list_specs_and_list_methods(capsys):
 
 # ----------------------------------------------------------------------------- exit status 2 and 1
 def test_lm_clusters_option_is_checked_before_any_model_loads(files, tmp_path, capsys):
-    from biastest.metrics.stereotype_score import CLUSTERINGS, MSG_BAD_CLUSTERS
+    from biastest.measures.stereotype.clusters import CLUSTERINGS, MSG_BAD_CLUSTERS
 
     rc, _, err = _run(capsys, "run", str(files["lm_spec"]), "--kind", "lm", "--model", str(tmp_path / "no-model"),
                       "--pairs", str(files["pairs"]), "--out", str(tmp_path / "r.json"), "--clusters", "authors")

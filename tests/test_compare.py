@@ -22,10 +22,12 @@ from scipy.stats import binomtest, norm, t
 
 from biastest.errors import DataError
 from biastest.measures import vlm as V
+from biastest.measures.stereotype.compare import compare_stereotype
+from biastest.measures.stereotype.result import PairScore, StereotypeResult
+from biastest.measures.stereotype.summary import summarize_stereotype
 from biastest.measures.twoafc.compare import MSG_TWOAFC_CUES, compare_twoafc
 from biastest.measures.vlm import compare_vlm
 from biastest.measures.weat.compare import compare_weat
-from biastest.metrics.stereotype_score import PairScore, StereotypeResult, summarize_stereotype
 from biastest.records import TestImage
 from biastest.spec import BiasSpec
 from biastest.stats import compare as C
@@ -115,7 +117,7 @@ def test_mcnemar_exact_equals_binomtest_on_the_discordant_pairs():
 def test_paired_bootstrap_equals_a_loop_over_resampled_pairs():
     rng = np.random.default_rng(SEED)
     va, vb = _verdicts(rng, 150, 0.65, 0.05), _verdicts(rng, 150, 0.5)
-    cmp = C.compare_stereotype([_lm(va, "A"), _lm(vb, "B")], seed=7, n_resamples=1500, confidence=0.9)
+    cmp = compare_stereotype([_lm(va, "A"), _lm(vb, "B")], seed=7, n_resamples=1500, confidence=0.9)
     xa = [v == "stereotyped" for v in va]
     xb = [v == "stereotyped" for v in vb]
     low, high = naive_paired_interval(xa, xb, seed=7, n_resamples=1500, confidence=0.9)
@@ -138,7 +140,7 @@ def test_cluster_bootstrap_equals_a_loop_over_resampled_clusters():
     n = 240
     attributes = [f"attr{i % 16}" for i in rng.permutation(n)]
     va, vb = _verdicts(rng, n, 0.6), _verdicts(rng, n, 0.5)
-    cmp = C.compare_stereotype([_lm(va, "A", attributes=attributes), _lm(vb, "B", attributes=attributes)],
+    cmp = compare_stereotype([_lm(va, "A", attributes=attributes), _lm(vb, "B", attributes=attributes)],
                                seed=3, n_resamples=800, cluster_by="attribute_term")
     d = [float(a == "stereotyped") - float(b == "stereotyped") for a, b in zip(va, vb, strict=True)]
     low, high = naive_cluster_interval(d, attributes, seed=3, n_resamples=800, confidence=0.95)
@@ -156,7 +158,7 @@ def test_cluster_bootstrap_equals_a_loop_over_resampled_clusters():
 def test_too_few_clusters_give_no_interval_and_say_why():
     rng = np.random.default_rng(SEED + 2)
     attributes = [f"t{i % 4}" for i in range(80)]
-    cmp = C.compare_stereotype(
+    cmp = compare_stereotype(
         [_lm(_verdicts(rng, 80, 0.7), "A", attributes=attributes), _lm(_verdicts(rng, 80, 0.4), "B",
                                                                      attributes=attributes)],
         seed=1, n_resamples=200, cluster_by="attribute_term")
@@ -169,7 +171,7 @@ def test_too_few_clusters_give_no_interval_and_say_why():
 def test_holm_over_many_models_equals_a_naive_holm():
     rng = np.random.default_rng(SEED + 3)
     results = [_lm(_verdicts(rng, 120, p), f"m{p}") for p in (0.75, 0.62, 0.5, 0.45)]
-    cmp = C.compare_stereotype(results, seed=1, n_resamples=300)
+    cmp = compare_stereotype(results, seed=1, n_resamples=300)
     assert len(cmp.pairs) == 6 and [(p.a, p.b) for p in cmp.pairs] == list(itertools.combinations(cmp.labels, 2))
     raw = [p.p_value for p in cmp.pairs]
     assert [p.p_adjusted for p in cmp.pairs] == pytest.approx(naive_holm(raw), rel=1e-12)
@@ -184,7 +186,7 @@ def test_items_are_matched_by_pair_id_and_the_left_out_ones_counted():
     a = _lm([*va, "stereotyped"], "A", ids=[*ids, "only-in-A"])
     order = list(reversed(range(60)))  # B lists the same pairs in another order
     b = _lm([vb[i] for i in order], "B", ids=[ids[i] for i in order])
-    cmp = C.compare_stereotype([a, b.to_dict()], seed=2, n_resamples=300)  # a result's JSON form works too
+    cmp = compare_stereotype([a, b.to_dict()], seed=2, n_resamples=300)  # a result's JSON form works too
     assert cmp.n_items == 59
     assert (cmp.models[0].n_unmatched, cmp.models[0].n_excluded, cmp.models[0].n_items) == (1, 0, 61)
     assert (cmp.models[1].n_unmatched, cmp.models[1].n_excluded, cmp.models[1].n_items) == (0, 1, 60)
@@ -204,28 +206,28 @@ def test_refusals_name_the_problem():
     a = _lm(_verdicts(rng, 10, 0.5), "A")
     b = _lm(_verdicts(rng, 10, 0.5), "B", ids=[f"other-{i}" for i in range(10)])
     with pytest.raises(DataError) as err:
-        C.compare_stereotype([a, b], seed=0)
+        compare_stereotype([a, b], seed=0)
     assert err.value.message == C.MSG_NOT_SAME_ITEMS.format(what="sentence pairs")
     with pytest.raises(DataError) as err:
-        C.compare_stereotype([a], seed=0)
+        compare_stereotype([a], seed=0)
     assert err.value.message == C.MSG_TOO_FEW_MODELS.format(n=1)
     half = _lm(["stereotyped", None], "A")
     other = _lm([None, "tie"], "B")
     with pytest.raises(DataError) as err:
-        C.compare_stereotype([half, other], seed=0)
+        compare_stereotype([half, other], seed=0)
     assert err.value.message == C.MSG_NOTHING_COMMON.format(n_common=2)
     with pytest.raises(DataError) as err:
-        C.compare_stereotype([a, a], seed=0, labels=["x", "x"])
+        compare_stereotype([a, a], seed=0, labels=["x", "x"])
     assert err.value.message == C.MSG_BAD_LABELS.format(n_models=2, n_labels=2)
     with pytest.raises(DataError) as err:
-        C.compare_stereotype([a, a], seed=0, cluster_by="colour")
+        compare_stereotype([a, a], seed=0, cluster_by="colour")
     assert err.value.message.startswith("The items have no field 'colour'")
 
 
 def test_identical_models_differ_by_nothing_and_are_not_tested():
     rng = np.random.default_rng(SEED + 6)
     v = _verdicts(rng, 40, 0.6)
-    cmp = C.compare_stereotype([_lm(v, "gpt2", method="causal-sum"), _lm(v, "gpt2", method="causal-diff-span")],
+    cmp = compare_stereotype([_lm(v, "gpt2", method="causal-sum"), _lm(v, "gpt2", method="causal-diff-span")],
                                seed=0, n_resamples=200)
     assert cmp.labels == ["gpt2 (causal-sum)", "gpt2 (causal-diff-span)"]
     p = cmp.pairs[0]
@@ -440,8 +442,8 @@ def test_twoafc_comparison_equals_the_mean_of_pse_deviations():
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
     from biastest.models.cache import ModelCache
-    from biastest.runner.lm import run_stereotype_test
     from tests import lm_helpers as H
+    from tests.lm_helpers import run_pairs
 
     root = tmp_path_factory.mktemp("planted_compare")
     pairs = H.planted_pairs()
@@ -451,7 +453,7 @@ def planted(tmp_path_factory):
     # independently trained model of the unbiased corpus
     for name, rate, seed in (("r90", 0.9, 1), ("r50", 0.5, 1), ("r50b", 0.5, 2)):
         path = H.train_planted_lm("causal", rate, root / name, seed=seed, epochs=3)
-        out[name] = run_stereotype_test(pairs=pairs, model_id=str(path), method="causal-sum", seed=1,
+        out[name] = run_pairs(pairs=pairs, model_id=str(path), method="causal-sum", seed=1,
                                         batch_size=64, n_resamples=500, device="cpu", cache=cache)
         print(name, f"{out[name].score:.1f}")
     return out
@@ -459,7 +461,7 @@ def planted(tmp_path_factory):
 
 def test_planted_models_are_ordered_and_separated(planted):
     labels = ["90 %", "50 %", "50 % (seed 2)"]
-    cmp = C.compare_stereotype([planted[k] for k in ("r90", "r50", "r50b")], seed=1, n_resamples=2000,
+    cmp = compare_stereotype([planted[k] for k in ("r90", "r50", "r50b")], seed=1, n_resamples=2000,
                                labels=labels)
     est = {m.label: m.estimate for m in cmp.models}
     assert est["90 %"] > 90 and 40 < est["50 %"] < 60 and 40 < est["50 % (seed 2)"] < 60

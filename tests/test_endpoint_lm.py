@@ -26,16 +26,17 @@ import pytest
 
 from biastest import cli, public, remote
 from biastest.errors import EndpointError, MethodError, OptionError, PolicyError
-from biastest.metrics.stereotype_score import REASONS, score_pairs
+from biastest.measures.stereotype import options as stereotype_options
+from biastest.measures.stereotype.score import REASONS, score_pairs
 from biastest.models import endpoint_lm as E
 from biastest.models.endpoint_lm import EndpointCausalLM
 from biastest.models.lm import load_language_model
 from biastest.records import SentencePair
 from biastest.remote import STOP_BUDGET, STOP_CANCELLED, STOP_TIME, STOP_UNAVAILABLE, RetryPolicy, RunLimits
-from biastest.runner.lm import run_stereotype_test
 from biastest.spec import BiasSpec
 from tests import lm_helpers as H
 from tests.completions_stub import Action, CompletionsStub
+from tests.lm_helpers import run_pairs
 
 SEED = 11
 print(f"test seed: {SEED}")
@@ -172,10 +173,10 @@ def test_planted_bias_is_found_through_the_endpoint(tmp_path):
     folder = H.train_planted_lm("causal", 0.9, tmp_path / "planted", seed=SEED)
     pairs = H.planted_pairs()
     common = dict(pairs=pairs, method="causal-sum", seed=SEED, n_resamples=2000, batch_size=64)
-    here = run_stereotype_test(model_id=str(folder), device="cpu", cache=None, **common)
+    here = run_pairs(model_id=str(folder), device="cpu", cache=None, **common)
     with CompletionsStub(folder, served_name="planted") as stub:
-        there = run_stereotype_test(model_id="planted", endpoint=stub.base_url, tokenizer=str(folder), **common)
-        text = run_stereotype_test(model_id="planted", endpoint=stub.base_url, tokenizer=False, **common)
+        there = run_pairs(model_id="planted", endpoint=stub.base_url, tokenizer=str(folder), **common)
+        text = run_pairs(model_id="planted", endpoint=stub.base_url, tokenizer=False, **common)
     o = there.overall
     print(f"planted 90%: in process {here.score:.1f}%, through the endpoint {o.score:.1f}% "
           f"[{o.ci_low:.1f}, {o.ci_high:.1f}], p = {o.p_value:.2g}; text prompts {text.score:.1f}% on "
@@ -224,7 +225,7 @@ def test_without_a_loadable_tokenizer_the_endpoint_gets_text(stub):
 
 def test_diff_span_with_text_prompts_is_refused_before_any_request(stub):
     with pytest.raises(MethodError) as e:
-        run_stereotype_test(pairs=PAIRS, model_id=SERVED, method="causal-diff-span", seed=1, endpoint=stub.base_url,
+        run_pairs(pairs=PAIRS, model_id=SERVED, method="causal-diff-span", seed=1, endpoint=stub.base_url,
                             tokenizer=False)
     assert e.value.message == E.MSG_SPAN_NEEDS_TOKENIZER.format(model=SERVED)
     assert stub.requests == []
@@ -234,9 +235,9 @@ def test_diff_span_with_text_prompts_is_refused_before_any_request(stub):
 @pytest.mark.parametrize("method", ["pll-unmodified", "mean-logprob-modified", "template-mask"])
 def test_masked_methods_need_the_model_in_process(stub, gpt2_dir, method):
     with pytest.raises(MethodError) as e:
-        run_stereotype_test(pairs=PAIRS, model_id=SERVED, method=method, seed=1, endpoint=stub.base_url,
+        run_pairs(pairs=PAIRS, model_id=SERVED, method=method, seed=1, endpoint=stub.base_url,
                             tokenizer=str(gpt2_dir))
-    assert e.value.message == E.MSG_MASKED_NEEDS_PROCESS.format(method=method)
+    assert e.value.message == stereotype_options.MSG_MASKED_NEEDS_PROCESS.format(method=method)
     assert stub.requests == []
 
 
@@ -244,7 +245,7 @@ def test_masked_methods_need_the_model_in_process(stub, gpt2_dir, method):
                                            ("request_timeout", float("nan")), ("concurrency", 65)])
 def test_bad_endpoint_options_are_refused_before_any_request(stub, gpt2_dir, option, value):
     with pytest.raises(OptionError) as e:
-        run_stereotype_test(pairs=PAIRS, model_id=SERVED, method="causal-sum", seed=1, endpoint=stub.base_url,
+        run_pairs(pairs=PAIRS, model_id=SERVED, method="causal-sum", seed=1, endpoint=stub.base_url,
                             tokenizer=str(gpt2_dir), **{option: value})
     assert str(value) in e.value.message
     assert stub.requests == []
@@ -253,7 +254,7 @@ def test_bad_endpoint_options_are_refused_before_any_request(stub, gpt2_dir, opt
 def test_public_mode_refuses_a_private_endpoint_before_any_request(stub, gpt2_dir, monkeypatch):
     monkeypatch.setattr(public, "_policy", public.decide(host="0.0.0.0", environ={}))
     with pytest.raises(PolicyError) as e:
-        run_stereotype_test(pairs=PAIRS, model_id=SERVED, method="causal-sum", seed=1, endpoint=stub.base_url,
+        run_pairs(pairs=PAIRS, model_id=SERVED, method="causal-sum", seed=1, endpoint=stub.base_url,
                             tokenizer="gpt2")
     assert e.value.message == remote.MSG_PRIVATE_ADDRESS.format(host="127.0.0.1")
     assert stub.requests == []
@@ -313,7 +314,7 @@ def test_429_then_success_is_retried_and_counted(stub, gpt2_dir, in_process):
 def test_server_errors_past_the_retries_keep_what_was_scored_and_label_the_rest(stub, gpt2_dir, in_process):
     stub.script(Action("ok"), Action("ok"))
     stub.always(Action("status", 500))
-    result = run_stereotype_test(pairs=PAIRS, model_id=SERVED, method="causal-sum", seed=1, n_resamples=500,
+    result = run_pairs(pairs=PAIRS, model_id=SERVED, method="causal-sum", seed=1, n_resamples=500,
                                  endpoint=stub.base_url, tokenizer=str(gpt2_dir), batch_size=2, concurrency=1,
                                  retry=FAST)
     info = result.provenance["model"]
@@ -333,7 +334,7 @@ def test_server_errors_past_the_retries_keep_what_was_scored_and_label_the_rest(
 
 
 def test_the_request_budget_ends_a_run_with_partial_results(stub, gpt2_dir):
-    result = run_stereotype_test(pairs=PAIRS, model_id=SERVED, method="causal-sum", seed=1, n_resamples=500,
+    result = run_pairs(pairs=PAIRS, model_id=SERVED, method="causal-sum", seed=1, n_resamples=500,
                                  endpoint=stub.base_url, tokenizer=str(gpt2_dir), batch_size=2, concurrency=1,
                                  max_requests=3, retry=FAST)
     info = result.provenance["model"]
@@ -427,7 +428,7 @@ def test_a_model_the_server_does_not_list_is_refused_before_scoring(stub, gpt2_d
 
 # ----------------------------------------------------------------------------- provenance
 def test_provenance_names_the_endpoint_and_never_the_key(stub, gpt2_dir, tmp_path):
-    result = run_stereotype_test(pairs=PAIRS, model_id=SERVED, method="causal-diff-span", seed=1, n_resamples=500,
+    result = run_pairs(pairs=PAIRS, model_id=SERVED, method="causal-diff-span", seed=1, n_resamples=500,
                                  endpoint=stub.base_url, api_key=KEY, tokenizer=str(gpt2_dir), batch_size=8)
     info = result.provenance["model"]
     assert result.provenance["endpoint"] == stub.base_url and info["endpoint"] == stub.base_url
@@ -508,7 +509,7 @@ def test_run_help_lists_the_endpoint_options(capsys):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (("--method", "pll-unmodified"), E.MSG_MASKED_NEEDS_PROCESS.format(method="pll-unmodified")),
+    (("--method", "pll-unmodified"), stereotype_options.MSG_MASKED_NEEDS_PROCESS.format(method="pll-unmodified")),
     (("--api-key-env", "BIASTEST_TEST_UNSET_VARIABLE"), cli.MSG_KEY_ENV_UNSET),
     (("--api-key-env", "sk-this-is-a-key-not-a-name"), cli.MSG_BAD_KEY_ENV),
     (("--device", "cpu"), cli.MSG_NOT_WITH_ENDPOINT.format(option="--device")),

@@ -238,9 +238,9 @@ def _pair():
 
 
 def _lm(**kw):
-    from biastest.runner.lm import run_stereotype_test
+    from tests.lm_helpers import run_pairs
 
-    return run_stereotype_test(pairs=[_pair()], model_id=NO_MODEL, method="causal-sum", **{"seed": 1, **kw})
+    return run_pairs(pairs=[_pair()], model_id=NO_MODEL, method="causal-sum", **{"seed": 1, **kw})
 
 
 def _vlm(**kw):
@@ -422,10 +422,10 @@ def test_private_mode_keeps_local_folders(monkeypatch):
 
 
 def test_services_refuse_a_model_folder_in_public_mode_before_loading(public_mode):
-    from biastest.runner import services
+    from biastest.measures.stereotype import run as lm_run
 
     with pytest.raises(PolicyError) as e:
-        services.run_lm_test(pairs=[_pair()], model_id="/etc", method="causal-sum", seed=1, spec=None)
+        lm_run.run_lm_test(pairs=[_pair()], model_id="/etc", method="causal-sum", seed=1, spec=None)
     assert e.value.message == public.MSG_MODEL_PATH_OFF.format(value="/etc")
 
 
@@ -526,7 +526,7 @@ def _app_error(call) -> str:
 
 @pytest.fixture(scope="module")
 def gpt_session(public_apps):
-    from biastest.report import gpt as report
+    from biastest.measures.stereotype import report as report
     from biastest.specs import get_spec
 
     c = public_apps["gpt"]()

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 import pytest
 
 from biastest import settings, workdir
-from biastest.report import gpt as gpt_report
+from biastest.measures.stereotype import report as gpt_report
 from biastest.report.export import private_dir
 from biastest.store.local import STALE_TMP_SECONDS, DatasetStore
 

@@ -74,7 +74,8 @@ def test_score_bars_keep_missing_scores_missing():
 
 def _lm_result(verdicts: list[str], attributes: list[str], *, clusters: str = "pair", confidence: float = 0.95):
     """A small result from verdicts; pairs independent unless ``clusters`` says otherwise."""
-    from biastest.metrics.stereotype_score import PairScore, summarize_stereotype
+    from biastest.measures.stereotype.result import PairScore
+    from biastest.measures.stereotype.summary import summarize_stereotype
 
     diff = {"stereotyped": 1.0, "anti-stereotyped": -1.0, "tie": 0.0}
     scores = [
@@ -88,7 +89,7 @@ def _lm_result(verdicts: list[str], attributes: list[str], *, clusters: str = "p
 
 
 def test_few_pairs_are_not_read_as_evidence_when_the_bootstrap_degenerates():
-    from biastest.report import gpt as rep
+    from biastest.measures.stereotype import report as rep
 
     few = _lm_result(["stereotyped"] * 4, ["math", "algebra", "poetry", "dance"])
     assert (few.overall.ci_low, few.overall.ci_high) == (100.0, 100.0)  # resampling alike verdicts
@@ -103,7 +104,7 @@ def test_few_pairs_are_not_read_as_evidence_when_the_bootstrap_degenerates():
 
 
 def test_per_term_bars_show_exact_intervals():
-    from biastest.report import gpt as rep
+    from biastest.measures.stereotype import report as rep
     from biastest.stats.proportion import exact_interval
 
     verdicts = ["stereotyped", "stereotyped", "anti-stereotyped", "stereotyped"]

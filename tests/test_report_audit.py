@@ -18,6 +18,7 @@ import pytest
 
 from biastest.audit import read_table, run_audit
 from biastest.cli import MSG_REPORT_NOT_FOLDER, main
+from biastest.measures.stereotype.compare import compare_stereotype
 from biastest.measures.weat.compare import compare_weat
 from biastest.report.audit import MSG_NO_AUDIT, build_report, write_report
 from biastest.stats import compare as C
@@ -111,7 +112,7 @@ def test_report_comparisons_are_those_of_the_cells(lm_audit):
         rows = table[(table.spec == spec) & (table.status == "done")]
         docs = [json.loads((lm_audit / "cells" / f"{k}.json").read_text()) for k in rows.key]
         labels = C.model_labels([f"{r.model} · {r.method}" for r in rows.itertuples()])
-        cmp = C.compare_stereotype([d["result"] for d in docs], seed=1, labels=labels,
+        cmp = compare_stereotype([d["result"] for d in docs], seed=1, labels=labels,
                                    clusters=docs[0]["result"].get("clusters"))
         assert len(cmp.pairs) == 6
         for p in cmp.pairs:

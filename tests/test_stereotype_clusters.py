@@ -18,9 +18,11 @@ import pytest
 from scipy.stats import binomtest, false_discovery_control
 
 from biastest.errors import OptionError
-from biastest.metrics import stereotype_score as ss
-from biastest.metrics.stereotype_score import PairScore, StereotypeResult, summarize_stereotype
-from biastest.report import gpt as rep
+from biastest.measures.stereotype import clusters as ss
+from biastest.measures.stereotype import report as rep
+from biastest.measures.stereotype.result import PairScore, StereotypeResult
+from biastest.measures.stereotype.score import verdict_of
+from biastest.measures.stereotype.summary import summarize_stereotype
 from biastest.stats.clusters import MIN_CLUSTERS_FOR_INTERVAL, MSG_TOO_FEW_CLUSTERS, summarize_clusters
 from biastest.stats.multiple import holm
 
@@ -28,7 +30,7 @@ MODEL = {"model_id": "planted", "model_kind": "causal"}
 
 
 def _pair(i, difference, *, attribute="nurse", template="", group="she", category="c"):
-    verdict = ss.verdict_of(difference)
+    verdict = verdict_of(difference)
     return PairScore(index=i, pair_id=f"p{i}", stereotyped=f"{group} {i} {attribute}",
                      anti_stereotyped=f"x {i} {attribute}", attribute_term=attribute, group_term_stereotyped=group,
                      group_term_anti="x", category=category, source="test", score_stereotyped=difference,

@@ -6,7 +6,7 @@ McGill-NLP/bias-bench ``crows.py`` (mean-logprob-modified: ``_get_span(..., "dif
 positions of the difflib alignment — each masked in turn, ``_average_log_probability`` = mean log-softmax of the
 true token; a pair where one sentence has no differing token is skipped), the BiasTestGPT template-mask
 definition of ``METHODS.md`` §2 (the two group terms scored at the same mask in the same template; a multi-token
-term by the left-to-right chain rule documented in :mod:`biastest.metrics.stereotype_score`) and
+term by the left-to-right chain rule documented in :mod:`biastest.measures.stereotype.score`) and
 lm-evaluation-harness ``crows_pairs`` (causal: summed log-probabilities after a BOS token; causal-diff-span: the
 same sum restricted to the differing positions).
 
@@ -22,7 +22,7 @@ import re
 import pytest
 import torch
 
-from biastest.metrics.stereotype_score import score_pairs
+from biastest.measures.stereotype.score import score_pairs
 from biastest.models.lm import load_language_model
 from biastest.records import SentencePair
 from tests.lm_helpers import build_tiny_bert, build_tiny_gpt2
@@ -324,7 +324,7 @@ def test_causal_diff_span_equals_naive(tiny_gpt2):
     "method", ["pll-unmodified", "mean-logprob-modified", "template-mask", "causal-sum", "causal-diff-span"]
 )
 def test_batched_scoring_equals_one_at_a_time(method, tiny_bert, tiny_gpt2):
-    from biastest.metrics.stereotype_score import get_method
+    from biastest.measures.stereotype.score import get_method
 
     model_dir = tiny_bert if "masked" in get_method(method).kinds else tiny_gpt2
     pairs = [*TEMPLATE_PAIRS, INSERTION] if method == "template-mask" else [*PAIRS, *TEMPLATE_PAIRS, INSERTION]
@@ -343,7 +343,7 @@ def test_batched_scoring_equals_one_at_a_time(method, tiny_bert, tiny_gpt2):
 
 def test_methods_refuse_the_wrong_model_kind(tiny_gpt2):
     from biastest.errors import MethodError
-    from biastest.metrics.stereotype_score import check_method_for_kind
+    from biastest.measures.stereotype.score import check_method_for_kind
 
     with pytest.raises(MethodError) as err:
         check_method_for_kind("pll-unmodified", "causal")

@@ -8,8 +8,8 @@ LM and a BERT masked LM are trained on each corpus. The 448 test pairs (:func:`t
 put each occupation with its stereotyped and its anti-stereotyped term; half are female-stereotyped, so a model
 that merely prefers one gender everywhere scores 50%.
 
-What must hold, for every scoring method of each model kind (through :func:`run_stereotype_test`, the path the
-app takes):
+What must hold, for every scoring method of each model kind (through the measure's
+:func:`biastest.measures.stereotype.run.run`, the path the app takes):
 
 - the scores keep the planted order, 90% corpus > 50% corpus > 10% corpus, with the 90% and 10% corpora
   significantly away from 50%;
@@ -28,10 +28,10 @@ import statistics
 
 import pytest
 
-from biastest.metrics.stereotype_score import methods_for_kind
+from biastest.measures.stereotype.score import methods_for_kind
 from biastest.models.cache import ModelCache
-from biastest.runner.lm import run_stereotype_test
 from tests import lm_helpers as H
+from tests.lm_helpers import run_pairs
 
 # Seed sensitivity, measured with BIASTEST_PLANTED_SEED on this 2-core CPU: the causal models learnt the planted
 # rate on every seed tried (1, 2, 3, 20240). The masked model did on seeds 1, 2 and 20240, but on seed 3
@@ -59,7 +59,7 @@ def results(tmp_path_factory):
         for rate in RATES:
             model_dir = H.train_planted_lm(kind, rate, root / f"{kind}_{rate}", seed=SEED, **TRAINING[kind])
             for method in methods_for_kind(kind):
-                r = run_stereotype_test(
+                r = run_pairs(
                     pairs=pairs,
                     model_id=str(model_dir),
                     method=method,

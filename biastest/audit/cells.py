@@ -2,7 +2,7 @@
 
 :func:`run_cell` takes a cell as plain values (:meth:`biastest.audit.plan.Cell.task`)
 and the frozen items, calls the runner of its kind —
-:func:`biastest.runner.lm.run_stereotype_test`,
+:func:`biastest.measures.stereotype.run.run`,
 :func:`biastest.measures.vlm.run.run`,
 :func:`biastest.measures.weat.run` (with
 :func:`~biastest.measures.weat.run_mac`, as the CLI) or
@@ -153,29 +153,30 @@ def _spec(task: dict[str, Any]):
 
 
 def _run_lm(task: dict[str, Any], items: dict[str, Any], api_key: str | None, progress) -> dict[str, Any]:
+    from biastest.measures.stereotype import run as stereotype_run
+    from biastest.measures.stereotype.options import StereotypeOptions
     from biastest.records import SentencePair
-    from biastest.runner import lm as lm_runner
 
     model, o = task["model"], task["options"]
     method = task["method"]
     if method == "auto":  # the kind could not be read when the grid was planned: read it now (or fail saying why)
-        from biastest.metrics.stereotype_score import methods_for_kind
+        from biastest.measures.stereotype.score import methods_for_kind
         from biastest.models.lm import detect_model_kind
 
         method = methods_for_kind(detect_model_kind(model["ref"], revision=model["revision"]))[0]
-    kwargs: dict[str, Any] = {
-        "pairs": [SentencePair.from_row(r) for r in items["pairs"]], "spec": _spec(task), "model_id": model["ref"],
-        "method": method, "seed": task["seed"], "revision": model["revision"], "batch_size": o["batch_size"],
-        "n_resamples": o["n_resamples"], "confidence": o["confidence"], "tie_tolerance": o["tie_tolerance"],
-        "clusters": o["clusters"], "progress": progress,
+    options: dict[str, Any] = {
+        "model_id": model["ref"], "method": method, "seed": task["seed"], "revision": model["revision"],
+        "batch_size": o["batch_size"], "n_resamples": o["n_resamples"], "confidence": o["confidence"],
+        "tie_tolerance": o["tie_tolerance"], "clusters": o["clusters"],
     }
     if task["scope"] == "lm-endpoint":
-        kwargs.update({"endpoint": task["endpoint_address"], "api_key": api_key, "tokenizer": model["tokenizer"],
-                       "concurrency": o["concurrency"], "max_requests": o["max_requests"],
-                       "time_limit": o["time_limit"]})
+        options.update({"endpoint": task["endpoint_address"], "tokenizer": model["tokenizer"],
+                        "concurrency": o["concurrency"], "max_requests": o["max_requests"],
+                        "time_limit": o["time_limit"]})
     else:
-        kwargs.update({"device": o["device"], "dtype": o["dtype"]})
-    return lm_runner.run_stereotype_test(**kwargs).to_dict()
+        options.update({"device": o["device"], "dtype": o["dtype"]})
+    items_ = stereotype_run.StereotypeItems([SentencePair.from_row(r) for r in items["pairs"]], _spec(task))
+    return stereotype_run.run(StereotypeOptions.parse(options), items_, progress=progress, api_key=api_key).to_dict()
 
 
 def _run_vlm(task: dict[str, Any], items: dict[str, Any], api_key: str | None, progress) -> dict[str, Any]:

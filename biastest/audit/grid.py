@@ -123,10 +123,11 @@ OPTION_SCOPES: dict[str, tuple[str, ...]] = {
 
 @cache
 def _defaults() -> dict[str, Any]:
+    from biastest.measures.stereotype.clusters import DEFAULT_CLUSTERS
+    from biastest.measures.stereotype.score import DEFAULT_BATCH_SIZE, DEFAULT_TIE_TOLERANCE
     from biastest.measures.vlm.options import COMBINE_CHOICES, DEFAULT_PROMPT_TEMPLATE, DEFAULT_QUESTION
     from biastest.measures.vlm.options import DEFAULT_BATCH_SIZE as VLM_BATCH_SIZE
     from biastest.measures.vlm.options import DEFAULT_CLUSTERS as VLM_CLUSTERS
-    from biastest.metrics.stereotype_score import DEFAULT_BATCH_SIZE, DEFAULT_CLUSTERS, DEFAULT_TIE_TOLERANCE
     from biastest.models.endpoint_lm import DEFAULT_CONCURRENCY, DEFAULT_MAX_REQUESTS, DEFAULT_TIME_LIMIT
 
     return {
@@ -516,10 +517,10 @@ def _options(value: Any, where: str) -> dict[str, Any]:
 
 def _clusters(value: str, kinds: set[str], where: str) -> None:
     """Check a ``clusters`` option against the clusterings of each kind of model it applies to (lm, vlm)."""
+    from biastest.measures.stereotype.clusters import check_clusters as check_lm_clusters
     from biastest.measures.vlm import options as vlm_options
-    from biastest.metrics import stereotype_score
 
-    for kind, check, words in (("lm", stereotype_score.check_clusters, "the language models"),
+    for kind, check, words in (("lm", check_lm_clusters, "the language models"),
                                ("vlm", vlm_options.check_clusters, "the vision-language models")):
         if kind in kinds:
             try:
@@ -529,7 +530,7 @@ def _clusters(value: str, kinds: set[str], where: str) -> None:
 
 
 def _methods(value: Any, where: str) -> tuple[str, ...]:
-    from biastest.metrics.stereotype_score import METHODS
+    from biastest.measures.stereotype.score import METHODS
 
     choices = [*METHODS, *EMBEDDING_METHODS]
     out: list[str] = []

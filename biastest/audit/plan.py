@@ -346,7 +346,7 @@ def _lm_kind(model: ModelEntry) -> str | None:
 
 def _methods_for(grid: Grid, model: ModelEntry, spec_entry: SpecEntry, lm_kind: str | None,
                  skipped: list[dict[str, Any]]) -> list[str]:
-    from biastest.metrics.stereotype_score import get_method, methods_for_kind
+    from biastest.measures.stereotype.score import get_method, methods_for_kind
 
     spec = spec_entry.spec
     twoafc = _spec_type(spec) == "twoafc"

@@ -10,13 +10,14 @@ Adding a measure is one folder and one line below.
 
 from __future__ import annotations
 
-from biastest.measures import bayes, posterior, twoafc, vlm, weat
+from biastest.measures import bayes, posterior, stereotype, twoafc, vlm, weat
 from biastest.measures.base import Measure, MeasureRegistry, OptionsBase, ResultBase
 
 __all__ = ["MEASURES", "Measure", "MeasureRegistry", "OptionsBase", "ResultBase", "get_measure"]
 
 #: Every measure, in the order lists show them (one line each).
 MEASURES = MeasureRegistry([
+    stereotype.MEASURE,
     vlm.MEASURE,
     twoafc.MEASURE,
     weat.MEASURE,

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from biastest.errors import DataError
+from biastest.measures.stereotype.compare import compare_stereotype
 from biastest.measures.twoafc.compare import compare_twoafc
 from biastest.measures.vlm import compare_vlm
 from biastest.measures.weat.compare import compare_weat
@@ -325,7 +326,7 @@ def _compare_group(docs: list[tuple[dict[str, Any], dict[str, Any]]], family: st
     seed = int(docs[0][0].get("seed") or 0)
     if family == "lm":
         clusters = results[0].get("clusters") if isinstance(results[0], Mapping) else None
-        return cmp_stats.compare_stereotype(results, seed=seed, labels=labels, clusters=clusters or None)
+        return compare_stereotype(results, seed=seed, labels=labels, clusters=clusters or None)
     if family == "vlm":
         score = "soft" if all(r.get("soft") is not None for r in results) else "hard"
         return compare_vlm(results, seed=seed, labels=labels, score=score)

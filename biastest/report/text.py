@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any
 
-__all__ = ["esc", "fmt", "fmt_p", "level_percent", "md_escape"]
+__all__ = ["esc", "fmt", "fmt_p", "level_label", "level_percent", "md_escape"]
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~])")
 
@@ -59,3 +59,9 @@ def level_percent(prob: float) -> str:
     ('89%', '97.5%')
     """
     return f"{round(float(prob) * 100, 1):g}%"
+
+
+def level_label(confidence: float, *, space: bool = True) -> str:
+    """A confidence level as a reader sees it: 0.95 → ``"95 %"`` (``"95%"`` without the space)."""
+    text = f"{100 * confidence:.4g}"
+    return f"{text} %" if space else f"{text}%"

@@ -8,32 +8,28 @@ as arguments and returns typed records. The CLI calls the same runners.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from biastest import settings
 from biastest.errors import DataError, GenerationError
 from biastest.generate.sentences import SentenceRun
-from biastest.models.endpoint_lm import DEFAULT_MAX_REQUESTS, DEFAULT_TIME_LIMIT
 from biastest.records import SentencePair
 from biastest.spec import BiasSpec
 
 __all__ = [
     "IMPORT_FORMATS",
     "Found",
-    "LMEndpoint",
     "GENERATION_MAX_SECONDS",
     "StoredSentenceRun",
     "StopSignals",
-    "check_lm_endpoint",
     "generate_pairs",
     "generation_limits",
     "import_pairs",
     "retrieve_pairs",
-    "run_lm_test",
     "sentence_prompt_choices",
     "shared_dataset",
     "shared_store",
@@ -276,7 +272,7 @@ def import_pairs(path: str | Path, *, fmt: str, spec: BiasSpec | None) -> list[S
     store (one user's upload never appears in another user's retrieval).
     BiasTestGPT *sentence* files are paired with the spec's counterparts.
     """
-    from biastest.runner.lm import pairs_from_templates
+    from biastest.measures.stereotype.pairs import pairs_from_templates
     from biastest.store import importers
 
     if fmt not in IMPORT_FORMATS:
@@ -385,99 +381,3 @@ def generate_pairs(
     if run.sentences or run.pairs:
         shards = tuple(_store_of(dataset).add(run.sentences, run.pairs).shards)
     return StoredSentenceRun(run.sentences, run.pairs, run.report, shards=shards)
-
-
-@dataclass(frozen=True)
-class LMEndpoint:
-    """A language model behind an endpoint, as the user gave it for one run.
-
-    The key is for this run's requests only: it is not shown by ``repr``, never put in a session's state, a file,
-    a log or a result (the result records ``api_key: ***``), and the object cannot be pickled.
-
-    Attributes
-    ----------
-    base_url : str
-        The API root (``http://localhost:8000/v1``).
-    model : str
-        The model's name as the server serves it.
-    api_key : str or None
-    max_requests, time_limit :
-        The request budget (retries included) and the run's time limit in seconds; a limit keeps what was scored.
-    retry : RetryPolicy, optional
-        Retries on 429, 5xx and time-outs (default :func:`biastest.models.endpoint_lm.default_retry`).
-    """
-
-    base_url: str
-    model: str
-    api_key: str | None = field(default=None, repr=False)
-    max_requests: int = DEFAULT_MAX_REQUESTS
-    time_limit: float = DEFAULT_TIME_LIMIT
-    retry: Any = field(default=None, repr=False)
-
-    def __getstate__(self) -> Any:
-        raise TypeError("LMEndpoint may hold an API key and cannot be pickled.")
-
-
-def check_lm_endpoint(endpoint: LMEndpoint, method: str) -> LMEndpoint:
-    """Check an endpoint choice before anything is sent or loaded; the stripped choice.
-
-    Raises
-    ------
-    OptionError
-        No address (:data:`MSG_NEED_ENDPOINT_URL`), one that is not a web address, no served model name, or a
-        budget or time limit out of bounds (:mod:`biastest.options`).
-    PolicyError
-        Public mode and the address is not public (:func:`biastest.remote.check_outbound_url`).
-    MethodError
-        A masked-LM method (it needs the model in this process), or an unknown one.
-    """
-    from biastest.errors import OptionError
-    from biastest.models.endpoint_lm import MSG_NO_MODEL_NAME, check_endpoint_method, check_endpoint_url
-    from biastest.options import validate_options
-
-    url = str(endpoint.base_url or "").strip()
-    if not url:
-        raise OptionError(MSG_NEED_ENDPOINT_URL)
-    url = check_endpoint_url(url)
-    name = str(endpoint.model or "").strip()
-    if not name:
-        raise OptionError(MSG_NO_MODEL_NAME)
-    check_endpoint_method(method)
-    validate_options({"max_requests": endpoint.max_requests, "time_limit": endpoint.time_limit})
-    key = str(endpoint.api_key or "").strip() or None
-    return LMEndpoint(url, name, key, endpoint.max_requests, float(endpoint.time_limit), endpoint.retry)
-
-
-def run_lm_test(
-    *,
-    pairs: Sequence[SentencePair],
-    model_id: str,
-    method: str,
-    seed: int,
-    spec: BiasSpec | None,
-    progress: Progress | None = None,
-    endpoint: LMEndpoint | None = None,
-    cancel: threading.Event | None = None,
-    clusters: str = "auto",
-):
-    """The language-model test, exactly as the CLI runs it (a public server loads Hub models only).
-
-    ``clusters`` chooses the pairs that lean together for the cluster-aware interval and test
-    (:data:`biastest.metrics.stereotype_score.CLUSTERINGS`).
-
-    With ``endpoint`` the model is the one served there (``model_id`` is ignored): checked with
-    :func:`check_lm_endpoint` first, then scored through the completions protocol
-    (:func:`biastest.runner.lm.run_stereotype_test` with ``endpoint=``).
-    """
-    from biastest import public
-    from biastest.runner.lm import run_stereotype_test
-
-    if endpoint is not None:
-        endpoint = check_lm_endpoint(endpoint, method)
-        return run_stereotype_test(pairs=pairs, model_id=endpoint.model, method=method, seed=seed, spec=spec,
-                                   progress=progress, endpoint=endpoint.base_url, api_key=endpoint.api_key,
-                                   max_requests=endpoint.max_requests, time_limit=endpoint.time_limit,
-                                   retry=endpoint.retry, cancel=cancel, clusters=clusters)
-    model_id = public.check_model_reference(model_id)
-    return run_stereotype_test(pairs=pairs, model_id=model_id, method=method, seed=seed, spec=spec, progress=progress,
-                               clusters=clusters)

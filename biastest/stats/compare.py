@@ -128,8 +128,9 @@ __all__ = [
     "check_labels",
     "check_settings",
     "compare_arrays",
+    "CLUSTER_FIELD",
     "compare_items",
-    "compare_stereotype",
+    "keyed",
     "comparison_provenance",
     "holm",
     "item_draws",
@@ -176,12 +177,13 @@ MSG_NOTHING_COMMON = (
 MSG_BAD_LABELS = "Give one label per model ({n_models} models, {n_labels} labels), each different."
 MSG_BAD_SCORE = "Unknown score '{value}'. Choose 'soft' (probabilities) or 'hard' (verdicts)."
 MSG_BAD_RESULT = "Item {index} is not a {what} result (got {type_name})."
-MSG_BAD_CLUSTER_FIELD = "The items have no field '{field}' to form clusters from. Available: {choices}."
+MSG_BADCLUSTER_FIELD = "The items have no field '{field}' to form clusters from. Available: {choices}."
 MSG_NOT_SCORED = "not scored ({reason})"
 
 CHUNK_ELEMENTS = 2_000_000
 """At most this many numbers are drawn per block of bootstrap resamples (bounds the memory of the draws)."""
-_CLUSTER_FIELD = "__cluster__"
+#: The record field that carries an item's cluster label into :func:`compare_items` (``cluster_by``).
+CLUSTER_FIELD = "__cluster__"
 
 
 # ----------------------------------------------------------------------------- records
@@ -625,8 +627,12 @@ class ModelItems:
     records: dict[tuple[str, int], Mapping[str, Any]]
 
 
-def _keyed(ids: Sequence[str]) -> list[tuple[str, int]]:
-    """(id, occurrence) keys: the k-th repeat of an id is matched with the k-th repeat in another result."""
+def keyed(ids: Sequence[str]) -> list[tuple[str, int]]:
+    """(id, occurrence) keys: the k-th repeat of an id is matched with the k-th repeat in another result.
+
+    >>> keyed(["a", "b", "a"])
+    [('a', 1), ('b', 1), ('a', 2)]
+    """
     seen: dict[str, int] = {}
     out = []
     for i in ids:
@@ -640,7 +646,7 @@ def _cluster_labels(items: ModelItems, keys: Sequence[tuple[str, int]], cluster_
         return None
     first = next(iter(items.records.values()), {})
     if cluster_by not in first:
-        raise DataError(MSG_BAD_CLUSTER_FIELD.format(field=cluster_by, choices=", ".join(sorted(first))))
+        raise DataError(MSG_BADCLUSTER_FIELD.format(field=cluster_by, choices=", ".join(sorted(first))))
     return [str(items.records[k][cluster_by]).strip() for k in keys]
 
 
@@ -905,107 +911,3 @@ def comparison_provenance(kind: str, **fields_: Any) -> dict[str, Any]:
     dict
     """
     return provenance(comparison=kind, **fields_)
-
-
-# kept until the stereotype/vlm moves land (their call shape: settings as keywords)
-def _compare_items(models: Sequence[ModelItems], *, labels: Sequence[str] | None, what: str,
-                   cluster_by: str | None, cluster_name: str | None = None, kind: str, measure: str,
-                   binary: bool, seed: int, n_resamples: int, confidence: float) -> Comparison:
-    """:func:`compare_items` called with the settings as keywords (the call shape of the language-model and
-    vision-language comparisons). Kept until the stereotype/vlm moves land."""
-    return compare_items(models, labels=labels, what=what, cluster_by=cluster_by, cluster_name=cluster_name,
-                         quantity=ComparedQuantity(kind=kind, measure=measure, binary=binary),
-                         settings=BootstrapSettings(seed, n_resamples, confidence))
-
-
-_Items = ModelItems  # kept until the stereotype/vlm moves land
-_settings = check_settings  # kept until the stereotype/vlm moves land
-
-
-# ----------------------------------------------------------------------------- language models
-def _as_stereotype(result: Any, index: int):
-    from biastest.metrics.stereotype_score import StereotypeResult
-
-    if isinstance(result, StereotypeResult):
-        return result
-    if isinstance(result, Mapping):
-        return StereotypeResult.from_dict(dict(result))
-    raise DataError(MSG_BAD_RESULT.format(index=index, what="stereotype-test", type_name=type(result).__name__))
-
-
-def compare_stereotype(
-    results: Sequence[Any],
-    *,
-    seed: int,
-    n_resamples: int = 10_000,
-    confidence: float = 0.95,
-    labels: Sequence[str] | None = None,
-    clusters: str | None = None,
-    cluster_by: str | None = None,
-) -> Comparison:
-    """Compare language models' stereotype scores on the same sentence pairs.
-
-    ``x_mi = 1[model m preferred the stereotyped sentence of pair i]`` (ties 0, counted);
-    ``Δ_AB = 100 · (b − c) / n``; paired (or cluster) bootstrap interval; exact McNemar test (the sign test on
-    cluster means of the differences with clusters); Holm over the pairs. See the module docstring for the
-    formulas and references.
-
-    Parameters
-    ----------
-    results : sequence of StereotypeResult (or their ``to_dict()``)
-        Two or more, on the same pairs (matched by ``pair_id``).
-    seed : int
-        Bootstrap seed (recorded).
-    n_resamples : int
-    confidence : float
-    labels : sequence of str, optional
-        Display names (default: :func:`model_labels`).
-    clusters : {"auto", "template", "attribute-term", "pair"}, optional
-        The pairs that lean together, as a single test's results choose them
-        (:data:`biastest.metrics.stereotype_score.CLUSTERINGS`; ``"auto"`` resolved on the first result's pairs,
-        :func:`~biastest.metrics.stereotype_score.cluster_keys`); ``"pair"`` or None: pairs are independent.
-    cluster_by : str, optional
-        Instead of ``clusters``: a pair field whose values form the clusters (``"attribute_term"`` …).
-
-    Returns
-    -------
-    Comparison
-
-    Raises
-    ------
-    DataError
-        Fewer than two results, no pair in common, nothing scored by all, bad settings.
-    """
-    seed, n_resamples, confidence = _settings(seed, n_resamples, confidence)
-    items = []
-    for i, r in enumerate(results):
-        r = _as_stereotype(r, i)
-        keys = _keyed([p.pair_id for p in r.pairs])
-        items.append(
-            _Items(
-                model_id=r.model_id,
-                method=r.method,
-                own=r.overall.score,
-                values={k: (None if p.verdict is None else float(p.verdict == "stereotyped"))
-                        for k, p in zip(keys, r.pairs, strict=True)},
-                ties={k: p.verdict == "tie" for k, p in zip(keys, r.pairs, strict=True)},
-                records={k: p.to_dict() for k, p in zip(keys, r.pairs, strict=True)},
-            )
-        )
-    cluster_name = None
-    if clusters is not None:
-        from biastest.metrics.stereotype_score import CLUSTER_LABELS, cluster_keys, resolve_clusters
-
-        first = _as_stereotype(results[0], 0)
-        resolved = resolve_clusters(first.pairs, clusters)
-        if resolved != "pair":
-            for k, label in zip(_keyed([p.pair_id for p in first.pairs]), cluster_keys(first.pairs, resolved),
-                                strict=True):
-                items[0].records[k] = {**items[0].records[k], _CLUSTER_FIELD: label}
-            cluster_by, cluster_name = _CLUSTER_FIELD, CLUSTER_LABELS[resolved]
-    return _compare_items(
-        items, labels=labels, kind=KIND_STEREOTYPE, what="sentence pairs",
-        measure="stereotype score: % of sentence pairs where the stereotyped sentence is preferred",
-        binary=True, seed=seed, n_resamples=n_resamples, confidence=confidence, cluster_by=cluster_by,
-        cluster_name=cluster_name,
-    )

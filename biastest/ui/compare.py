@@ -258,7 +258,7 @@ def _lm_key(result) -> list[Any]:
 
 def _lm_models(state: Any):
     """The first result and the added ones (dicts) that were tested on its items."""
-    from biastest.metrics.stereotype_score import StereotypeResult
+    from biastest.measures.stereotype.result import StereotypeResult
 
     if not isinstance(state, dict) or not state.get("result"):
         raise DataError(MSG_RUN_FIRST)
@@ -278,8 +278,8 @@ def lm_add_core(state: Any, model_id: Any, method: Any, *, progress=None, slot: 
         model a public server may not load.
     """
     from biastest import public
-    from biastest.metrics.stereotype_score import get_method
-    from biastest.runner import services
+    from biastest.measures.stereotype import run as lm_run
+    from biastest.measures.stereotype.score import get_method
     from biastest.spec import BiasSpec
 
     base, added = _lm_models(state)
@@ -294,8 +294,8 @@ def lm_add_core(state: Any, model_id: Any, method: Any, *, progress=None, slot: 
         raise DataError(MSG_ALREADY.format(label=f"{model} ({method})"))
     spec = BiasSpec.from_dict(base.spec) if base.spec else None
     with _slot(slot):
-        result = services.run_lm_test(pairs=lm_pairs(base), model_id=model, method=method, seed=base.seed, spec=spec,
-                                      progress=progress)
+        result = lm_run.run_lm_test(pairs=lm_pairs(base), model_id=model, method=method, seed=base.seed, spec=spec,
+                                    progress=progress)
     new = {**state, "compare": {"base": _lm_key(base), "results": [*added, result.to_dict()]}}
     return new, model, 2 + len(added)
 
@@ -305,8 +305,8 @@ def lm_view(state: Any, clusters: Any = None) -> tuple:
 
     ``clusters`` is step 3's choice of the pairs that lean together (default: the first result's own).
     """
-    from biastest.metrics.stereotype_score import StereotypeResult
-    from biastest.stats.compare import compare_stereotype
+    from biastest.measures.stereotype.compare import compare_stereotype
+    from biastest.measures.stereotype.result import StereotypeResult
 
     try:
         base, added = _lm_models(state)

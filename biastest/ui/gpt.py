@@ -18,7 +18,7 @@ Messages: a mistake the user fixes by editing an input (:data:`USER_MISTAKES`) i
 met it (``⚠️`` + the escaped message) with a yellow toast; what editing cannot fix (a model that cannot be
 loaded, an unexpected error) is a red error, and the button's message box then says so (:data:`MSG_FAILED`). Each
 action of step 2 clears the messages of the others, which described an earlier table. Every pair in the table is
-checked as generated pairs are (:func:`biastest.report.gpt.row_problems`): pairs added that fail are left unticked,
+checked as generated pairs are (:func:`report.row_problems`): pairs added that fail are left unticked,
 and a run with a kept row that fails is refused, naming the rows. The run checks all its inputs at once and only
 then waits for the model, which one test uses at a time (a run that waited for a Gradio concurrency slot first
 left a mistake unanswered, and silent, for as long as another user's test took).
@@ -38,10 +38,14 @@ import gradio as gr
 import pandas as pd
 
 from biastest.errors import BiastestError, DataError, EndpointError, GenerationError, SpecError
-from biastest.metrics.stereotype_score import METHODS
+from biastest.measures.stereotype import report
+from biastest.measures.stereotype import run as lm_run
+from biastest.measures.stereotype.clusters import check_clusters
+from biastest.measures.stereotype.result import StereotypeResult
+from biastest.measures.stereotype.score import METHODS, get_method
+from biastest.measures.stereotype.summary import with_clusters
 from biastest.models.catalog import CATALOGS
 from biastest.records import SentencePair
-from biastest.report import gpt as report
 from biastest.report.text import md_escape
 from biastest.runner import services
 from biastest.spec import BiasSpec
@@ -184,7 +188,7 @@ def inline(exc: BiastestError) -> str:
     """A user's mistake as the inline Markdown of the control that caused it (⚠️, escaped), and a warning toast.
 
     As :func:`biastest.ui.common.warn_inline`, for this app's Markdown message boxes: a message of several lines (a
-    headline, then ``- `` lines, as :func:`biastest.report.gpt.problems_message` writes them) becomes a list, and
+    headline, then ``- `` lines, as :func:`report.problems_message` writes them) becomes a list, and
     the toast gives the headline.
     """
     head, *rest = exc.message.split("\n")
@@ -229,7 +233,7 @@ def _spec(state: dict[str, Any]) -> BiasSpec:
 def _merge(table: pd.DataFrame | None, pairs: Sequence[SentencePair]) -> tuple[pd.DataFrame, str]:
     """The table with ``pairs`` added (duplicates dropped) and a note on the new rows that fail the pair check.
 
-    New rows that are not minimal pairs about their group terms (:func:`biastest.report.gpt.row_problems`) are added
+    New rows that are not minimal pairs about their group terms (:func:`report.row_problems`) are added
     unticked, so they are not tested, and the note (Markdown, with a warning toast) says which and why.
     """
     st, anti = report.PAIR_HEADERS["stereotyped"], report.PAIR_HEADERS["anti_stereotyped"]
@@ -369,7 +373,7 @@ RUN_OUTPUTS = 11  # run message, state, tabs, results tab, summary, reading, 3 f
 
 @user_errors
 def run_test(model_id, method, seed, state, table, progress=gr.Progress(), *, slot: threading.Lock | None = None,
-             endpoint: services.LMEndpoint | None = None, clusters: str = "auto"):
+             endpoint: lm_run.LMEndpoint | None = None, clusters: str = "auto"):
     """Check everything the user typed, then score (holding ``slot``, if given, while the model runs).
 
     The inputs are checked before the test waits for the model, so a mistake (an empty table, a row that is not a
@@ -377,7 +381,7 @@ def run_test(model_id, method, seed, state, table, progress=gr.Progress(), *, sl
 
     With ``endpoint`` (step 2's "A model behind an endpoint") the model served there is tested instead of
     ``model_id``: its address (public mode: a public one), served name and the method (not a masked-LM one) are
-    checked first (:func:`biastest.runner.services.check_lm_endpoint`). What the endpoint answers unusably (no prompt
+    checked first (:func:`lm_run.check_lm_endpoint`). What the endpoint answers unusably (no prompt
     log-probabilities, another model, a refused key, a server that keeps failing) is shown next to the button; a run
     that a limit stopped keeps what was scored and says it is partial. The key is used for the requests only.
 
@@ -387,7 +391,6 @@ def run_test(model_id, method, seed, state, table, progress=gr.Progress(), *, sl
     JSON downloads.
     """
     from biastest import public
-    from biastest.metrics.stereotype_score import check_clusters, get_method
 
     skip = (gr.skip(),) * (RUN_OUTPUTS - 1)
     try:
@@ -401,15 +404,15 @@ def run_test(model_id, method, seed, state, table, progress=gr.Progress(), *, sl
                 raise DataError(MSG_NO_MODEL)
             model = public.check_model_reference(model)
         else:
-            endpoint = services.check_lm_endpoint(endpoint, method)
+            endpoint = lm_run.check_lm_endpoint(endpoint, method)
             model = endpoint.model
         pairs = report.pairs_from_table(table, spec_name=spec.name)
     except USER_MISTAKES as exc:
         return (inline(exc), *skip)
     try:
         with _model_slot(slot, progress):
-            result = services.run_lm_test(pairs=pairs, model_id=model, method=method, seed=seed, spec=spec,
-                                          progress=progress_callback(progress), endpoint=endpoint, clusters=clusters)
+            result = lm_run.run_lm_test(pairs=pairs, model_id=model, method=method, seed=seed, spec=spec,
+                                        progress=progress_callback(progress), endpoint=endpoint, clusters=clusters)
     except (*USER_MISTAKES, EndpointError) as exc:  # an endpoint's answer: what to check is in the message
         return (inline(exc), *skip)
     state = {**state, "result": result.to_dict()}
@@ -447,7 +450,6 @@ def recluster(clusters, state):
     Outputs: state, summary, reading, attribute bars, group bars, CSV and JSON downloads (all unchanged when there
     is no result yet).
     """
-    from biastest.metrics.stereotype_score import StereotypeResult, check_clusters
 
     if not isinstance(state, dict) or not state.get("result"):
         return (gr.skip(),) * RECLUSTER_OUTPUTS
@@ -456,7 +458,7 @@ def recluster(clusters, state):
     except USER_MISTAKES as exc:  # only through the API: the dropdown offers valid choices
         gr.Warning(exc.message)
         return (gr.skip(),) * RECLUSTER_OUTPUTS
-    result = StereotypeResult.from_dict(state["result"]).with_clusters(clusters)
+    result = with_clusters(StereotypeResult.from_dict(state["result"]), clusters)
     csv_path, json_path = report.export_files(result, directory=session_export_dir("biastest-lm-"))
     return (
         {**state, "result": result.to_dict()},
@@ -528,7 +530,7 @@ def method_choices() -> list[tuple[str, str]]:
     return [(f"{m.name} ({'/'.join(m.kinds)} models)", m.name) for m in METHODS.values()]
 
 
-#: Widths of the pairs table's columns (in the order of :data:`biastest.report.gpt.PAIR_HEADERS`): wide enough for
+#: Widths of the pairs table's columns (in the order of :data:`report.PAIR_HEADERS`): wide enough for
 #: each header's longest word, so headers wrap between words; sentences wrap within their columns.
 TABLE_COLUMN_WIDTHS = ["80px", "130px", "130px", "300px", "150px", "300px", "120px", "130px", "260px"]
 
@@ -565,7 +567,7 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, d
     def run_handler(model_id, method, seed, state, table, model_where, endpoint_url, endpoint_model, endpoint_key,
                     clusters="auto", progress=gr.Progress()):
         # the key lives in this call only: it is passed to the runner, never put in the session's state
-        endpoint = (services.LMEndpoint(endpoint_url, endpoint_model, endpoint_key) if model_where == MODEL_ENDPOINT
+        endpoint = (lm_run.LMEndpoint(endpoint_url, endpoint_model, endpoint_key) if model_where == MODEL_ENDPOINT
                     else None)
         # a model behind an endpoint does not use this server's model slot: it does not wait for a local test
         return run_test(model_id, method, seed, state, table, progress=progress,

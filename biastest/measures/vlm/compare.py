@@ -18,11 +18,13 @@ from biastest.stats.compare import (
     KIND_VLM_SOFT,
     MSG_BAD_RESULT,
     MSG_BAD_SCORE,
+    BootstrapSettings,
+    ComparedQuantity,
     Comparison,
-    _compare_items,
-    _Items,
-    _keyed,
-    _settings,
+    ModelItems,
+    check_settings,
+    compare_items,
+    keyed,
 )
 
 __all__ = ["compare_vlm"]
@@ -69,12 +71,12 @@ def compare_vlm(
     """
     if score not in ("soft", "hard"):
         raise DataError(MSG_BAD_SCORE.format(value=score))
-    seed, n_resamples, confidence = _settings(seed, n_resamples, confidence)
+    seed, n_resamples, confidence = check_settings(seed, n_resamples, confidence)
     items = []
     for i, r in enumerate(results):
         r = _as_vlm(r, i)
         images = list(r.images)
-        keys = _keyed([img.image_id for img in images])
+        keys = keyed([img.image_id for img in images])
         values: dict[tuple[str, int], float | None] = {}
         ties: dict[tuple[str, int], bool] = {}
         for k, img in zip(keys, images, strict=True):
@@ -84,17 +86,17 @@ def compare_vlm(
                 values[k] = float(img.outcome == "stereotyped")
                 ties[k] = img.outcome not in ("stereotyped", "anti-stereotyped")
         records = {k: img.to_dict() for k, img in zip(keys, images, strict=True)}
-        for k in _keyed([str(x.get("image_id", "")) for x in getattr(r, "not_scored", ()) or ()]):
+        for k in keyed([str(x.get("image_id", "")) for x in getattr(r, "not_scored", ()) or ()]):
             values.setdefault(k, None)  # a run stopped early: the image is there, without an answer
         own = r.soft if score == "soft" else r.hard
-        items.append(_Items(model_id=r.model_id, method=r.method, own=None if own is None else own.score,
+        items.append(ModelItems(model_id=r.model_id, method=r.method, own=None if own is None else own.score,
                             values=values, ties=ties, records=records))
     if score == "soft":
         measure = "soft bias score: mean probability of the stereotypical answer, %"
     else:
         measure = "hard bias score: % of images whose answer is their group's stereotype"
-    return _compare_items(
-        items, labels=labels, kind=KIND_VLM_SOFT if score == "soft" else KIND_VLM_HARD, what="images",
-        measure=measure, binary=score == "hard", seed=seed, n_resamples=n_resamples, confidence=confidence,
-        cluster_by=cluster_by, cluster_name=None if cluster_by is None else cluster_by.replace("_", " "),
-    )
+    quantity = ComparedQuantity(kind=KIND_VLM_SOFT if score == "soft" else KIND_VLM_HARD, measure=measure,
+                                binary=score == "hard")
+    return compare_items(items, labels=labels, what="images", cluster_by=cluster_by,
+                         cluster_name=None if cluster_by is None else cluster_by.replace("_", " "),
+                         quantity=quantity, settings=BootstrapSettings(seed, n_resamples, confidence))

@@ -9,7 +9,6 @@ image's side is said the same way in the grid's hover label, the app's detail pa
 
 from __future__ import annotations
 
-import html
 import inspect
 import math
 from collections.abc import Mapping, Sequence
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from biastest.measures.vlm.result import VLMResult
+from biastest.report.text import esc, level_label
 from biastest.spec import BiasSpec
 
 __all__ = [
@@ -103,14 +103,8 @@ MSG_NOT_SCORED = "{count} image(s) got no answer and are left out of every score
 MSG_NO_PROBABILITY = "no probability"
 
 
-def level_label(confidence: float, *, space: bool = True) -> str:
-    """A confidence level as a reader sees it: 0.95 → ``"95 %"`` (``"95%"`` without the space)."""
-    text = f"{100 * confidence:.4g}"
-    return f"{text} %" if space else f"{text}%"
-
-
 def _esc(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    return esc(value)
 
 
 def _pct(value: float | None) -> str:

@@ -60,14 +60,9 @@ request (redirects included) goes through the one outbound client,
 :func:`biastest.remote.openai_client`, which connects only to the addresses
 checked for it.
 
-Examples
---------
->>> check_endpoint_method("causal-sum")
-'causal-sum'
->>> check_endpoint_method("pll-unmodified")  # doctest: +ELLIPSIS
-Traceback (most recent call last):
-...
-biastest.errors.MethodError: The scoring method 'pll-unmodified' is for masked language models, which must run ...
+Which scoring methods an endpoint can serve is the measure's business
+(:func:`biastest.measures.stereotype.options.check_endpoint_method`); this adapter only refuses
+``causal-diff-span`` without the model's tokens (:meth:`EndpointCausalLM.check_method`).
 
 Layout
 ------
@@ -86,7 +81,6 @@ from biastest.models.endpoint_lm.causal import (
     MSG_ENDPOINT_PARTIAL,
     MSG_GARBLED,
     MSG_LOGPROB_COUNT,
-    MSG_MASKED_NEEDS_PROCESS,
     MSG_MODEL_MISMATCH,
     MSG_NO_COMPLETIONS,
     MSG_NO_PROMPT_LOGPROBS,
@@ -99,7 +93,6 @@ from biastest.models.endpoint_lm.causal import (
     PROMPTS_TEXT,
     PROMPTS_TOKEN_IDS,
     EndpointCausalLM,
-    check_endpoint_method,
     load_tokenizer,
 )
 from biastest.models.endpoint_lm.served import (
@@ -132,7 +125,6 @@ __all__ = [
     "MSG_GARBLED",
     "MSG_KEY_REFUSED",
     "MSG_LOGPROB_COUNT",
-    "MSG_MASKED_NEEDS_PROCESS",
     "MSG_MODEL_MISMATCH",
     "MSG_NOTE_TEXT",
     "MSG_NOTE_TOKEN_IDS",
@@ -148,7 +140,6 @@ __all__ = [
     "PROMPTS_TOKEN_IDS",
     "ProgressCallback",
     "ServedEndpoint",
-    "check_endpoint_method",
     "check_endpoint_url",
     "default_retry",
     "load_tokenizer",

@@ -42,7 +42,6 @@ __all__ = [
     "EndpointCausalLM",
     "PROMPTS_TEXT",
     "PROMPTS_TOKEN_IDS",
-    "check_endpoint_method",
     "load_tokenizer",
 ]
 
@@ -55,11 +54,6 @@ ENDPOINT_METHODS = ("causal-sum", "causal-diff-span")
 
 _UNKNOWN_LENGTH = 1_000_000
 
-MSG_MASKED_NEEDS_PROCESS = (
-    "The scoring method '{method}' is for masked language models, which must run in this process: an endpoint gives "
-    "the log-probabilities of a text read left to right, not of hidden words. Through an endpoint, use causal-sum or "
-    "causal-diff-span."
-)
 MSG_SPAN_NEEDS_TOKENIZER = (
     "The scoring method 'causal-diff-span' needs the model's own tokens to find the words that differ, but no "
     "tokenizer for '{model}' is available here, so the endpoint would split the text itself. Give the model's "
@@ -123,23 +117,6 @@ MSG_NOTE_TEXT = (
     "token of each sentence has no log-probability, so pairs whose sentences begin with different tokens were not "
     "scored; the scores equal in-process causal-sum only if the server adds the model's begin token."
 )
-
-
-def check_endpoint_method(method: str) -> str:
-    """The method if it works through an endpoint; masked-LM methods are refused.
-
-    Raises
-    ------
-    MethodError
-        :data:`MSG_MASKED_NEEDS_PROCESS` for a method of masked language
-        models; an unknown name gets the registry's message.
-    """
-    from biastest.metrics.stereotype_score import get_method
-
-    m = get_method(method)
-    if "causal" not in m.kinds:
-        raise MethodError(MSG_MASKED_NEEDS_PROCESS.format(method=m.name), method=m.name)
-    return m.name
 
 
 def load_tokenizer(reference: str, *, revision: str | None = None) -> Any:
@@ -269,13 +246,14 @@ class EndpointCausalLM(ServedEndpoint):
     def check_method(self, method: str) -> str:
         """The method if this endpoint can score it (before any request).
 
+        ``method`` is a causal method's name, already checked by the measure's options.
+
         Raises
         ------
         MethodError
-            :data:`MSG_MASKED_NEEDS_PROCESS`, or :data:`MSG_SPAN_NEEDS_TOKENIZER`
-            for ``causal-diff-span`` with text prompts.
+            :data:`MSG_SPAN_NEEDS_TOKENIZER` for ``causal-diff-span`` with text prompts.
         """
-        name = check_endpoint_method(method)
+        name = method
         if name == "causal-diff-span" and self.prompts == PROMPTS_TEXT:
             raise MethodError(MSG_SPAN_NEEDS_TOKENIZER.format(model=self.model_id), method=name)
         return name

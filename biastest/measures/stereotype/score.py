@@ -65,49 +65,12 @@ forward-pass inputs of all pairs first, de-duplicates identical inputs, sorts
 them by length and runs them ``batch_size`` at a time — never one pass per
 sentence.
 
-Results: :func:`summarize_stereotype` (and
-:func:`biastest.runner.lm.run_stereotype_test`) build a frozen
-:class:`StereotypeResult` with the overall score (micro: over pairs) and
-macro averages (mean of per-term scores), per attribute term, per group term
-and per category, each with a seeded bootstrap interval and an exact binomial
-test against 50% (:mod:`biastest.stats.proportion`).
-
-Uncertainty that respects how the pairs were made (:mod:`biastest.stats.clusters`).
-Pairs come in families that lean together, so the result also carries a
-**cluster-aware** summary: the clusters are chosen by ``clusters``
-(:data:`CLUSTERINGS`): ``"template"`` (pairs with the same template, e.g. one
-generated sentence swapped to several group terms), ``"attribute-term"``,
-``"pair"`` (independent pairs), or ``"auto"`` (the default,
-:func:`resolve_clusters`: template when every scored pair has one, else
-attribute term when every scored pair has one, else pair). A pair without the
-chosen key is its own cluster. For the score the cluster-aware summary gives
-the same estimate (percent stereotyped), a cluster bootstrap interval (none
-below :data:`~biastest.stats.clusters.MIN_CLUSTERS_FOR_INTERVAL` clusters,
-with the reason), the design effect, and an exact sign test on cluster means
-of the pair signs (+1 stereotyped, −1 anti-stereotyped, 0 tie): a cluster
-counts as stereotyped when more of its pairs lean to the stereotype than
-away. When the clusters are not single pairs this summary is the **headline**
-(``StereotypeResult.cluster_aware``); the pair-level bootstrap, exact
-Clopper–Pearson interval and sign test stay beside it.
-
-**Magnitude** (as lm-evaluation-harness reports the likelihood difference
-beside the share): the mean and the median of the per-pair difference
-``Δ = score_stereotyped − score_anti`` (natural-log units of the method's
-score), with cluster bootstrap intervals and a sign test of cluster-mean Δ
-against 0, overall and per term.
-
-**Many comparisons**: the per-term p-values (the cluster sign test within the
-term) carry Holm-adjusted p-values and Benjamini–Hochberg q-values
-(:mod:`biastest.stats.multiple`), each family (attribute terms, group terms,
-categories) adjusted on its own. Within one attribute term, pairs are
-clustered by template when the overall clustering is by template, and
-treated as independent otherwise (clustering by attribute term makes each
-term a single cluster: the term is then the unit being described, not a
-sample of it).
+The statistics over the per-pair scores are in :mod:`biastest.measures.stereotype.summary`, the result
+records in :mod:`biastest.measures.stereotype.result`.
 
 Examples
 --------
->>> from biastest.metrics.stereotype_score import get_method
+>>> from biastest.measures.stereotype.score import get_method
 >>> get_method("causal-sum").kinds
 ('causal',)
 """
@@ -115,18 +78,16 @@ Examples
 from __future__ import annotations
 
 import difflib
-import json
 import math
 import re
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-from biastest.errors import DataError, MethodError, OptionError
+from biastest.errors import DataError, MethodError
+from biastest.measures.stereotype.result import PairScore
 from biastest.models.lm import (
     CausalLanguageModel,
     LanguageModel,
@@ -136,49 +97,26 @@ from biastest.models.lm import (
 )
 from biastest.records import GROUP_SLOT, SentencePair
 from biastest.spec import term_regex
-from biastest.stats.clusters import ClusterSummary, summarize_cluster_means, summarize_clusters
-from biastest.stats.multiple import benjamini_hochberg, holm
-from biastest.stats.proportion import ANTI, STEREOTYPED, TIE, ProportionSummary, summarize_verdicts
+from biastest.stats.proportion import ANTI, STEREOTYPED, TIE
 
 __all__ = [
-    "CLUSTERINGS",
-    "CLUSTER_LABELS",
-    "DEFAULT_CLUSTERS",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_TIE_TOLERANCE",
     "METHODS",
-    "PairScore",
+    "REASONS",
     "ScoringMethod",
-    "StereotypeResult",
-    "TermSummary",
-    "check_clusters",
     "check_method_for_kind",
-    "cluster_keys",
     "check_pairs",
     "check_tie_tolerance",
     "get_method",
     "method_names",
     "methods_for_kind",
-    "resolve_clusters",
     "score_pairs",
-    "summarize_stereotype",
     "verdict_of",
 ]
 
 DEFAULT_TIE_TOLERANCE = 1e-9
 DEFAULT_BATCH_SIZE = 32
-
-#: How pairs are grouped into independent clusters for the cluster-aware interval and test.
-CLUSTERINGS = ("auto", "template", "attribute-term", "pair")
-DEFAULT_CLUSTERS = "auto"
-#: Plain words for each clustering (reports, the app's choice).
-CLUSTER_LABELS = {
-    "auto": "automatic (template, else attribute term, else none)",
-    "template": "template",
-    "attribute-term": "attribute term",
-    "pair": "none (pairs independent)",
-}
-MSG_BAD_CLUSTERS = "Unknown clustering '{value}'. Choose one of: {choices}."
 
 MSG_UNKNOWN_METHOD = "Unknown scoring method '{name}'.{hint} Available: {choices}."
 MSG_METHOD_NOT_FOR_KIND = (
@@ -187,11 +125,7 @@ MSG_METHOD_NOT_FOR_KIND = (
 )
 MSG_NO_PAIRS = "There are no sentence pairs to score. Add or generate test sentences first."
 MSG_NOT_A_PAIR = "Item {index} is not a sentence pair (got {type_name})."
-MSG_NOTHING_SCORED = (
-    "None of the {n} sentence pairs could be scored ({reasons}). Fix the pairs listed in the table and try again."
-)
 MSG_BAD_TOLERANCE = "The tie tolerance must be a number of at least 0, got {value!r}."
-MSG_BAD_RESULT_FILE = "This file is not a saved stereotype-test result ({problem})."
 
 # Exclusion reasons: code → message for the user (formatted with the pair's fields).
 REASONS: dict[str, str] = {
@@ -236,68 +170,6 @@ def verdict_of(difference: float, *, tie_tolerance: float = DEFAULT_TIE_TOLERANC
     if difference < -tie_tolerance:
         return ANTI
     return TIE
-
-
-# ---------------------------------------------------------------------- per-pair record
-@dataclass(frozen=True)
-class PairScore:
-    """The scores and verdict of one sentence pair (or why it was excluded).
-
-    Attributes
-    ----------
-    index : int
-        Position of the pair in the input.
-    pair_id : str
-    stereotyped, anti_stereotyped : str
-    attribute_term, group_term_stereotyped, group_term_anti, category, source : str
-    score_stereotyped, score_anti : float or None
-        Method scores (natural-log probabilities; sums or means, see method).
-    difference : float or None
-        ``score_stereotyped − score_anti``.
-    verdict : {"stereotyped", "anti-stereotyped", "tie"} or None
-        None when excluded.
-    n_tokens_stereotyped, n_tokens_anti : int
-        Tokens that entered each score.
-    excluded_code, excluded_reason : str or None
-        Why the pair was not scored.
-    template : str
-        The pair's template (empty if unknown); the default cluster of the pair.
-    """
-
-    index: int
-    pair_id: str
-    stereotyped: str
-    anti_stereotyped: str
-    attribute_term: str
-    group_term_stereotyped: str
-    group_term_anti: str
-    category: str
-    source: str
-    score_stereotyped: float | None
-    score_anti: float | None
-    difference: float | None
-    verdict: str | None
-    n_tokens_stereotyped: int = 0
-    n_tokens_anti: int = 0
-    excluded_code: str | None = None
-    excluded_reason: str | None = None
-    template: str = ""
-
-    @property
-    def scored(self) -> bool:
-        return self.verdict is not None
-
-    @property
-    def preferred(self) -> str | None:
-        """The sentence the model preferred (None for a tie or an excluded pair)."""
-        if self.verdict == STEREOTYPED:
-            return self.stereotyped
-        if self.verdict == ANTI:
-            return self.anti_stereotyped
-        return None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _pair_base(index: int, pair: SentencePair) -> dict[str, Any]:
@@ -860,523 +732,3 @@ def score_pairs(
         )
     return out
 
-
-# ---------------------------------------------------------------------- results
-@dataclass(frozen=True)
-class TermSummary:
-    """The score of the pairs that share one term (or category).
-
-    Attributes
-    ----------
-    term : str
-    summary : ProportionSummary
-        Pair-level score, bootstrap and exact intervals, sign test.
-    clustered : ClusterSummary or None
-        Cluster-aware score (percent) within the term: cluster bootstrap interval (or the reason there is
-        none), design effect, sign test on cluster means. None in results saved before it existed.
-    magnitude : ClusterSummary or None
-        Mean Δ log-probability (stereotyped − anti) of the term's pairs with its cluster-aware interval.
-    median_difference : float or None
-        Median Δ of the term's pairs.
-    p_holm, q_bh : float or None
-        Holm-adjusted p-value and Benjamini–Hochberg q-value of :attr:`p_value` within its family (all
-        attribute terms, all group terms, or all categories).
-    """
-
-    term: str
-    summary: ProportionSummary
-    clustered: ClusterSummary | None = None
-    magnitude: ClusterSummary | None = None
-    median_difference: float | None = None
-    p_holm: float | None = None
-    q_bh: float | None = None
-
-    @property
-    def p_value(self) -> float | None:
-        """The term's test: the sign test on cluster means (with single-pair clusters, the pair sign test)."""
-        return self.clustered.p_value if self.clustered is not None else self.summary.p_value
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "term": self.term,
-            "summary": self.summary.to_dict(),
-            "clustered": None if self.clustered is None else self.clustered.to_dict(),
-            "magnitude": None if self.magnitude is None else self.magnitude.to_dict(),
-            "median_difference": self.median_difference,
-            "p_holm": self.p_holm,
-            "q_bh": self.q_bh,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TermSummary:
-        """Rebuild from :meth:`to_dict` (results saved before clusters existed read with the new fields None)."""
-        return cls(
-            term=data["term"],
-            summary=ProportionSummary.from_dict(data["summary"]),
-            clustered=_cluster_summary(data.get("clustered")),
-            magnitude=_cluster_summary(data.get("magnitude")),
-            median_difference=data.get("median_difference"),
-            p_holm=data.get("p_holm"),
-            q_bh=data.get("q_bh"),
-        )
-
-
-def _cluster_summary(data: dict[str, Any] | None) -> ClusterSummary | None:
-    return None if data is None else ClusterSummary.from_dict(data)
-
-
-@dataclass(frozen=True)
-class StereotypeResult:
-    """The result of a stereotype-score test of one language model.
-
-    Attributes
-    ----------
-    model_id, model_revision, model_kind : str / str or None / str
-    method : str
-        Scoring method name (:data:`METHODS`).
-    seed : int
-        Bootstrap seed.
-    overall : ProportionSummary
-        **Micro** score: percent stereotyped over all scored pairs.
-    macro_attribute : ProportionSummary
-        **Macro** score over attribute terms: mean of the per-attribute-term
-        scores (stratified bootstrap; no exact test).
-    macro_group : ProportionSummary
-        **Macro** score over group terms (of the stereotyped sentence).
-    per_attribute : tuple of TermSummary
-        Per attribute term (pairs without one are under ``""``).
-    per_group : tuple of TermSummary
-        Per group term *of the stereotyped sentence* (the group whose
-        stereotype the pair tests).
-    per_category : tuple of TermSummary
-        Per category (e.g. CrowS-Pairs bias type, or attribute list name).
-    pairs : tuple of PairScore
-        Every input pair, scored or excluded.
-    n_pairs, n_scored, n_excluded : int
-    excluded_reasons : dict
-        Exclusion code → number of pairs.
-    tie_tolerance : float
-    batch_size : int
-    spec : dict or None
-        The BiasSpec (BiasTestGPT JSON form) the pairs were made for.
-    provenance : dict
-        From :func:`biastest.provenance.provenance` (model id and revision,
-        method, seed, spec name, versions, time …).
-    clusters : str
-        The clustering used (:data:`CLUSTERINGS`, never ``"auto"``: resolved); ``"pair"`` in results saved
-        before clusters existed.
-    overall_clustered : ClusterSummary or None
-        Cluster-aware summary of the overall score (percent); the headline when :attr:`cluster_aware`.
-    magnitude : ClusterSummary or None
-        Mean Δ log-probability (stereotyped − anti, natural-log units of the method) over scored pairs, with
-        its cluster bootstrap interval and sign test of cluster-mean Δ against 0.
-    magnitude_median : ClusterSummary or None
-        Median Δ with its cluster bootstrap (percentile) interval.
-    """
-
-    model_id: str
-    model_revision: str | None
-    model_kind: str
-    method: str
-    seed: int
-    overall: ProportionSummary
-    macro_attribute: ProportionSummary
-    macro_group: ProportionSummary
-    per_attribute: tuple[TermSummary, ...]
-    per_group: tuple[TermSummary, ...]
-    per_category: tuple[TermSummary, ...]
-    pairs: tuple[PairScore, ...]
-    n_pairs: int
-    n_scored: int
-    n_excluded: int
-    excluded_reasons: dict[str, int]
-    tie_tolerance: float
-    batch_size: int
-    spec: dict[str, Any] | None
-    provenance: dict[str, Any]
-    clusters: str = "pair"
-    overall_clustered: ClusterSummary | None = None
-    magnitude: ClusterSummary | None = None
-    magnitude_median: ClusterSummary | None = None
-
-    @property
-    def score(self) -> float:
-        """The overall (micro) stereotype score in percent."""
-        return self.overall.score
-
-    @property
-    def cluster_aware(self) -> bool:
-        """Whether the headline is the cluster-aware summary (clusters that are not single pairs)."""
-        return self.overall_clustered is not None and self.clusters != "pair"
-
-    def with_clusters(self, clusters: str) -> StereotypeResult:
-        """The same scored pairs summarised with another clustering (no model runs).
-
-        Every setting recorded (method, seed, resamples, confidence, tie tolerance, spec, the model's
-        description and other provenance such as the endpoint) is kept; ``provenance["scored_at"]`` keeps when
-        the pairs were scored.
-        """
-        prov = dict(self.provenance or {})
-        model = prov.get("model") if isinstance(prov.get("model"), dict) else {
-            "model_id": self.model_id, "model_revision": self.model_revision, "model_kind": self.model_kind}
-        extra = {k: v for k, v in prov.items() if k not in _SUMMARY_PROVENANCE}
-        extra.setdefault("scored_at", prov.get("created_at"))
-        return summarize_stereotype(
-            self.pairs, model=model, method=self.method, seed=self.seed, n_resamples=self.overall.n_resamples,
-            confidence=self.overall.confidence, tie_tolerance=self.tie_tolerance, batch_size=self.batch_size,
-            spec=self.spec, extra_provenance=extra, clusters=clusters,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable dict (inverse: :meth:`from_dict`)."""
-        return {
-            "kind": "stereotype-score",
-            "model_id": self.model_id,
-            "model_revision": self.model_revision,
-            "model_kind": self.model_kind,
-            "method": self.method,
-            "seed": self.seed,
-            "overall": self.overall.to_dict(),
-            "macro_attribute": self.macro_attribute.to_dict(),
-            "macro_group": self.macro_group.to_dict(),
-            "per_attribute": [t.to_dict() for t in self.per_attribute],
-            "per_group": [t.to_dict() for t in self.per_group],
-            "per_category": [t.to_dict() for t in self.per_category],
-            "pairs": [p.to_dict() for p in self.pairs],
-            "n_pairs": self.n_pairs,
-            "n_scored": self.n_scored,
-            "n_excluded": self.n_excluded,
-            "excluded_reasons": dict(self.excluded_reasons),
-            "tie_tolerance": self.tie_tolerance,
-            "batch_size": self.batch_size,
-            "spec": self.spec,
-            "provenance": self.provenance,
-            "clusters": self.clusters,
-            "overall_clustered": None if self.overall_clustered is None else self.overall_clustered.to_dict(),
-            "magnitude": None if self.magnitude is None else self.magnitude.to_dict(),
-            "magnitude_median": None if self.magnitude_median is None else self.magnitude_median.to_dict(),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> StereotypeResult:
-        """Rebuild a result from :meth:`to_dict`'s output."""
-        try:
-            if data.get("kind") != "stereotype-score":
-                raise KeyError("kind")
-            return cls(
-                model_id=data["model_id"],
-                model_revision=data["model_revision"],
-                model_kind=data["model_kind"],
-                method=data["method"],
-                seed=data["seed"],
-                overall=ProportionSummary.from_dict(data["overall"]),
-                macro_attribute=ProportionSummary.from_dict(data["macro_attribute"]),
-                macro_group=ProportionSummary.from_dict(data["macro_group"]),
-                per_attribute=tuple(TermSummary.from_dict(t) for t in data["per_attribute"]),
-                per_group=tuple(TermSummary.from_dict(t) for t in data["per_group"]),
-                per_category=tuple(TermSummary.from_dict(t) for t in data["per_category"]),
-                pairs=tuple(PairScore(**p) for p in data["pairs"]),
-                n_pairs=data["n_pairs"],
-                n_scored=data["n_scored"],
-                n_excluded=data["n_excluded"],
-                excluded_reasons=dict(data["excluded_reasons"]),
-                tie_tolerance=data["tie_tolerance"],
-                batch_size=data["batch_size"],
-                spec=data["spec"],
-                provenance=data["provenance"],
-                clusters=data.get("clusters", "pair"),
-                overall_clustered=_cluster_summary(data.get("overall_clustered")),
-                magnitude=_cluster_summary(data.get("magnitude")),
-                magnitude_median=_cluster_summary(data.get("magnitude_median")),
-            )
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise DataError(MSG_BAD_RESULT_FILE.format(problem=f"missing or bad field {exc}")) from None
-
-    def save_json(self, path: str | Path) -> Path:
-        """Write :meth:`to_dict` as UTF-8 JSON; returns the path."""
-        path = Path(path)
-        path.write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=2), encoding="utf-8")
-        return path
-
-    @classmethod
-    def load_json(cls, path: str | Path) -> StereotypeResult:
-        """Read a result written by :meth:`save_json`."""
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise DataError(MSG_BAD_RESULT_FILE.format(problem=str(exc))) from None
-        if not isinstance(data, dict):
-            raise DataError(MSG_BAD_RESULT_FILE.format(problem="not a JSON object"))
-        return cls.from_dict(data)
-
-    def pairs_records(self) -> list[dict[str, Any]]:
-        """One flat dict per pair (for tables and CSV), with the run's identity.
-
-        Columns: ``index, pair_id, stereotyped, anti_stereotyped,
-        attribute_term, group_term_stereotyped, group_term_anti, category,
-        source, score_stereotyped, score_anti, difference, verdict,
-        n_tokens_stereotyped, n_tokens_anti, excluded_code, excluded_reason,
-        template, preferred, model_id, model_revision, method, seed, clusters,
-        cluster``.
-        Text is returned as-is: escaping for HTML and neutralising
-        spreadsheet formulas is the exporter's job.
-        """
-        keys = cluster_keys(self.pairs, self.clusters)
-        rows = []
-        for p, key in zip(self.pairs, keys, strict=True):
-            row = p.to_dict()
-            row["preferred"] = p.preferred
-            row.update(
-                {
-                    "model_id": self.model_id,
-                    "model_revision": self.model_revision,
-                    "method": self.method,
-                    "seed": self.seed,
-                    "clusters": self.clusters,
-                    "cluster": key if p.scored else None,
-                }
-            )
-            rows.append(row)
-        return rows
-
-
-#: Provenance fields :func:`summarize_stereotype` writes itself (the rest is the caller's ``extra_provenance``).
-_SUMMARY_PROVENANCE = frozenset({
-    "model_id", "model_revision", "model_kind", "model", "method", "method_reference", "seed", "spec",
-    "n_resamples", "confidence", "tie_tolerance", "batch_size", "clusters", "clusters_requested", "created_at",
-    "versions",
-})
-
-
-def check_clusters(clusters: Any) -> str:
-    """Validate a clustering name (:data:`CLUSTERINGS`).
-
-    Raises
-    ------
-    OptionError
-        :data:`MSG_BAD_CLUSTERS`.
-    """
-    if not isinstance(clusters, str) or clusters.strip().lower().replace(" ", "-") not in CLUSTERINGS:
-        raise OptionError(MSG_BAD_CLUSTERS.format(value=clusters, choices=", ".join(CLUSTERINGS)),
-                          option="clusters", value=clusters)
-    return clusters.strip().lower().replace(" ", "-")
-
-
-def resolve_clusters(scores: Sequence[PairScore], clusters: str = DEFAULT_CLUSTERS) -> str:
-    """The clustering ``"auto"`` stands for, given the scored pairs (other names are returned as they are).
-
-    ``"template"`` when every scored pair has a template (generated and BiasTestGPT pairs), else
-    ``"attribute-term"`` when every scored pair has an attribute term, else ``"pair"`` (e.g. CrowS-Pairs).
-    """
-    clusters = check_clusters(clusters)
-    if clusters != "auto":
-        return clusters
-    scored = [p for p in scores if p.scored] or list(scores)
-    if scored and all(p.template.strip() for p in scored):
-        return "template"
-    if scored and all(p.attribute_term.strip() for p in scored):
-        return "attribute-term"
-    return "pair"
-
-
-def cluster_keys(scores: Sequence[PairScore], clusters: str) -> list[str]:
-    """One cluster label per pair: its template, attribute term (case-folded) or its own index.
-
-    A pair without the chosen key (no template, no attribute term) is a cluster of its own.
-    """
-    clusters = resolve_clusters(scores, clusters)
-    out = []
-    for p in scores:
-        if clusters == "template" and p.template.strip():
-            out.append("template: " + " ".join(p.template.split()).casefold())
-        elif clusters == "attribute-term" and p.attribute_term.strip():
-            out.append("attribute term: " + p.attribute_term.strip().casefold())
-        else:
-            out.append(f"pair #{p.index}")
-    return out
-
-
-def _signs(scored: Sequence[PairScore]) -> np.ndarray:
-    return np.fromiter(
-        (1.0 if p.verdict == STEREOTYPED else -1.0 if p.verdict == ANTI else 0.0 for p in scored),
-        dtype=np.float64, count=len(scored),
-    )
-
-
-def _differences(scored: Sequence[PairScore]) -> np.ndarray:
-    return np.fromiter((float(p.difference) for p in scored), dtype=np.float64, count=len(scored))  # type: ignore[arg-type]
-
-
-def _cluster_parts(
-    scored: Sequence[PairScore], keys: Sequence[str], cluster_by: str, **kw: Any
-) -> tuple[ClusterSummary, ClusterSummary]:
-    """Cluster-aware share (percent; sign test of the pair signs) and mean Δ (sign test of Δ) of some pairs.
-
-    Both from the same cluster draws (:func:`biastest.stats.clusters.summarize_cluster_means`).
-    """
-    signs = _signs(scored)
-    share, mean = summarize_cluster_means([(signs > 0).astype(np.float64), _differences(scored)], keys,
-                                          cluster_by=cluster_by, test_values=[signs, None], nulls=[0.0, 0.0], **kw)
-    return share.scaled(100.0), mean
-
-
-def _per_key(
-    scored: Sequence[PairScore],
-    keys: Sequence[str],
-    clusters: Sequence[str],
-    cluster_by: str,
-    *,
-    seed: int,
-    n_resamples: int,
-    confidence: float,
-) -> tuple[TermSummary, ...]:
-    kw = {"seed": seed, "n_resamples": n_resamples, "confidence": confidence}
-    groups: dict[str, list[int]] = {}
-    for i, key in enumerate(keys):
-        groups.setdefault(key, []).append(i)
-    terms = []
-    for k, ix in sorted(groups.items(), key=lambda kv: kv[0].casefold()):
-        pairs = [scored[i] for i in ix]
-        share, mean = _cluster_parts(pairs, [clusters[i] for i in ix], cluster_by, **kw)
-        terms.append(TermSummary(
-            term=k,
-            summary=summarize_verdicts([p.verdict for p in pairs], **kw),  # type: ignore[misc]
-            clustered=share,
-            magnitude=mean,
-            median_difference=float(np.median(_differences(pairs))),
-        ))
-    ps = [t.p_value for t in terms]
-    return tuple(replace(t, p_holm=h, q_bh=q) for t, h, q in zip(terms, holm(ps), benjamini_hochberg(ps),
-                                                                  strict=True))
-
-
-def summarize_stereotype(
-    scores: Sequence[PairScore],
-    *,
-    model: LanguageModel | dict[str, Any],
-    method: str,
-    seed: int,
-    n_resamples: int = 10_000,
-    confidence: float = 0.95,
-    tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    spec: dict[str, Any] | None = None,
-    extra_provenance: dict[str, Any] | None = None,
-    clusters: str = DEFAULT_CLUSTERS,
-) -> StereotypeResult:
-    """Build the :class:`StereotypeResult` from per-pair scores.
-
-    Micro score (``overall``): percent stereotyped over all scored pairs, ties
-    in the denominator (:data:`biastest.stats.proportion.SCORE_VERDICTS`),
-    bootstrap CI over pairs and exact sign test. Macro scores: mean of the
-    per-term scores with a bootstrap stratified by term. Cluster-aware
-    summaries (``overall_clustered``, the magnitude, per term): cluster
-    bootstrap, design effect and sign test on cluster means
-    (:func:`biastest.stats.clusters.summarize_clusters`) with the clusters
-    ``clusters`` names; per-term Holm and Benjamini–Hochberg adjustments
-    (see the module docstring).
-
-    Parameters
-    ----------
-    scores : sequence of PairScore
-        From :func:`score_pairs`.
-    model : LanguageModel or dict
-        The adapter, or a dict with ``model_id``, ``model_revision``,
-        ``model_kind`` (for provenance).
-    method : str
-    seed : int
-        Seed of every bootstrap (recorded).
-    n_resamples, confidence :
-        Bootstrap settings.
-    tie_tolerance, batch_size :
-        Recorded as used by :func:`score_pairs`.
-    spec : dict, optional
-        ``BiasSpec.to_dict()`` of the specification tested.
-    extra_provenance : dict, optional
-        More provenance fields (e.g. pair sources).
-    clusters : {"auto", "template", "attribute-term", "pair"}
-        How pairs group into independent clusters (:func:`resolve_clusters`); recorded resolved.
-
-    Raises
-    ------
-    DataError
-        :data:`MSG_NOTHING_SCORED` when every pair was excluded.
-    OptionError
-        An unknown ``clusters``.
-    """
-    from biastest.provenance import provenance
-
-    clusters = check_clusters(clusters)
-    info = model.describe() if isinstance(model, LanguageModel) else dict(model)
-    scores = list(scores)
-    if not scores:
-        raise DataError(MSG_NO_PAIRS)
-    scored = [p for p in scores if p.scored]
-    reasons = Counter(p.excluded_code for p in scores if not p.scored)
-    if not scored:
-        text = "; ".join(f"{n} × {REASONS[c].split('.')[0].format_map(_Blank())}" for c, n in reasons.most_common())
-        raise DataError(MSG_NOTHING_SCORED.format(n=len(scores), reasons=text), reasons=dict(reasons))
-    verdicts = [p.verdict for p in scored]
-    kw = {"seed": seed, "n_resamples": n_resamples, "confidence": confidence}
-    attr_keys = [p.attribute_term.strip() for p in scored]
-    group_keys = [p.group_term_stereotyped.strip() for p in scored]
-    cat_keys = [p.category.strip() for p in scored]
-    overall = summarize_verdicts(verdicts, **kw)
-    macro_attr = summarize_verdicts(verdicts, strata=attr_keys, average="macro", **kw)
-    macro_group = summarize_verdicts(verdicts, strata=group_keys, average="macro", **kw)
-    resolved = resolve_clusters(scored, clusters)
-    cluster_by = CLUSTER_LABELS[resolved]
-    keys = cluster_keys(scored, resolved)
-    share, mean = _cluster_parts(scored, keys, cluster_by, **kw)
-    median = summarize_clusters(_differences(scored), keys, cluster_by=cluster_by, null=0.0, statistic="median", **kw)
-    # within one attribute term: templates, or (when the term itself is the cluster) independent pairs
-    within_attr = keys if resolved == "template" else cluster_keys(scored, "pair")
-    within_attr_by = cluster_by if resolved == "template" else CLUSTER_LABELS["pair"]
-    prov = provenance(
-        model_id=info.get("model_id"),
-        model_revision=info.get("model_revision"),
-        model_kind=info.get("model_kind"),
-        model=info,
-        method=method,
-        method_reference=get_method(method).reference,
-        seed=seed,
-        spec=spec.get("name") if spec else None,
-        n_resamples=n_resamples,
-        confidence=confidence,
-        tie_tolerance=tie_tolerance,
-        batch_size=batch_size,
-        clusters=resolved,
-        clusters_requested=clusters,
-        **(extra_provenance or {}),
-    )
-    return StereotypeResult(
-        model_id=str(info.get("model_id")),
-        model_revision=info.get("model_revision"),
-        model_kind=str(info.get("model_kind")),
-        method=method,
-        seed=seed,
-        overall=overall,
-        macro_attribute=macro_attr,
-        macro_group=macro_group,
-        per_attribute=_per_key(scored, attr_keys, within_attr, within_attr_by, **kw),
-        per_group=_per_key(scored, group_keys, keys, cluster_by, **kw),
-        per_category=_per_key(scored, cat_keys, keys, cluster_by, **kw),
-        pairs=tuple(scores),
-        n_pairs=len(scores),
-        n_scored=len(scored),
-        n_excluded=len(scores) - len(scored),
-        excluded_reasons=dict(reasons),
-        tie_tolerance=tie_tolerance,
-        batch_size=batch_size,
-        spec=spec,
-        provenance=prov,
-        clusters=resolved,
-        overall_clustered=share,
-        magnitude=mean,
-        magnitude_median=median,
-    )
-
-
-class _Blank(dict):
-    def __missing__(self, key: str) -> str:
-        return "…"

@@ -1,6 +1,6 @@
 """Report layer of the language-model test: tables, figures, text and exports.
 
-Turns a :class:`~biastest.metrics.stereotype_score.StereotypeResult` into
+Turns a :class:`~biastest.measures.stereotype.result.StereotypeResult` into
 what the app shows (plotly figures with per-pair hover, a plain-language
 reading) and the files it offers (CSV of every pair with provenance columns,
 JSON of the whole result; the CSV starts with summary rows, :func:`summary_records`, so that it is a
@@ -19,11 +19,11 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from biastest.errors import DataError
-from biastest.metrics.stereotype_score import StereotypeResult
+from biastest.measures.stereotype.result import StereotypeResult
 from biastest.records import SentencePair
 from biastest.report.export import private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import item_grid, score_bars
-from biastest.report.text import md_escape
+from biastest.report.text import level_label, md_escape
 
 __all__ = [
     "PAIR_COLUMNS",
@@ -290,12 +290,6 @@ def pairs_from_table(table: pd.DataFrame | None, *, spec_name: str = "") -> list
 
 def _fmt(x: float | None, digits: int = 1) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
-
-
-def level_label(confidence: float, *, space: bool = True) -> str:
-    """A confidence level as a reader sees it: 0.95 → ``"95 %"`` (``"95%"`` without the space)."""
-    text = f"{100 * confidence:.4g}"
-    return f"{text} %" if space else f"{text}%"
 
 
 def _signed(x: float | None, digits: int = 3) -> str:

@@ -1,0 +1,85 @@
+"""How the pairs of a stereotype-score test group into clusters that lean together.
+
+Pairs come in families: one generated sentence swapped to several group terms shares a template, pairs
+about one attribute term share it. The cluster-aware interval and test
+(:mod:`biastest.stats.clusters`) treat each cluster, not each pair, as independent. The clustering is
+one of :data:`CLUSTERINGS`; ``"auto"`` (:func:`resolve_clusters`) picks template when every scored pair
+has one, else attribute term when every scored pair has one, else pair. A pair without the chosen key
+is its own cluster.
+
+>>> resolve_clusters([], "template")
+'template'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from biastest.errors import OptionError
+
+if TYPE_CHECKING:  # the records import this module (their CSV rows name each pair's cluster)
+    from biastest.measures.stereotype.result import PairScore
+
+__all__ = ["CLUSTERINGS", "CLUSTER_LABELS", "DEFAULT_CLUSTERS", "MSG_BAD_CLUSTERS", "check_clusters",
+           "cluster_keys", "resolve_clusters"]
+
+#: How pairs are grouped into independent clusters for the cluster-aware interval and test.
+CLUSTERINGS = ("auto", "template", "attribute-term", "pair")
+DEFAULT_CLUSTERS = "auto"
+#: Plain words for each clustering (reports, the app's choice).
+CLUSTER_LABELS = {
+    "auto": "automatic (template, else attribute term, else none)",
+    "template": "template",
+    "attribute-term": "attribute term",
+    "pair": "none (pairs independent)",
+}
+MSG_BAD_CLUSTERS = "Unknown clustering '{value}'. Choose one of: {choices}."
+
+
+def check_clusters(clusters: Any) -> str:
+    """Validate a clustering name (:data:`CLUSTERINGS`).
+
+    Raises
+    ------
+    OptionError
+        :data:`MSG_BAD_CLUSTERS`.
+    """
+    if not isinstance(clusters, str) or clusters.strip().lower().replace(" ", "-") not in CLUSTERINGS:
+        raise OptionError(MSG_BAD_CLUSTERS.format(value=clusters, choices=", ".join(CLUSTERINGS)),
+                          option="clusters", value=clusters)
+    return clusters.strip().lower().replace(" ", "-")
+
+
+def resolve_clusters(scores: Sequence[PairScore], clusters: str = DEFAULT_CLUSTERS) -> str:
+    """The clustering ``"auto"`` stands for, given the scored pairs (other names are returned as they are).
+
+    ``"template"`` when every scored pair has a template (generated and BiasTestGPT pairs), else
+    ``"attribute-term"`` when every scored pair has an attribute term, else ``"pair"`` (e.g. CrowS-Pairs).
+    """
+    clusters = check_clusters(clusters)
+    if clusters != "auto":
+        return clusters
+    scored = [p for p in scores if p.scored] or list(scores)
+    if scored and all(p.template.strip() for p in scored):
+        return "template"
+    if scored and all(p.attribute_term.strip() for p in scored):
+        return "attribute-term"
+    return "pair"
+
+
+def cluster_keys(scores: Sequence[PairScore], clusters: str) -> list[str]:
+    """One cluster label per pair: its template, attribute term (case-folded) or its own index.
+
+    A pair without the chosen key (no template, no attribute term) is a cluster of its own.
+    """
+    clusters = resolve_clusters(scores, clusters)
+    out = []
+    for p in scores:
+        if clusters == "template" and p.template.strip():
+            out.append("template: " + " ".join(p.template.split()).casefold())
+        elif clusters == "attribute-term" and p.attribute_term.strip():
+            out.append("attribute term: " + p.attribute_term.strip().casefold())
+        else:
+            out.append(f"pair #{p.index}")
+    return out

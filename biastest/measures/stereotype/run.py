@@ -1,0 +1,266 @@
+"""The language-model bias test, end to end: one call for the app, the command line and the audit.
+
+:func:`run` takes checked :class:`~biastest.measures.stereotype.options.StereotypeOptions` and the
+:class:`StereotypeItems` to test, loads the model once per process (through
+:data:`~biastest.models.cache.MODEL_CACHE`) or reaches it at an endpoint, scores every pair with the chosen
+method in batches and returns a :class:`~biastest.measures.stereotype.result.StereotypeResult`.
+
+:func:`run_lm_test` is the test as the apps run it: a public server loads Hub models only, and a model
+behind an endpoint (:class:`LMEndpoint`, checked by :func:`check_lm_endpoint`) is scored through the
+completions protocol.
+
+Examples
+--------
+>>> # options = StereotypeOptions.parse(model_id="gpt2", method="causal-sum", seed=42)
+>>> # result = run(options, StereotypeItems(pairs))
+>>> # result.overall.score, result.overall.ci_low, result.overall.p_value
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from biastest import public
+from biastest.errors import OptionError, SpecError
+from biastest.measures.stereotype.options import StereotypeOptions, check_endpoint_method
+from biastest.measures.stereotype.result import StereotypeResult
+from biastest.measures.stereotype.score import check_method_for_kind, check_pairs, score_pairs
+from biastest.measures.stereotype.summary import summarize_stereotype
+from biastest.models.cache import MODEL_CACHE, ModelCache
+from biastest.models.endpoint_lm import (
+    DEFAULT_MAX_REQUESTS,
+    DEFAULT_TIME_LIMIT,
+    MSG_NO_MODEL_NAME,
+    EndpointCausalLM,
+    check_endpoint_url,
+)
+from biastest.models.lm import ProgressCallback, detect_model_kind, load_language_model
+from biastest.options import validate_options
+from biastest.records import SentencePair
+from biastest.remote import RetryPolicy, RunLimits
+from biastest.spec import BiasSpec
+
+__all__ = ["LMEndpoint", "StereotypeItems", "check_lm_endpoint", "run", "run_lm_test"]
+
+MSG_PROGRESS_LOADING = "Loading the model '{model_id}'…"
+MSG_PROGRESS_ENDPOINT = "Scoring with the model '{model_id}' at {where}…"
+MSG_PROGRESS_SUMMARY = "Computing scores and confidence intervals…"
+MSG_PROGRESS_DONE = "Done: {n_scored} of {n_pairs} pairs scored."
+MSG_BAD_SPEC = "The specification must be a BiasSpec, got {type_name}."
+MSG_NEED_ENDPOINT_URL = "Type the address of the server that serves the model, e.g. http://localhost:8000/v1."
+
+
+@dataclass(frozen=True)
+class StereotypeItems:
+    """What a stereotype-score test scores: sentence pairs, and the specification they test.
+
+    Attributes
+    ----------
+    pairs : sequence of SentencePair
+        Stereotyped / anti-stereotyped sentence pairs (checked by :func:`run`).
+    spec : BiasSpec, optional
+        The specification the pairs test (recorded in the result).
+    """
+
+    pairs: Sequence[SentencePair]
+    spec: BiasSpec | None = None
+
+
+def run(
+    options: StereotypeOptions,
+    items: StereotypeItems,
+    *,
+    progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    api_key: str | None = None,
+    retry: RetryPolicy | None = None,
+    cache: ModelCache | None = MODEL_CACHE,
+) -> StereotypeResult:
+    """Test a language model for stereotype preference on sentence pairs.
+
+    The model runs in this process, or on a server (``options.endpoint``): then it is scored through the
+    OpenAI completions protocol (:class:`biastest.models.endpoint_lm.EndpointCausalLM`) with ``causal-sum``
+    or ``causal-diff-span``, and everything else is as for a model in this process (same checks first, same
+    result; the provenance names the endpoint).
+
+    Parameters
+    ----------
+    options : StereotypeOptions
+        The model, method, seed and settings (checked when they were parsed).
+    items : StereotypeItems
+        The pairs and the specification.
+    progress : callable, optional
+        ``progress(done, total, message)``; ``total`` is the number of forward-pass batches while scoring.
+    cancel : threading.Event, optional
+        Set to stop an endpoint run early, keeping what was scored.
+    api_key : str, optional
+        The endpoint's key, for this call only (never recorded).
+    retry : RetryPolicy, optional
+        Retries on 429, 5xx, time-outs (default :func:`biastest.models.endpoint_lm.default_retry`).
+    cache : ModelCache or None
+        Model cache for a model in this process (default: the process-wide one).
+
+    Returns
+    -------
+    StereotypeResult
+
+    Raises
+    ------
+    DataError
+        No pairs, or no pair could be scored.
+    SpecError
+        ``items.spec`` is not a :class:`~biastest.spec.BiasSpec`.
+    MethodError
+        A method that does not apply to the model kind (checked from the configuration, before the weights
+        are loaded), or one an endpoint cannot score without the model's tokenizer.
+    ModelLoadError, ModelKindError
+        The model cannot be loaded or is not a masked/causal LM.
+    OptionError, PolicyError
+        A bad endpoint address, or one public mode refuses.
+    EndpointError
+        The endpoint could not score any sentence, or answered unusably.
+    """
+    pairs = check_pairs(items.pairs)
+    spec = items.spec
+    if spec is not None and not isinstance(spec, BiasSpec):
+        raise SpecError(MSG_BAD_SPEC.format(type_name=type(spec).__name__))
+    lm, extra = _language_model(options, progress=progress, cancel=cancel, api_key=api_key, retry=retry,
+                                cache=cache)
+    scores = score_pairs(lm, pairs, method=options.method, batch_size=options.batch_size,
+                         tie_tolerance=options.tie_tolerance, progress=progress)
+    if progress is not None:
+        progress(1, 1, MSG_PROGRESS_SUMMARY)
+    result = summarize_stereotype(
+        scores,
+        model=lm if options.endpoint is None else lm.describe(),
+        method=options.method,
+        seed=options.seed,
+        n_resamples=options.n_resamples,
+        confidence=options.confidence,
+        tie_tolerance=options.tie_tolerance,
+        batch_size=options.batch_size,
+        spec=spec.to_dict() if spec is not None else None,
+        extra_provenance={"pair_sources": sorted({p.source for p in pairs}), **extra},
+        clusters=options.clusters,
+    )
+    if progress is not None:
+        progress(1, 1, MSG_PROGRESS_DONE.format(n_scored=result.n_scored, n_pairs=result.n_pairs))
+    return result
+
+
+def _language_model(options: StereotypeOptions, *, progress, cancel, api_key, retry,
+                    cache) -> tuple[Any, dict[str, Any]]:
+    """The model to score with (in this process, or at the endpoint) and what the provenance adds for it."""
+    if options.endpoint is not None:
+        lm = EndpointCausalLM(
+            options.endpoint, options.model_id, api_key=api_key, tokenizer=options.tokenizer,
+            revision=options.revision, concurrency=options.concurrency,
+            limits=RunLimits(max_requests=options.max_requests, max_seconds=float(options.time_limit),
+                             request_timeout=float(min(options.request_timeout, options.time_limit))),
+            retry=retry, seed=options.seed, cancel=cancel,
+        )
+        lm.check_method(options.method)  # causal-diff-span needs the tokenizer; all checked before any request
+        if progress is not None:
+            progress(0, 1, MSG_PROGRESS_ENDPOINT.format(model_id=lm.model_id, where=lm.where))
+        return lm, {"endpoint": lm.where}
+    model_id = options.model_id
+    if progress is not None:
+        progress(0, 1, MSG_PROGRESS_LOADING.format(model_id=str(model_id).strip()))
+    kind = detect_model_kind(model_id, revision=options.revision)
+    check_method_for_kind(options.method, kind, model_id=str(model_id).strip())
+    lm = load_language_model(model_id, revision=options.revision, kind=kind, device=options.device,
+                             dtype=options.dtype, cache=cache)
+    return lm, {}
+
+
+@dataclass(frozen=True)
+class LMEndpoint:
+    """A language model behind an endpoint, as the user gave it for one run.
+
+    The key is for this run's requests only: it is not shown by ``repr``, never put in a session's state, a file,
+    a log or a result (the result records ``api_key: ***``), and the object cannot be pickled.
+
+    Attributes
+    ----------
+    base_url : str
+        The API root (``http://localhost:8000/v1``).
+    model : str
+        The model's name as the server serves it.
+    api_key : str or None
+    max_requests, time_limit :
+        The request budget (retries included) and the run's time limit in seconds; a limit keeps what was scored.
+    retry : RetryPolicy, optional
+        Retries on 429, 5xx and time-outs (default :func:`biastest.models.endpoint_lm.default_retry`).
+    """
+
+    base_url: str
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    max_requests: int = DEFAULT_MAX_REQUESTS
+    time_limit: float = DEFAULT_TIME_LIMIT
+    retry: Any = field(default=None, repr=False)
+
+    def __getstate__(self) -> Any:
+        raise TypeError("LMEndpoint may hold an API key and cannot be pickled.")
+
+
+def check_lm_endpoint(endpoint: LMEndpoint, method: str) -> LMEndpoint:
+    """Check an endpoint choice before anything is sent or loaded; the stripped choice.
+
+    Raises
+    ------
+    OptionError
+        No address (:data:`MSG_NEED_ENDPOINT_URL`), one that is not a web address, no served model name, or a
+        budget or time limit out of bounds (:mod:`biastest.options`).
+    PolicyError
+        Public mode and the address is not public (:func:`biastest.public.check_outbound_url`).
+    MethodError
+        A masked-LM method (it needs the model in this process), or an unknown one.
+    """
+    url = str(endpoint.base_url or "").strip()
+    if not url:
+        raise OptionError(MSG_NEED_ENDPOINT_URL)
+    url = check_endpoint_url(url)
+    name = str(endpoint.model or "").strip()
+    if not name:
+        raise OptionError(MSG_NO_MODEL_NAME)
+    check_endpoint_method(method)
+    validate_options({"max_requests": endpoint.max_requests, "time_limit": endpoint.time_limit})
+    key = str(endpoint.api_key or "").strip() or None
+    return LMEndpoint(url, name, key, endpoint.max_requests, float(endpoint.time_limit), endpoint.retry)
+
+
+def run_lm_test(
+    *,
+    pairs: Sequence[SentencePair],
+    model_id: str,
+    method: str,
+    seed: int,
+    spec: BiasSpec | None,
+    progress: ProgressCallback | None = None,
+    endpoint: LMEndpoint | None = None,
+    cancel: threading.Event | None = None,
+    clusters: str = "auto",
+) -> StereotypeResult:
+    """The language-model test as the apps run it (a public server loads Hub models only).
+
+    ``clusters`` chooses the pairs that lean together for the cluster-aware interval and test
+    (:data:`biastest.measures.stereotype.clusters.CLUSTERINGS`).
+
+    With ``endpoint`` the model is the one served there (``model_id`` is ignored): checked with
+    :func:`check_lm_endpoint` first, then scored through the completions protocol (:func:`run` with
+    ``options.endpoint``).
+    """
+    items = StereotypeItems(pairs, spec)
+    if endpoint is not None:
+        endpoint = check_lm_endpoint(endpoint, method)
+        options = StereotypeOptions.parse(model_id=endpoint.model, method=method, seed=seed, clusters=clusters,
+                                          endpoint=endpoint.base_url, max_requests=endpoint.max_requests,
+                                          time_limit=endpoint.time_limit)
+        return run(options, items, progress=progress, cancel=cancel, api_key=endpoint.api_key, retry=endpoint.retry)
+    model_id = public.check_model_reference(model_id)
+    options = StereotypeOptions.parse(model_id=model_id, method=method, seed=seed, clusters=clusters)
+    return run(options, items, progress=progress)
