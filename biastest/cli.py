@@ -6,7 +6,7 @@ Five commands::
     python -m biastest list-specs [--kind lm|vlm|embeddings]
     python -m biastest list-methods [--kind lm|vlm|embeddings]
     python -m biastest audit GRID.yaml --out DIR [--ray ADDRESS|local]   (see biastest.audit)
-    python -m biastest report DIR [--out report.html]                     (see biastest.report.audit)
+    python -m biastest report DIR [--out report.html]                     (see biastest.audit.report)
 
 ``SPEC`` is the name of a predefined specification (``list-specs``; a typo
 gets "did you mean …") or the path of a JSON specification file (BiasTestGPT
@@ -949,7 +949,7 @@ MSG_REPORT_NOT_FOLDER = "'{path}' is not a folder: give the audit folder (python
 
 def _cmd_report(args: argparse.Namespace, out: Callable[[str], None]) -> int:
     """``report DIR [--out FILE]``: the audit's HTML report (exit 2 when DIR is not an audit folder)."""
-    from biastest.report.audit import write_report
+    from biastest.audit.report import write_report
 
     folder = Path(args.folder)
     if not folder.is_dir():

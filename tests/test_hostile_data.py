@@ -19,11 +19,11 @@ import pytest
 
 from biastest.audit import grid as g
 from biastest.audit import parse_grid, run_audit
+from biastest.audit import report as rep_audit
 from biastest.audit.run import MSG_CELL_DAMAGED, CellStore
 from biastest.audit.safe_yaml import MSG_YAML_ALIAS, MSG_YAML_DUPLICATE_KEY
 from biastest.cli import MSG_UNEXPECTED, main
 from biastest.paths import MSG_UNSAFE_NAME, UnsafeNameError, resolve_under
-from biastest.report import audit as rep_audit
 from biastest.store import importers as imp
 
 SPEC = "WEAT 7: Math vs arts, male vs female terms"

@@ -17,10 +17,10 @@ from html.parser import HTMLParser
 import pytest
 
 from biastest.audit import read_table, run_audit
+from biastest.audit.report import MSG_NO_AUDIT, build_report, write_report
 from biastest.cli import MSG_REPORT_NOT_FOLDER, main
 from biastest.measures.stereotype.compare import compare_stereotype
 from biastest.measures.weat.compare import compare_weat
-from biastest.report.audit import MSG_NO_AUDIT, build_report, write_report
 from biastest.stats import compare as C
 from tests.audit_helpers import SPEC_A, SPEC_B, build_models, write_crows
 from tests.embeddings_helpers import write_noisy_glove

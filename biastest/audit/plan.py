@@ -282,7 +282,7 @@ def _spec_type(spec) -> str:
 
 
 #: The parts of biastest that compute a cell's result (their source is part of every key).
-COMPUTING_CODE = ("metrics", "models", "runner", "stats", "spec.py", "records.py", "options.py", "audit/cells.py")
+COMPUTING_CODE = ("measures", "models", "remote", "stats", "spec.py", "records.py", "options.py", "audit/cells.py")
 
 
 @cache

@@ -14,12 +14,13 @@ is its own cluster.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from biastest.errors import OptionError
 
-if TYPE_CHECKING:  # the records import this module (their CSV rows name each pair's cluster)
-    from biastest.measures.stereotype.result import PairScore
+#: A scored pair as this module reads it (a :class:`~biastest.measures.stereotype.result.PairScore`: the records
+#: import this module for their CSV rows, so it names no record type of its own).
+PairScore = Any
 
 __all__ = ["CLUSTERINGS", "CLUSTER_LABELS", "DEFAULT_CLUSTERS", "MSG_BAD_CLUSTERS", "check_clusters",
            "cluster_keys", "resolve_clusters"]
