@@ -56,6 +56,8 @@ from biastest.options import BOUNDS, check_option
 
 __all__ = [
     "KINDS",
+    "Headless",
+    "Inputs",
     "MSG_BAD_RESULT_FILE",
     "MSG_UNKNOWN_MEASURE",
     "MSG_UNKNOWN_OPTION_HINT",
@@ -63,6 +65,7 @@ __all__ = [
     "MeasureRegistry",
     "OptionsBase",
     "ResultBase",
+    "cli_flag",
     "did_you_mean",
     "json_safe",
 ]
@@ -243,6 +246,88 @@ class ResultBase(BaseModel):
         return cls.from_dict(data)
 
 
+# --------------------------------------------------------------------------- headless runs (the CLI, audits)
+def cli_flag(flag: str, help: str, *, metavar: str | None = None, endpoint: str | None = None) -> dict[str, Any]:
+    """``json_schema_extra`` that puts an option on the command line (``run <measure> … FLAG VALUE``).
+
+    Parameters
+    ----------
+    flag : str
+        The flag (``"--bootstrap"``); its type, default and bounds are the field's.
+    help : str
+        One line for ``--help``.
+    metavar : str, optional
+    endpoint : {"only", "never"}, optional
+        The option applies only to a model behind an endpoint, or never to one (the command line refuses it
+        otherwise, naming the flag).
+    """
+    extra: dict[str, Any] = {"flag": flag, "help": help}
+    if metavar:
+        extra["metavar"] = metavar
+    if endpoint:
+        extra["endpoint"] = endpoint
+    return extra
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a headless run hands a measure: the specification and the test data of the measure's kind.
+
+    Attributes
+    ----------
+    spec : BiasSpec or TwoAFCSpec
+    pairs : tuple of SentencePair
+        Language models: the sentence pairs (from files or the dataset store).
+    images : tuple of TestImage
+        Vision-language models: the pictures, with ``image_root`` the folder their paths are relative to.
+    image_root : Path, optional
+    data : mapping
+        Where the data came from (recorded in the run's document).
+    embedding_files : tuple of str
+        Word embeddings: more embedding files the user named (2AFC replicate models).
+    trust_pickle : bool
+        Word embeddings: the user opted in to gensim pickle files (``--trust-gensim-file``, command line only).
+    """
+
+    spec: Any
+    pairs: tuple = ()
+    images: tuple = ()
+    image_root: Path | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
+    embedding_files: tuple[str, ...] = ()
+    trust_pickle: bool = False
+
+
+@dataclass
+class Headless:
+    """What a headless run produced: the result, what to record of it and how to export it.
+
+    Attributes
+    ----------
+    test : str
+        The document's ``test`` name (``stereotype-score``, ``2afc`` …).
+    options : dict
+        The options as recorded (secrets masked).
+    result : ResultBase
+    headline : str
+        One line for the terminal.
+    export : callable
+        ``export() -> (csv_path, json_path)``: the app's downloads in a private temporary folder.
+    extra : dict
+        More keys of the document (WEAT's ``mac``).
+    notices : list of str
+        Lines for stderr (how an endpoint scored, why it stopped early).
+    """
+
+    test: str
+    options: dict[str, Any]
+    result: Any
+    headline: str
+    export: Callable[[], tuple[Path, Path]]
+    extra: dict[str, Any] = field(default_factory=dict)
+    notices: list[str] = field(default_factory=list)
+
+
 # --------------------------------------------------------------------------- the measure record
 @dataclass(frozen=True)
 class Measure:
@@ -270,6 +355,13 @@ class Measure:
         Other names that resolve to this measure (``2afc`` for ``twoafc``).
     card : str
         Path of its docs card, relative to the repository root.
+    headless : callable, optional
+        ``headless(values, inputs, *, api_key=None, progress=None) -> Headless``: a run from the command line's
+        values (option name → value as given) and :class:`Inputs`. Without one the command line parses
+        ``values`` with ``Options``, runs ``run(options, inputs)`` and writes ``report.csv_rows(result)``.
+    spec_type : {"bias", "twoafc"}
+        The kind of specification it tests (a bias specification of groups and attributes, or a 2AFC one of
+        targets and cue pairs).
     """
 
     name: str
@@ -282,6 +374,8 @@ class Measure:
     compare: Callable[..., Any] | None = None
     aliases: tuple[str, ...] = ()
     card: str = ""
+    headless: Callable[..., Headless] | None = None
+    spec_type: str = "bias"
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

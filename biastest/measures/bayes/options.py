@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Self
 
-from pydantic import field_serializer, field_validator
+from pydantic import Field, field_serializer, field_validator
 
 from biastest.errors import MethodError
-from biastest.measures.base import OptionsBase
+from biastest.measures.base import OptionsBase, cli_flag
 from biastest.measures.bayes.score import (
     BAYES_MODELS,
     DEFAULT_CHAINS,
@@ -50,8 +50,13 @@ class EmbeddingSamplerOptions(OptionsBase):
     ``--trust-gensim-file`` loads them with the opt-in); its dump is the source's name.
     """
 
-    source: Any = DEFAULT_SOURCE
-    seed: int = 0
+    source: Any = Field(
+        DEFAULT_SOURCE, json_schema_extra=cli_flag("--model",
+            "embedding source (default the embedded GloVe 6B 50d), a word-vector file or a sentence-encoder "
+            "folder"))
+    seed: int = Field(
+        0, json_schema_extra=cli_flag("--seed",
+            "seed of the sampler (default 0, as the app); recorded"))
 
     @field_serializer("source")
     def _source_name(self, source: Any) -> str:
@@ -91,12 +96,26 @@ class BayesOptions(EmbeddingSamplerOptions):
         Most sampler attempts (1 = no retry).
     """
 
-    model: str = "hierarchical"
-    draws: int = DEFAULT_DRAWS
-    tune: int = DEFAULT_TUNE
-    chains: int = DEFAULT_CHAINS
-    hdi_prob: float = HDI_PROB
-    time_limit: float = DEFAULT_TIME_LIMIT
+    model: str = Field(
+        "hierarchical", json_schema_extra=cli_flag("--bayes-model",
+            "hierarchical or additive"))
+    draws: int = Field(
+        DEFAULT_DRAWS, json_schema_extra=cli_flag("--draws",
+            "draws per chain of the first sampler run (default 2000)"))
+    tune: int = Field(
+        DEFAULT_TUNE, json_schema_extra=cli_flag("--tune",
+            "tuning steps per chain of the first sampler run (default 1000)"))
+    chains: int = Field(
+        DEFAULT_CHAINS, json_schema_extra=cli_flag("--chains",
+            "chains (default 2)"))
+    hdi_prob: float = Field(
+        HDI_PROB, json_schema_extra=cli_flag("--hdi-prob",
+            "mass of the highest-posterior-density intervals (default 0.89)"))
+    time_limit: float = Field(
+        DEFAULT_TIME_LIMIT, json_schema_extra=cli_flag("--sampling-time-limit",
+            "an unconverged sampler runs again with more tuning only if the next run is expected to end within "
+            "this many seconds (default 120)",
+            metavar="SECONDS"))
     max_attempts: int = MAX_ATTEMPTS
 
     @field_validator("model", mode="before")

@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Self
 
-from pydantic import ConfigDict, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from biastest.errors import MethodError
-from biastest.measures.base import OptionsBase
+from biastest.measures.base import OptionsBase, cli_flag
 from biastest.measures.stereotype.clusters import DEFAULT_CLUSTERS, check_clusters
 from biastest.measures.stereotype.score import DEFAULT_BATCH_SIZE, DEFAULT_TIE_TOLERANCE, get_method
 from biastest.models.endpoint_lm import (
@@ -109,23 +109,67 @@ class StereotypeOptions(OptionsBase):
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=False, protected_namespaces=())
 
-    seed: int
-    n_resamples: int = DEFAULT_N_RESAMPLES
-    confidence: float = DEFAULT_CONFIDENCE
-    batch_size: int = DEFAULT_BATCH_SIZE
-    tie_tolerance: float = DEFAULT_TIE_TOLERANCE
-    concurrency: int = DEFAULT_CONCURRENCY
-    max_requests: int = DEFAULT_MAX_REQUESTS
-    time_limit: float = DEFAULT_TIME_LIMIT
+    seed: int = Field(
+        json_schema_extra=cli_flag("--seed",
+            "seed of the bootstrap intervals (default 42, as the app); recorded"))
+    n_resamples: int = Field(
+        DEFAULT_N_RESAMPLES, json_schema_extra=cli_flag("--bootstrap",
+            "bootstrap resamples of the score's intervals (default 10000)",
+            metavar="N"))
+    confidence: float = Field(
+        DEFAULT_CONFIDENCE, json_schema_extra=cli_flag("--confidence",
+            "level of the intervals (default 0.95)",
+            metavar="LEVEL"))
+    batch_size: int = Field(
+        DEFAULT_BATCH_SIZE, json_schema_extra=cli_flag("--batch-size",
+            "sentences per forward pass, or prompts per request (default 32)"))
+    tie_tolerance: float = Field(
+        DEFAULT_TIE_TOLERANCE, json_schema_extra=cli_flag("--tie-tolerance",
+            "score differences within this (nats) are ties"))
+    concurrency: int = Field(
+        DEFAULT_CONCURRENCY, json_schema_extra=cli_flag("--concurrency",
+            "requests in flight at once (default 4)",
+            endpoint="only"))
+    max_requests: int = Field(
+        DEFAULT_MAX_REQUESTS, json_schema_extra=cli_flag("--max-requests",
+            "request budget, retries included (default 2000)",
+            endpoint="only"))
+    time_limit: float = Field(
+        DEFAULT_TIME_LIMIT, json_schema_extra=cli_flag("--time-limit",
+            "overall time limit (default 3600)",
+            metavar="SECONDS", endpoint="only"))
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
-    clusters: str = DEFAULT_CLUSTERS
-    method: str
-    model_id: str
-    revision: str | None = None
-    device: str = "auto"
-    dtype: str = "auto"
-    endpoint: str | None = None
-    tokenizer: str | bool | None = None
+    clusters: str = Field(
+        DEFAULT_CLUSTERS, json_schema_extra=cli_flag("--clusters",
+            "items that lean together, for the cluster-aware interval and test: auto (default: template, else "
+            "attribute-term, else pair), template, attribute-term or pair"))
+    method: str = Field(
+        json_schema_extra=cli_flag("--method",
+            "scoring method (list-methods --kind lm; default: the first for the model kind)"))
+    model_id: str = Field(
+        json_schema_extra=cli_flag("--model",
+            "Hub id or local folder of the model (with --endpoint: the name the server serves)"))
+    revision: str | None = Field(
+        None, json_schema_extra=cli_flag("--revision",
+            "Hub revision (branch, tag or commit)"))
+    device: str = Field(
+        "auto", json_schema_extra=cli_flag("--device",
+            "auto, cpu, cuda … (default auto)",
+            endpoint="never"))
+    dtype: str = Field(
+        "auto", json_schema_extra=cli_flag("--dtype",
+            "auto, float32, float16, bfloat16 (default auto)",
+            endpoint="never"))
+    endpoint: str | None = Field(
+        None, json_schema_extra=cli_flag("--endpoint",
+            "API root of an OpenAI-compatible server that serves --model (vLLM: http://localhost:8000/v1), scored"
+            " through its completions (causal-sum and causal-diff-span only)",
+            metavar="URL"))
+    tokenizer: str | bool | None = Field(
+        None, json_schema_extra=cli_flag("--tokenizer",
+            "the served model's tokenizer (Hub id or folder): token-id prompts, scores equal to in-process ones "
+            "(default: try --model; 'none' sends text for the server to tokenize)",
+            metavar="ID_OR_FOLDER", endpoint="only"))
 
     @classmethod
     def parse(cls, values: Mapping[str, Any] | None = None, /, **more: Any) -> Self:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from biastest.errors import MethodError
-from biastest.measures.base import OptionsBase
+from biastest.measures.base import OptionsBase, cli_flag
 from biastest.measures.twoafc.score import MSG_MODES
 from biastest.models.embeddings import WordEmbeddings
 from biastest.options import BOUNDS, DEFAULT_CONFIDENCE, DEFAULT_TWOAFC_BOOTSTRAP, check_option
@@ -50,18 +50,39 @@ class TwoAFCOptions(OptionsBase):
         Refuse when more than this share of the target words or cue words is missing.
     """
 
-    source: str | WordEmbeddings | None = "glove-6b-50d"
-    replicates: tuple[str | WordEmbeddings, ...] | None = None
-    noise_sigma: float | None = None
-    seed: int = Field(0, description="seeds training and the bootstrap intervals")
+    source: str | WordEmbeddings | None = Field(
+        "glove-6b-50d", json_schema_extra=cli_flag("--model",
+            "embedding source (default the embedded GloVe 6B 50d), a word-vector file or a sentence-encoder "
+            "folder"))
+    replicates: tuple[str | WordEmbeddings, ...] | None = Field(
+        None, json_schema_extra=cli_flag("--replicate",
+            "replicate embedding file; repeatable (at least two)",
+            metavar="FILE"))
+    noise_sigma: float | None = Field(
+        None, json_schema_extra=cli_flag("--noise-sigma",
+            "perceptual noise σ of one model (default 0.05; 0 = none)"))
+    seed: int = Field(
+        0, description="seeds training and the bootstrap intervals", json_schema_extra=cli_flag("--seed",
+            "seed of the bootstrap intervals (default 0, as the app); recorded"))
     corpus: str | Path | tuple[str, ...] | None = None
     n_replicates: int = 32
     train_options: dict[str, Any] | None = None
     alpha_grid: tuple[float, ...] | None = None
-    sigmoid: Literal["norm", "logistic"] = "norm"
-    lapse: bool = False
-    n_bootstrap: int = DEFAULT_TWOAFC_BOOTSTRAP
-    confidence: float = DEFAULT_CONFIDENCE
+    sigmoid: Literal["norm", "logistic"] = Field(
+        "norm", json_schema_extra=cli_flag("--sigmoid",
+            "psychometric function, norm or logistic"))
+    lapse: bool = Field(
+        False, json_schema_extra=cli_flag("--lapse",
+            "fit a lapse rate"))
+    n_bootstrap: int = Field(
+        DEFAULT_TWOAFC_BOOTSTRAP, json_schema_extra=cli_flag("--bootstrap",
+            "bootstrap resamples of the cue pairs or replicate models behind the PSE intervals and refits of the "
+            "psychometric functions (default 1000)",
+            metavar="N"))
+    confidence: float = Field(
+        DEFAULT_CONFIDENCE, json_schema_extra=cli_flag("--confidence",
+            "level of the intervals (default 0.95)",
+            metavar="LEVEL"))
     max_missing_fraction: float = 0.5
 
     @model_validator(mode="after")

@@ -21,10 +21,10 @@ import string
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from biastest.errors import MethodError, OptionError
-from biastest.measures.base import OptionsBase
+from biastest.measures.base import OptionsBase, cli_flag
 from biastest.models.endpoint_lm import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_REQUESTS,
@@ -189,24 +189,72 @@ class VLMOptions(OptionsBase):
         How images group into independent clusters for the cluster-aware intervals and tests.
     """
 
-    model_id: str
-    prompt_template: tuple[str, ...] = (DEFAULT_PROMPT_TEMPLATE,)
-    question: str = DEFAULT_QUESTION
-    combine: str = "sum-prob"
-    seed: int = 0
-    batch_size: int = DEFAULT_BATCH_SIZE
-    n_resamples: int = 10_000
-    confidence: float = 0.95
-    max_new_tokens: int = 8
-    revision: str | None = None
-    device: str = "auto"
-    dtype: str = "auto"
-    endpoint: str | None = None
-    concurrency: int = DEFAULT_CONCURRENCY
-    max_requests: int = DEFAULT_MAX_REQUESTS
-    time_limit: float = DEFAULT_TIME_LIMIT
+    model_id: str = Field(
+        json_schema_extra=cli_flag("--model",
+            "Hub id or local folder of the model (with --endpoint: the name the server serves)"))
+    prompt_template: tuple[str, ...] = Field(
+        (DEFAULT_PROMPT_TEMPLATE,), json_schema_extra=cli_flag("--prompt-template",
+            "CLIP-like models: prompt with {term}; repeatable (default 'a photo of a {term}')",
+            metavar="TEMPLATE", endpoint="never"))
+    question: str = Field(
+        DEFAULT_QUESTION, json_schema_extra=cli_flag("--question",
+            "VQA and generative models: the question, with {T1} and {T2}"))
+    combine: str = Field(
+        "sum-prob", json_schema_extra=cli_flag("--combine",
+            "CLIP-like models with several prompts: sum-prob or mean-embedding",
+            endpoint="never"))
+    seed: int = Field(
+        0, json_schema_extra=cli_flag("--seed",
+            "seed of the bootstrap intervals (default 0, as the app); recorded"))
+    batch_size: int = Field(
+        DEFAULT_BATCH_SIZE, json_schema_extra=cli_flag("--batch-size",
+            "pictures per forward pass (default 16)",
+            endpoint="never"))
+    n_resamples: int = Field(
+        10_000, json_schema_extra=cli_flag("--bootstrap",
+            "bootstrap resamples of the score's intervals (default 10000)",
+            metavar="N"))
+    confidence: float = Field(
+        0.95, json_schema_extra=cli_flag("--confidence",
+            "level of the intervals (default 0.95)",
+            metavar="LEVEL"))
+    max_new_tokens: int = Field(
+        8, json_schema_extra=cli_flag("--max-new-tokens",
+            "generative models: length of the model's own answer"))
+    revision: str | None = Field(
+        None, json_schema_extra=cli_flag("--revision",
+            "Hub revision (branch, tag or commit)",
+            endpoint="never"))
+    device: str = Field(
+        "auto", json_schema_extra=cli_flag("--device",
+            "auto, cpu, cuda … (default auto)",
+            endpoint="never"))
+    dtype: str = Field(
+        "auto", json_schema_extra=cli_flag("--dtype",
+            "auto, float32, float16, bfloat16 (default auto)",
+            endpoint="never"))
+    endpoint: str | None = Field(
+        None, json_schema_extra=cli_flag("--endpoint",
+            "API root of an OpenAI-compatible server that serves --model, asked through its chat with images (the"
+            " question, the target terms as the allowed answers)",
+            metavar="URL"))
+    concurrency: int = Field(
+        DEFAULT_CONCURRENCY, json_schema_extra=cli_flag("--concurrency",
+            "requests in flight at once (default 4)",
+            endpoint="only"))
+    max_requests: int = Field(
+        DEFAULT_MAX_REQUESTS, json_schema_extra=cli_flag("--max-requests",
+            "request budget, retries included (default 2000)",
+            endpoint="only"))
+    time_limit: float = Field(
+        DEFAULT_TIME_LIMIT, json_schema_extra=cli_flag("--time-limit",
+            "overall time limit (default 3600)",
+            metavar="SECONDS", endpoint="only"))
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
-    clusters: str = DEFAULT_CLUSTERS
+    clusters: str = Field(
+        DEFAULT_CLUSTERS, json_schema_extra=cli_flag("--clusters",
+            "pictures that lean together: auto (default: image-prompt for generated pictures, else image-term), "
+            "image-prompt, image-term or image"))
 
     @field_validator("prompt_template", mode="before")
     @classmethod

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from biastest.measures.base import OptionsBase
+from pydantic import Field
+
+from biastest.measures.base import OptionsBase, cli_flag
 from biastest.models.embeddings import WordEmbeddings
 from biastest.options import DEFAULT_CONFIDENCE, DEFAULT_WEAT_BOOTSTRAP
 
@@ -36,12 +38,25 @@ class WEATOptions(OptionsBase):
         Refuse a list with more than this share of its words missing.
     """
 
-    source: str | WordEmbeddings = "glove-6b-50d"
-    seed: int = 0
-    n_permutations: int = 10_000
+    source: str | WordEmbeddings = Field(
+        "glove-6b-50d", json_schema_extra=cli_flag("--model",
+            "embedding source (default the embedded GloVe 6B 50d), a word-vector file or a sentence-encoder "
+            "folder"))
+    seed: int = Field(
+        0, json_schema_extra=cli_flag("--seed",
+            "seed of the permutations and the bootstrap (default 0, as the app); recorded"))
+    n_permutations: int = Field(
+        10_000, json_schema_extra=cli_flag("--permutations",
+            "permutations for the p-value (default 10000)"))
     exact_limit: int = 100_000
-    n_resamples: int = DEFAULT_WEAT_BOOTSTRAP
-    confidence: float = DEFAULT_CONFIDENCE
+    n_resamples: int = Field(
+        DEFAULT_WEAT_BOOTSTRAP, json_schema_extra=cli_flag("--bootstrap",
+            "bootstrap resamples of the words behind the interval of d (default 2000)",
+            metavar="N"))
+    confidence: float = Field(
+        DEFAULT_CONFIDENCE, json_schema_extra=cli_flag("--confidence",
+            "level of the interval of d (default 0.95)",
+            metavar="LEVEL"))
     alternative: Literal["greater", "less", "two-sided"] = "greater"
     max_missing_fraction: float = 0.5
 
