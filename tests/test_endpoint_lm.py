@@ -502,7 +502,7 @@ def test_cli_runs_through_the_endpoint_with_a_key_from_the_environment(stub, gpt
 
 
 def test_run_help_lists_the_endpoint_options(capsys):
-    rc, stdout, _ = _cli(capsys, "run", "--help")
+    rc, stdout, _ = _cli(capsys, "run", "stereotype", "--help")  # run's help lists the measures; each its flags
     assert rc == 0
     for flag in ("--endpoint", "--api-key-env", "--tokenizer", "--concurrency", "--max-requests", "--time-limit"):
         assert flag in stdout

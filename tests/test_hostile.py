@@ -224,7 +224,7 @@ def test_cli_unexpected_errors_never_quote_the_exception_text(monkeypatch, tmp_p
     def boom(*a, **k):
         raise RuntimeError("SECRET_TOKEN=abc123 from some file")
 
-    monkeypatch.setattr(cli, "_cmd_list_specs", boom)
+    monkeypatch.setattr(cli, "cmd_list_specs", boom)
     code, _, stderr = _main(["list-specs"], capsys)
     assert (code, stderr.strip()) == (cli.EXIT_RUN_FAILED, cli.MSG_UNEXPECTED.format(type_name="RuntimeError"))
 

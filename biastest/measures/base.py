@@ -359,6 +359,10 @@ class Measure:
         ``headless(values, inputs, *, api_key=None, progress=None) -> Headless``: a run from the command line's
         values (option name → value as given) and :class:`Inputs`. Without one the command line parses
         ``values`` with ``Options``, runs ``run(options, inputs)`` and writes ``report.csv_rows(result)``.
+    prepare : callable, optional
+        ``prepare(values) -> values``: the command line's values in the options' terms, before they are checked
+        (defaults of the app that the options leave to their caller, a flag's own spelling such as 2AFC's
+        ``--noise-sigma 0`` for no noise).
     spec_type : {"bias", "twoafc"}
         The kind of specification it tests (a bias specification of groups and attributes, or a 2AFC one of
         targets and cue pairs).
@@ -375,6 +379,7 @@ class Measure:
     aliases: tuple[str, ...] = ()
     card: str = ""
     headless: Callable[..., Headless] | None = None
+    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     spec_type: str = "bias"
     extra: Mapping[str, Any] = field(default_factory=dict)
 

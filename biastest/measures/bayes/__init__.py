@@ -12,6 +12,7 @@ from __future__ import annotations
 from biastest.measures.base import Measure
 from biastest.measures.bayes import report
 from biastest.measures.bayes.fit import fit_bayes
+from biastest.measures.bayes.headless import headless
 from biastest.measures.bayes.options import BayesOptions
 from biastest.measures.bayes.result import BayesResult
 from biastest.measures.bayes.run import BayesItems, available_models, run
@@ -30,4 +31,5 @@ MEASURE = Measure(
     report=report,
     compare=None,
     card="docs/measures/bayes.md",
+    headless=headless,
 )

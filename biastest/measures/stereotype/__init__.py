@@ -20,6 +20,7 @@ from biastest.measures.base import Measure
 from biastest.measures.stereotype import report
 from biastest.measures.stereotype.clusters import CLUSTERINGS, check_clusters
 from biastest.measures.stereotype.compare import compare_stereotype
+from biastest.measures.stereotype.headless import headless, prepare
 from biastest.measures.stereotype.options import StereotypeOptions
 from biastest.measures.stereotype.pairs import PairBuild, pairs_from_templates
 from biastest.measures.stereotype.result import PairScore, StereotypeResult, TermSummary
@@ -62,5 +63,7 @@ MEASURE = Measure(
     report=report,
     compare=compare_stereotype,
     card="docs/measures/stereotype.md",
+    headless=headless,
+    prepare=prepare,
     extra={"methods": tuple(METHODS)},
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from biastest.measures.base import Measure
 from biastest.measures.twoafc import report
 from biastest.measures.twoafc.compare import compare_twoafc
+from biastest.measures.twoafc.headless import headless, prepare
 from biastest.measures.twoafc.labor import labor_statistics_correlation, load_occupations_bls
 from biastest.measures.twoafc.options import MSG_CORPUS_AND_REPLICATES, TwoAFCOptions
 from biastest.measures.twoafc.result import LaborCorrelation, PairPSE, TargetPSE, TwoAFCResult
@@ -44,4 +45,7 @@ MEASURE = Measure(
     compare=compare_twoafc,
     aliases=("2afc",),
     card="docs/measures/twoafc.md",
+    headless=headless,
+    prepare=prepare,
+    spec_type="twoafc",
 )

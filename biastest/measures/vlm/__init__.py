@@ -25,6 +25,7 @@ from biastest.measures.vlm.clusters import (
     resolve_clusters,
 )
 from biastest.measures.vlm.compare import compare_vlm
+from biastest.measures.vlm.headless import headless
 from biastest.measures.vlm.options import (
     CLUSTER_LABELS,
     CLUSTERINGS,
@@ -152,4 +153,5 @@ MEASURE = Measure(
     compare=compare_vlm,
     aliases=("vqa",),
     card="docs/measures/vlm.md",
+    headless=headless,
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from biastest.measures.base import Measure
 from biastest.measures.weat import report
 from biastest.measures.weat.compare import compare_weat
+from biastest.measures.weat.headless import headless
 from biastest.measures.weat.options import MACOptions, WEATOptions
 from biastest.measures.weat.result import MACResult, WEATResult
 from biastest.measures.weat.run import MACItems, WEATItems, run, run_mac
@@ -39,5 +40,6 @@ MEASURE = Measure(
     report=report,
     compare=compare_weat,
     card="docs/measures/weat.md",
+    headless=headless,
     extra={"mac": {"Options": MACOptions, "run": run_mac, "Result": MACResult}},
 )
