@@ -81,7 +81,7 @@ def test_the_measure_is_registered() -> None:
 
 def test_the_options_defaults_are_the_apps_and_the_command_lines() -> None:
     from biastest.audit.grid import _defaults
-    from biastest.cli import DEFAULT_BOOTSTRAP
+    from biastest.options import DEFAULT_BOOTSTRAP
 
     o = StereotypeOptions.parse(model_id="gpt2", method="causal-sum", seed=42)
     assert (o.n_resamples, o.confidence, o.batch_size, o.tie_tolerance, o.clusters) == (

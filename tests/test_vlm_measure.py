@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 
 from biastest.audit.grid import _defaults
-from biastest.cli import DEFAULT_BOOTSTRAP, DEFAULT_SEEDS
 from biastest.errors import MethodError, OptionError
 from biastest.measures import get_measure
 from biastest.measures import vlm as V
 from biastest.models.endpoint_lm import DEFAULT_CONCURRENCY, DEFAULT_MAX_REQUESTS, DEFAULT_TIME_LIMIT
-from biastest.options import check_option
+from biastest.options import DEFAULT_BOOTSTRAP, DEFAULT_SEEDS, check_option
 
 RESULTS = Path(__file__).parent / "data" / "results"
 #: Written by the 0.1.0 code (metrics/vlm_score.py) before the move: a CLIP-like run, an endpoint run with some
