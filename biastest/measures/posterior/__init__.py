@@ -27,4 +27,5 @@ MEASURE = Measure(
     report=report,
     compare=None,
     card="docs/measures/posterior.md",
+    extra={"audit": False},
 )
