@@ -102,7 +102,8 @@ def _grid(**over):
                                                                       where="specification 1")),
         (_grid(methods=["causal_sum"]), g.MSG_UNKNOWN_METHOD.format(
             value="causal_sum", where="the grid's methods", hint=" Did you mean 'causal-sum'?",
-            choices="pll-unmodified, mean-logprob-modified, template-mask, causal-sum, causal-diff-span, weat, 2afc")),
+            choices="pll-unmodified, mean-logprob-modified, template-mask, causal-sum, causal-diff-span, vlm, 2afc, "
+                    "weat")),
         (_grid(methods=["bayes"]), g.MSG_BAYES_NOT_IN_AUDIT.format(where="the grid's methods")),
         (_grid(methods=["weat", "weat"]), g.MSG_DUPLICATE_ITEM.format(value="weat", key="methods",
                                                                        where="the grid's methods")),
@@ -112,11 +113,9 @@ def _grid(**over):
         (_grid(seeds=[1, 1]), g.MSG_DUPLICATE_ITEM.format(value=1, key="seeds", where="the grid")),
         (_grid(options={"n_permutation": 100}), g.MSG_UNKNOWN_OPTION.format(
             name="n_permutation", where="options", hint=" Did you mean 'n_permutations'?",
-            choices=", ".join(g.OPTION_SCOPES))),
-        (_grid(options={"n_resamples": 500}), g.MSG_OPTION_UNUSED.format(
-            name="n_resamples", where="options",
-            applies="language models, language models behind an endpoint, vision-language models, "
-                    "vision-language models behind an endpoint")),
+            choices=", ".join(g.option_names()))),
+        (_grid(options={"tie_tolerance": 0.01}), g.MSG_OPTION_UNUSED.format(
+            name="tie_tolerance", where="options", applies="the stereotype test (the language models)")),
         (_grid(options={"sigmoid": "probit"}), g.MSG_BAD_CHOICE.format(name="sigmoid", where="options",
                                                                         choices="norm, logistic", value="probit")),
         (_grid(options={"lapse": "yes"}), g.MSG_BAD_FLAG.format(name="lapse", where="options", value="yes")),

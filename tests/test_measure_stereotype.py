@@ -80,7 +80,7 @@ def test_the_measure_is_registered() -> None:
 
 
 def test_the_options_defaults_are_the_apps_and_the_command_lines() -> None:
-    from biastest.audit.grid import _defaults
+    from biastest.audit.grid import option_defaults as _defaults
     from biastest.options import DEFAULT_BOOTSTRAP
 
     o = StereotypeOptions.parse(model_id="gpt2", method="causal-sum", seed=42)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from biastest.audit.grid import _defaults
+from biastest.audit.grid import option_defaults as _defaults
 from biastest.errors import MethodError, OptionError
 from biastest.measures import get_measure
 from biastest.measures import vlm as V

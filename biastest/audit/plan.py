@@ -45,18 +45,22 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from biastest import settings
-from biastest.audit.grid import (
-    VLM_METHOD,
-    Grid,
-    ModelEntry,
-    SpecEntry,
-    method_kind,
-    option_defaults,
-)
+from biastest import __version__, settings
+from biastest.audit.grid import Grid, ModelEntry, SpecEntry
+from biastest.audit.grid_options import cell_options, default_measure, measure_of, scope_of
+from biastest.audit.uses import label_of, use_of, variants
 from biastest.errors import BiastestError, DataError
+from biastest.generate import SentenceSettings, generate_sentences, make_text_generator
 from biastest.inputs import images_from_folder, images_from_store, pairs_from_files, pairs_from_store
+from biastest.measures import MEASURES, Measure
+from biastest.measures.stereotype.score import get_method, methods_for_kind
+from biastest.models.lm import detect_model_kind
 from biastest.options import DEFAULT_SEEDS
+from biastest.provenance import library_versions
+from biastest.remote import mask_secret, safe_base_url
+from biastest.runner.services import TEXT_REQUEST_TIMEOUT, generation_limits
+from biastest.spec import TwoAFCSpec
+from biastest.store import default_store_dir
 
 __all__ = [
     "Cell",
@@ -167,9 +171,6 @@ def _draw_pairs(spec, conf: dict[str, Any]) -> tuple[list, dict[str, Any]]:
         return pairs, {"from": "files", "files": names, "format": conf["format"]}
     if conf["from"] == "store":
         return pairs_from_store(conf["store"], spec, conf["pairing"])
-    from biastest.generate import SentenceSettings, generate_sentences, make_text_generator
-    from biastest.runner.services import TEXT_REQUEST_TIMEOUT, generation_limits
-
     options: dict[str, Any] = {"model": conf["model"]}
     if conf.get("base_url"):
         options["base_url"] = conf["base_url"]
@@ -181,14 +182,10 @@ def _draw_pairs(spec, conf: dict[str, Any]) -> tuple[list, dict[str, Any]]:
         limits=generation_limits(request_timeout=TEXT_REQUEST_TIMEOUT)))
     if not run.pairs:
         raise DataError(MSG_GENERATED_NONE.format(spec=spec.name, message=run.report.message))
-    from biastest.remote import mask_secret
-
     info = {"from": "generate", "generator": conf["generator"], "model": conf["model"], "seed": conf["seed"],
             "per_attribute": conf["per_attribute"], "prompt": conf["prompt"], "n_sentences": len(run.sentences),
             "report": run.report.message}
     if conf.get("base_url"):
-        from biastest.remote import safe_base_url
-
         info["base_url"] = safe_base_url(conf["base_url"])
     if options.get("api_key"):
         info["api_key"] = mask_secret(options["api_key"])
@@ -251,6 +248,7 @@ class Cell:
     key: str
     model: ModelEntry
     spec: Any
+    measure: str
     method: str
     seed: int
     options: dict[str, Any]
@@ -259,13 +257,14 @@ class Cell:
 
     @property
     def scope(self) -> str:
-        """Which runner: lm, lm-endpoint, vlm, vlm-endpoint, weat or 2afc."""
-        return self.method if self.model.kind == "embeddings" else self.model.scope
+        """lm, lm-endpoint, vlm, vlm-endpoint by kind of model, else the measure's label (weat, 2afc …)."""
+        return scope_of(MEASURES[self.measure], self.model.endpoint is not None)
 
     def describe(self) -> dict[str, Any]:
         """The cell as recorded in the plan and in its result file."""
         return {"key": self.key, "model": self.model.public_dict(), "spec_name": self.spec.name,
-                "spec_sha256": _sha256(canonical_json(self.spec.to_dict())), "method": self.method,
+                "spec_sha256": _sha256(canonical_json(self.spec.to_dict())), "measure": self.measure,
+                "method": self.method,
                 "seed": self.seed, "scope": self.scope, "options": self.options,
                 "items": {"file": self.items.file, "sha256": self.items.sha256, "kind": self.items.kind}}
 
@@ -276,13 +275,12 @@ class Cell:
 
 
 def _spec_type(spec) -> str:
-    from biastest.spec import TwoAFCSpec
-
     return "twoafc" if isinstance(spec, TwoAFCSpec) else "bias"
 
 
 #: The parts of biastest that compute a cell's result (their source is part of every key).
-COMPUTING_CODE = ("measures", "models", "remote", "stats", "spec.py", "records.py", "options.py", "audit/cells.py")
+COMPUTING_CODE = ("measures", "models", "remote", "stats", "spec.py", "records.py", "options.py", "audit/cells.py",
+                  "audit/uses.py")
 
 
 @cache
@@ -302,8 +300,6 @@ def code_fingerprint() -> str:
 
 def cell_key(model: ModelEntry, spec, items: Items, method: str, seed: int, options: dict[str, Any]) -> str:
     """The content hash naming a cell (see the module docstring)."""
-    from biastest.provenance import library_versions
-
     doc = {"model": model.identity(), "spec": spec.to_dict(), "items": items.sha256, "method": method, "seed": seed,
            "options": options, "versions": library_versions(), "code": code_fingerprint()}
     return _sha256(canonical_json(doc))[:KEY_LENGTH]
@@ -320,9 +316,6 @@ class Plan:
     skipped: list[dict[str, Any]]
 
     def to_dict(self) -> dict[str, Any]:
-        from biastest import __version__
-        from biastest.provenance import library_versions
-
         return {"format": "biastest-audit-plan", "biastest_version": __version__, "name": self.grid.name,
                 "grid": str(self.grid.path) if self.grid.path else None, "versions": library_versions(),
                 "code": code_fingerprint(),
@@ -336,8 +329,6 @@ def _lm_kind(model: ModelEntry) -> str | None:
     """masked or causal, from the configuration (None when it cannot be read: the cells then say why)."""
     if model.endpoint is not None:
         return "causal"
-    from biastest.models.lm import detect_model_kind
-
     try:
         return detect_model_kind(model.ref, revision=model.revision)
     except BiastestError:
@@ -345,60 +336,65 @@ def _lm_kind(model: ModelEntry) -> str | None:
 
 
 def _methods_for(grid: Grid, model: ModelEntry, spec_entry: SpecEntry, lm_kind: str | None,
-                 skipped: list[dict[str, Any]]) -> list[str]:
-    from biastest.measures.stereotype.score import get_method, methods_for_kind
-
+                 skipped: list[dict[str, Any]]) -> list[tuple[Measure, str]]:
+    """The (measure, method) pairs of one model on one specification; what does not apply goes to ``skipped``."""
     spec = spec_entry.spec
-    twoafc = _spec_type(spec) == "twoafc"
+    spec_type = _spec_type(spec)
 
     def skip(method: str, reason: str) -> None:
         skipped.append({"model": model.name, "spec": spec.name, "method": method, "reason": reason})
 
-    if model.kind == "vlm":
-        if twoafc:
-            skip(VLM_METHOD, MSG_SKIP_TWOAFC_SPEC.format(spec=spec.name))
-            return []
-        return [VLM_METHOD]
-    listed = model.methods if model.methods is not None else tuple(
-        m for m in (grid.methods or ()) if method_kind(m) == model.kind)
-    if model.kind == "embeddings":
-        if not listed:
-            return ["2afc" if twoafc else "weat"]
-        out = []
-        for m in listed:
-            if m == "2afc" and not twoafc:
-                skip(m, MSG_SKIP_BIAS_SPEC.format(spec=spec.name))
-            elif m != "2afc" and twoafc:
-                skip(m, MSG_SKIP_WEAT_SPEC.format(spec=spec.name))
-            else:
-                out.append(m)
-        return out
-    if twoafc:
-        for m in listed or ("(default)",):
-            skip(m, MSG_SKIP_TWOAFC_SPEC.format(spec=spec.name))
-        return []
+    given = model.methods if model.methods is not None else grid.methods
+    listed = [x for x in (given or ()) if measure_of(x).kind == model.kind]
     if not listed:
-        if lm_kind is None:
-            return ["causal-sum" if model.endpoint is not None else "auto"]
-        return [methods_for_kind(lm_kind)[0]]
+        measure = default_measure(model.kind, spec_type)
+        if measure is None:  # no measure of this kind takes such a specification
+            shown = label_of(default_measure(model.kind, "bias")) if model.kind == "vlm" else "(default)"
+            skip(shown, MSG_SKIP_TWOAFC_SPEC.format(spec=spec.name))
+            return []
+        return [(measure, _default_method(measure, model, lm_kind))]
     out = []
     for m in listed:
-        meth = get_method(m)
-        if model.endpoint is not None and "causal" not in meth.kinds:
-            skip(m, MSG_SKIP_ENDPOINT_MASKED.format(method=m, model=model.name))
-        elif lm_kind is not None and lm_kind not in meth.kinds:
-            skip(m, MSG_SKIP_METHOD_KIND.format(method=m, method_kinds=" or ".join(meth.kinds), model=model.name,
-                                                kind=lm_kind))
+        measure = measure_of(m)
+        if use_of(measure).spec_type != spec_type:
+            if model.kind != "embeddings":
+                reason = MSG_SKIP_TWOAFC_SPEC
+            else:
+                reason = MSG_SKIP_WEAT_SPEC if spec_type == "twoafc" else MSG_SKIP_BIAS_SPEC
+            skip(m, reason.format(spec=spec.name))
+        elif m in variants(measure) and (why := _variant_skip(m, model, lm_kind)):
+            skip(m, why)
         else:
-            out.append(m)
+            out.append((measure, m))
     return out
 
 
-def _options_for(grid: Grid, model: ModelEntry, scope: str) -> dict[str, Any]:
-    options = option_defaults(scope)
-    for source in (grid.options, model.options):
-        options.update({k: v for k, v in source.items() if k in options})
-    return options
+def _default_method(measure: Measure, model: ModelEntry, lm_kind: str | None) -> str:
+    """The measure's label, or for a measure of scoring variants the one that suits the model (``auto``: read later)."""
+    if not variants(measure):
+        return label_of(measure)
+    if lm_kind is None:
+        return "causal-sum" if model.endpoint is not None else "auto"
+    return methods_for_kind(lm_kind)[0]
+
+
+def _variant_skip(method: str, model: ModelEntry, lm_kind: str | None) -> str | None:
+    """Why a scoring variant does not suit the model (masked methods behind an endpoint, or the model's kind)."""
+    meth = get_method(method)
+    if model.endpoint is not None and "causal" not in meth.kinds:
+        return MSG_SKIP_ENDPOINT_MASKED.format(method=method, model=model.name)
+    if lm_kind is not None and lm_kind not in meth.kinds:
+        return MSG_SKIP_METHOD_KIND.format(method=method, method_kinds=" or ".join(meth.kinds), model=model.name,
+                                           kind=lm_kind)
+    return None
+
+
+def _options_for(grid: Grid, model: ModelEntry, measure: Measure, method: str, seed: int) -> dict[str, Any]:
+    """The cell's options, checked by the measure's Options (``auto`` is checked as the measure's first variant)."""
+    identity = {"model_id": model.ref, "source": model.ref, "revision": model.revision, "endpoint": model.endpoint,
+                "tokenizer": model.tokenizer, "seed": seed,
+                "method": variants(measure)[0] if method == "auto" else method}
+    return cell_options(measure, {**grid.options, **model.options}, identity)
 
 
 def make_plan(grid: Grid, out: str | Path) -> Plan:
@@ -430,20 +426,17 @@ def make_plan(grid: Grid, out: str | Path) -> Plan:
                         model.kind)
                     frozen[(model.kind, index)] = freeze_items(out, model.kind, entry.spec, conf)
                 items = frozen[(model.kind, index)]
-            for method in methods:
-                scope = method if model.kind == "embeddings" else model.scope
-                options = _options_for(grid, model, scope)
+            for measure, method in methods:
+                options = _options_for(grid, model, measure, method, seeds[0])
                 for seed in seeds:
                     key = cell_key(model, entry.spec, items, method, seed, options)
-                    cells.append(Cell(key=key, model=model, spec=entry.spec, method=method, seed=seed,
-                                      options=options, items=items, resources=resources))
+                    cells.append(Cell(key=key, model=model, spec=entry.spec, measure=measure.name, method=method,
+                                      seed=seed, options=options, items=items, resources=resources))
     all_items = [*frozen.values(), *spec_items.values()]
     return Plan(grid=grid, out=out, cells=cells, items=all_items, skipped=skipped)
 
 
 def _default_data(kind: str) -> dict[str, Any]:
-    from biastest.store import default_store_dir
-
     return {"from": "store", "store": str(default_store_dir()), **({"pairing": "positional"} if kind == "lm" else {})}
 
 

@@ -19,7 +19,13 @@ from biastest.measures.bayes.run import BayesItems, available_models, run
 from biastest.measures.bayes.score import BAYES_MODELS
 
 __all__ = ["BAYES_MODELS", "MEASURE", "BayesItems", "BayesOptions", "BayesResult", "available_models",
-           "fit_bayes", "run"]
+           "fit_bayes", "run", "MSG_BAYES_NOT_IN_AUDIT"]
+
+#: Why an audit does not run this measure (its grid's ``methods`` refuses it with these words).
+MSG_BAYES_NOT_IN_AUDIT = (
+    "The bayes test ({where}) gives posterior contrasts per word, not one score per cell for an audit's table. "
+    "Run it on its own: python -m biastest run SPEC --kind embeddings --test bayes."
+)
 
 MEASURE = Measure(
     name="bayes",
@@ -32,4 +38,5 @@ MEASURE = Measure(
     compare=None,
     card="docs/measures/bayes.md",
     headless=headless,
+    extra={"audit": False, "audit_refusal": MSG_BAYES_NOT_IN_AUDIT},
 )

@@ -27,5 +27,5 @@ MEASURE = Measure(
     report=report,
     compare=None,
     card="docs/measures/posterior.md",
-    extra={"cli": False},  # no spec: it samples from a classifier trained on a lexicon (the app runs it)
+    extra={"cli": False, "audit": False},  # no spec: it samples from a classifier trained on a lexicon (the app)
 )
