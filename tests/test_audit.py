@@ -596,3 +596,26 @@ def test_the_command_line_reports_grid_mistakes_with_exit_status_2(tmp_path, cap
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
     assert main(["audit", str(path), "--out", str(tmp_path / "o"), "--ray", "local"]) == 2  # the extra is missing
     assert capsys.readouterr().err.strip().endswith(MSG_RAY_MISSING)
+
+
+def test_options_for_a_model_in_this_process_do_not_reach_one_behind_an_endpoint(tmp_path) -> None:
+    """device/dtype apply to a model in this process, concurrency to one behind an endpoint (the option's own
+    rule, as the command line reads it): a grid's options reach the cells they apply to; a model's own options
+    that cannot apply to it are refused."""
+    from biastest.audit import parse_grid
+    from biastest.audit.grid_options import cell_options
+    from biastest.errors import BiastestError
+    from biastest.measures import MEASURES
+
+    stereotype = MEASURES["stereotype"]
+    base = {"model_id": "gpt2", "seed": 1, "method": "causal-sum"}
+    local = cell_options(stereotype, {"device": "cpu", "concurrency": 2}, base)
+    served = cell_options(stereotype, {"device": "cpu", "concurrency": 2},
+                          {**base, "endpoint": "http://127.0.0.1:9/v1"})
+    assert local["device"] == "cpu" and local["concurrency"] == stereotype.Options.defaults()["concurrency"]
+    assert served["concurrency"] == 2 and served["device"] == "auto"
+    doc = {"models": [{"name": "served", "kind": "lm", "endpoint": "http://127.0.0.1:9/v1", "model": "m",
+                       "options": {"device": "cpu"}}], "specs": ["WEAT 7: Math vs arts, male vs female terms"]}
+    with pytest.raises(BiastestError) as info:
+        parse_grid(doc, base=tmp_path)
+    assert "'device' applies only to a model in this process" in info.value.message

@@ -190,7 +190,7 @@ def _check_cells(grid: Grid) -> None:
     for index, model in enumerate(grid.models, start=1):
         for measure in model_measures(model.kind, _listed(grid.methods, model)):
             identity = {"model_id": model.ref, "source": model.ref, "revision": model.revision,
-                        "seed": (grid.seeds or (DEFAULT_SEEDS[model.kind],))[0]}
+                        "endpoint": model.endpoint, "seed": (grid.seeds or (DEFAULT_SEEDS[model.kind],))[0]}
             listed = [x for x in (_listed(grid.methods, model) or ()) if x in measure.extra.get("methods", ())]
             if "method" in measure.Options.model_fields:
                 identity["method"] = (listed or list(measure.extra.get("methods", ())) or [measure.name])[0]

@@ -38,6 +38,7 @@ from biastest.audit.grid_common import (
 )
 from biastest.audit.grid_options import (
     applies_words,
+    endpoint_rule,
     measure_of,
     model_measures,
     parse_methods,
@@ -216,6 +217,13 @@ def parse_model(value: Any, index: int, base: Path) -> ModelEntry:
             if not any(opt in grid_fields(c) for c in candidates):
                 raise GridError(MSG_KEY_NOT_FOR_MODEL.format(where=f"{where} options", key=opt,
                                                              applies=applies_words(opt)))
+            rule = next((endpoint_rule(c, opt) for c in candidates if endpoint_rule(c, opt)), None)
+            if rule == "never" and endpoint is not None:
+                raise GridError(MSG_KEY_NOT_FOR_MODEL.format(
+                    where=f"{where} options", key=opt, applies="a model in this process (not behind an endpoint)"))
+            if rule == "only" and endpoint is None:
+                raise GridError(MSG_KEY_NOT_FOR_MODEL.format(where=f"{where} options", key=opt,
+                                                             applies="a model behind an endpoint"))
     resources = parse_resources(m["resources"], f"{where} resources") if "resources" in m else {}
     return ModelEntry(name=name, kind=kind, ref=ref, local=local, revision=revision, endpoint=endpoint,
                       api_key_env=api_key_env, tokenizer=tokenizer, methods=methods, options=options,

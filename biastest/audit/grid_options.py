@@ -242,15 +242,27 @@ def _words(measure: Measure, name: str) -> str:
     return KIND_WORDS[measure.kind] if len(same_kind) == 1 else f"the {label_of(measure)} test"
 
 
+def endpoint_rule(measure: Measure, name: str) -> str | None:
+    """``"only"`` (the option applies only behind an endpoint), ``"never"``, or None: as the option's field says
+    (:func:`biastest.measures.base.cli_flag`)."""
+    field = measure.Options.model_fields.get(name)
+    extra = field.json_schema_extra if field is not None and isinstance(field.json_schema_extra, Mapping) else {}
+    return extra.get("endpoint")
+
+
 def cell_options(measure: Measure, given: Mapping[str, Any], identity: Mapping[str, Any]) -> dict[str, Any]:
     """A cell's options, checked by the measure's Options: the defaults, the headless defaults, then ``given``.
 
     ``identity`` fills the cell's own fields (model, seed, method …); they are checked with the rest and left
-    out of the returned options (the cell records them apart).
+    out of the returned options (the cell records them apart). An option that does not apply to the cell's
+    model — one for a model in this process when it is behind an endpoint, or the reverse — does not reach it
+    (a grid's options apply where they apply).
     """
     fields = set(grid_fields(measure))
     use = use_of(measure)
-    values = {**use.defaults, **{k: v for k, v in given.items() if k in fields}}
+    behind = identity.get("endpoint") is not None
+    applies = {k for k in fields if endpoint_rule(measure, k) != ("never" if behind else "only")}
+    values = {**use.defaults, **{k: v for k, v in given.items() if k in applies}}
     own = {k: v for k, v in identity.items() if k in measure.Options.model_fields}
     options = measure.Options.parse({**values, **own})
     return {k: v for k, v in options.dump().items() if k not in CELL_FIELDS}

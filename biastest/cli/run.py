@@ -414,8 +414,8 @@ def _default_headless(measure: Measure) -> Callable[..., Headless]:
             return (write_csv(rows, folder / f"{measure.name}.csv"),
                     write_json(result.to_dict(), folder / f"{measure.name}.json"))
 
-        return Headless(measure.name, options.dump(), result, f"{measure.title}: done (seed "
-                        f"{getattr(options, 'seed', '—')}).", export)
+        headline = f"{measure.name} ({measure.title}): done (seed {getattr(options, 'seed', '—')})."
+        return Headless(measure.name, options.dump(), result, headline, export)
 
     return headless
 
