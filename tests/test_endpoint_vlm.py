@@ -625,8 +625,7 @@ def test_the_app_runs_through_the_endpoint_and_keeps_the_key_out_of_the_session(
     ("", SERVED, "need_url"), ("localhost:8000", SERVED, "bad_url"), ("{url}", " ", "no_name"),
 ])
 def test_the_app_checks_the_endpoint_before_anything_is_sent(stub, app_session, url, name, message):
-    from biastest.models.endpoint_lm import MSG_BAD_ENDPOINT, MSG_NO_MODEL_NAME
-    from biastest.runner.services import MSG_NEED_ENDPOINT_URL
+    from biastest.models.endpoint_lm import MSG_BAD_ENDPOINT, MSG_NEED_ENDPOINT_URL, MSG_NO_MODEL_NAME
     from biastest.ui.vqa.results import MODEL_ENDPOINT
 
     want = {"need_url": MSG_NEED_ENDPOINT_URL, "bad_url": MSG_BAD_ENDPOINT.format(value="localhost:8000"),

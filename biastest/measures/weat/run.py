@@ -20,7 +20,8 @@ from biastest.measures.embedding_common import MSG_NO_TERMS, Progress, check_ter
 from biastest.measures.weat.options import MACOptions, WEATOptions
 from biastest.measures.weat.result import MACResult, WEATResult
 from biastest.measures.weat.score import mac, weat
-from biastest.models.embeddings import check_coverage, load_embeddings
+from biastest.models.embeddings import check_coverage
+from biastest.models.factory import word_vectors
 from biastest.provenance import provenance
 
 __all__ = ["MACItems", "WEATItems", "run", "run_mac"]
@@ -101,7 +102,7 @@ def run(
     """
     lists, names = items.resolved()
     tick(progress, 0, 3, "Loading the embedding")
-    emb = load_embeddings(options.source)
+    emb = word_vectors(options.source)
     tick(progress, 1, 3, "Looking the words up")
     vecs, missing = {}, {}
     for role, words in lists.items():
@@ -177,7 +178,7 @@ def run_mac(
     classes = {str(k): check_terms(f"attribute class '{k}'", v) for k, v in attribute_classes.items()}
     limit = options.max_missing_fraction
     tick(progress, 0, 3, "Loading the embedding")
-    emb = load_embeddings(options.source)
+    emb = word_vectors(options.source)
     tick(progress, 1, 3, "Looking the words up")
     rep = emb.lookup_report(words)
     check_coverage(rep, role="protected words", max_missing_fraction=limit)
