@@ -29,7 +29,7 @@ import pytest
 
 from biastest import cli, public, remote
 from biastest.errors import EndpointError, OptionError, PolicyError
-from biastest.measures.vlm import VLMResult, summarize_vlm
+from biastest.measures.vlm import VLMResult
 from biastest.measures.vlm import report as rep
 from biastest.measures.vlm import report_figures as figs
 from biastest.models import endpoint_vlm as V
@@ -252,11 +252,11 @@ def _result_with_some_probabilities(have):
             for i, t in enumerate(["red", "red", "blue", "blue"])]
     probs = np.array([[0.9, 0.1], [np.nan, np.nan], [0.3, 0.7], [0.6, 0.4]])
     probs[[not h for h in have]] = np.nan
-    return summarize_vlm(images=imgs, spec=SPEC, term_probabilities=probs, answers=["doctor", "nurse", "x", "nurse"],
-                         verdicts=["T1", "T2", "neither", "T2"], method="chat-answer", model_id="m", seed=1,
-                         n_resamples=200, soft_available=have, image_notes=["", "no log-probabilities", "", ""],
-                         notes=("a note",), not_scored=({"path": "images/9.png", "reason": "stopped"},),
-                         model_kind="chat")
+    return H.summarize(images=imgs, spec=SPEC, term_probabilities=probs, answers=["doctor", "nurse", "x", "nurse"],
+                       verdicts=["T1", "T2", "neither", "T2"], method="chat-answer", model_id="m", seed=1,
+                       n_resamples=200, soft_available=have, image_notes=["", "no log-probabilities", "", ""],
+                       notes=("a note",), not_scored=({"path": "images/9.png", "reason": "stopped"},),
+                       model_kind="chat")
 
 
 def test_soft_scores_rest_on_the_images_that_have_a_probability():

@@ -45,7 +45,7 @@ from biastest.measures.vlm.score import (
     image_groups,
     vqa_classifier_term_scores,
 )
-from biastest.measures.vlm.summary import MSG_NO_IMAGES, summarize_vlm
+from biastest.measures.vlm.summary import MSG_NO_IMAGES, ImageAnswers, ModelSettings, summarize_vlm
 from biastest.models import endpoint_vlm as ev
 from biastest.models.cache import ModelCache
 from biastest.models.factory import vision_language_model
@@ -241,27 +241,15 @@ def _in_process_result(model: Any, paths: list[Path], *, images: list[TestImage]
         scores = generative_term_scores(model, paths, question=o.question, max_new_tokens=o.max_new_tokens,
                                         **common)
     info = model.info
+    clip = kind == "clip"
+    said = ImageAnswers(scores.term_probabilities, scores.answers, scores.verdicts, p_t1=scores.p_t1,
+                        term_vs_other=scores.term_vs_other)
+    asked = ModelSettings(METHODS[kind], info.model_id, model_revision=info.revision, model_kind=kind,
+                          architecture=info.architecture, combine=o.combine if clip else None,
+                          prompt_templates=o.prompt_template if clip else (), question=None if clip else o.question,
+                          prompts=scores.prompts, batch_size=o.batch_size)
     return summarize_vlm(
-        images=images,
-        spec=spec,
-        term_probabilities=scores.term_probabilities,
-        p_t1=scores.p_t1,
-        term_vs_other=scores.term_vs_other,
-        answers=scores.answers,
-        verdicts=scores.verdicts,
-        method=METHODS[kind],
-        model_id=info.model_id,
-        model_revision=info.revision,
-        model_kind=kind,
-        architecture=info.architecture,
-        combine=o.combine if kind == "clip" else None,
-        prompt_templates=o.prompt_template if kind == "clip" else (),
-        question=o.question if kind != "clip" else None,
-        prompts=scores.prompts,
-        batch_size=o.batch_size,
-        seed=o.seed,
-        n_resamples=o.n_resamples,
-        confidence=o.confidence,
+        images, spec, said, asked, seed=o.seed, n_resamples=o.n_resamples, confidence=o.confidence,
         clusters=o.clusters,
         extra_provenance={
             "device": info.device,
@@ -322,28 +310,14 @@ def _endpoint_result(vlm: Any, answers: Sequence[Any], *, images: Sequence[TestI
                                              median=float(np.median(masses))) if masses else None)
     not_scored = [{"path": images[i].path, "image_id": images[i].id, "image_term": images[i].image_term,
                    "reason": vlm.stop_why or ""} for i, a in enumerate(answers) if a is None]
+    said = ImageAnswers(probs, [a.text for a in got], [a.verdict for a in got], soft_available=has_soft,
+                        image_notes=[a.note for a in got])
+    asked = ModelSettings(ev.ENDPOINT_METHOD, vlm.model_id, model_kind=ev.ENDPOINT_KIND,
+                          architecture="served: OpenAI chat with images", question=options.question,
+                          prompts=(vlm.prompt,), batch_size=1)
     return summarize_vlm(
-        images=[images[i] for i in kept],
-        spec=spec,
-        term_probabilities=probs,
-        soft_available=has_soft,
-        image_notes=[a.note for a in got],
-        answers=[a.text for a in got],
-        verdicts=[a.verdict for a in got],
-        method=ev.ENDPOINT_METHOD,
-        model_id=vlm.model_id,
-        model_revision=None,
-        model_kind=ev.ENDPOINT_KIND,
-        architecture="served: OpenAI chat with images",
-        question=options.question,
-        prompts=(vlm.prompt,),
-        batch_size=1,
-        seed=options.seed,
-        n_resamples=options.n_resamples,
-        confidence=options.confidence,
-        not_scored=not_scored,
-        notes=notes,
-        clusters=options.clusters,
+        [images[i] for i in kept], spec, said, asked, seed=options.seed, n_resamples=options.n_resamples,
+        confidence=options.confidence, not_scored=not_scored, notes=notes, clusters=options.clusters,
         extra_provenance={
             "endpoint": vlm.where,
             "model": vlm.describe(),
