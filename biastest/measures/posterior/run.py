@@ -91,8 +91,7 @@ def run(options: PosteriorOptions | Mapping[str, Any], items: PosteriorItems | N
         def inner(fraction: float, message: str) -> None:
             tick(0.1 + 0.9 * fraction, message)
     return run_embedding_posterior(
-        classifier=clf, vocab_matrix=vocab_matrix, vocab_words=vocab_words, groups=groups, vectors=group_vectors,
-        seed=opts.seed, draws=opts.draws, tune=opts.tune, chains=opts.chains, k_words=opts.k_words, progress=inner,
+        clf, groups, group_vectors, opts, vocab_matrix=vocab_matrix, vocab_words=vocab_words, progress=inner,
         provenance_fields={"model_id": emb.name, "embedding": emb.describe(), "groups": groups,
                            "classifier": clf.to_dict(), "training_data": "VADER lexicon (vaderSentiment)"},
     )

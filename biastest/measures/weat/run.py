@@ -19,7 +19,7 @@ from biastest.errors import DataError
 from biastest.measures.embedding_common import MSG_NO_TERMS, Progress, check_terms, tick
 from biastest.measures.weat.options import MACOptions, WEATOptions
 from biastest.measures.weat.result import MACResult, WEATResult
-from biastest.measures.weat.score import mac, weat
+from biastest.measures.weat.score import WEATSettings, mac, weat
 from biastest.models.embeddings import check_coverage
 from biastest.models.factory import word_vectors
 from biastest.provenance import provenance
@@ -135,12 +135,9 @@ def run(
         y_words=vecs["Y"][1],
         a_words=vecs["A"][1],
         b_words=vecs["B"][1],
-        seed=options.seed,
-        alternative=options.alternative,
-        n_permutations=options.n_permutations,
-        exact_limit=options.exact_limit,
-        n_bootstrap=options.n_resamples,
-        ci_level=options.confidence,
+        settings=WEATSettings(seed=options.seed, alternative=options.alternative,
+                              n_permutations=options.n_permutations, exact_limit=options.exact_limit,
+                              n_bootstrap=options.n_resamples, ci_level=options.confidence),
         names=names,
         missing=missing,
         provenance=prov,
