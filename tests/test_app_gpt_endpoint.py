@@ -135,8 +135,8 @@ def test_a_run_through_the_endpoint_equals_the_same_weights_in_process(stub, gpt
 
 # ----------------------------------------------------------------------------- checked before any request
 @pytest.mark.parametrize(("url", "served", "method", "message"), [
-    ("", "x", "causal-sum", lm_run.MSG_NEED_ENDPOINT_URL),
-    ("  ", "x", "causal-sum", lm_run.MSG_NEED_ENDPOINT_URL),
+    ("", "x", "causal-sum", E.MSG_NEED_ENDPOINT_URL),
+    ("  ", "x", "causal-sum", E.MSG_NEED_ENDPOINT_URL),
     ("localhost:8000", "x", "causal-sum", E.MSG_BAD_ENDPOINT.format(value="localhost:8000")),
     ("{url}", "", "causal-sum", E.MSG_NO_MODEL_NAME),
     ("{url}", "x", "pll-unmodified", stereotype_options.MSG_MASKED_NEEDS_PROCESS.format(method="pll-unmodified")),

@@ -34,6 +34,7 @@ from biastest.ui import vqa as app
 from biastest.ui.spec_step import CUSTOM, fill_from_library
 from tests.store_helpers import shared_dataset_at as _dataset
 from tests.store_helpers import wait_until as _wait
+from tests.vlm_helpers import summarize
 
 SEED = 20240611
 SPEC_TERMS = (CUSTOM, "man", "woman", "doctor", "nurse")
@@ -496,7 +497,6 @@ def test_html_in_terms_is_shown_as_text_everywhere(tiny_clip, tmp_path):
 # --------------------------------------------------------------------------- the names and the bars' words
 def _planted(group1: str, group2: str, stereotype1: str, antistereotype1: str, n_each: int = 3, **names):
     """A result on planted probabilities: every image leans to its stereotype but two lean slightly away."""
-    from biastest.measures import vlm as V
     from biastest.records import TestImage
     from biastest.spec import BiasSpec
 
@@ -510,9 +510,9 @@ def _planted(group1: str, group2: str, stereotype1: str, antistereotype1: str, n
                       for i, p in enumerate(p_st)])
     verdicts = ["T1" if row[:k1].sum() > 0.5 else "T2" for row in probs]
     answers = [spec.attribute_terms[int(np.argmax(row))] for row in probs]
-    return V.summarize_vlm(images=images, spec=spec, term_probabilities=probs, answers=answers, verdicts=verdicts,
-                           method="clip-zero-shot", model_id="m", model_kind="clip", seed=0, n_resamples=2000,
-                           clusters="image")  # images independent: the bars' bootstrap over images and sign test
+    return summarize(images=images, spec=spec, term_probabilities=probs, answers=answers, verdicts=verdicts,
+                     method="clip-zero-shot", model_id="m", model_kind="clip", seed=0, n_resamples=2000,
+                     clusters="image")  # images independent: the bars' bootstrap over images and sign test
 
 
 def test_lists_are_named_once_from_the_users_terms():

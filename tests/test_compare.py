@@ -21,7 +21,6 @@ import pytest
 from scipy.stats import binomtest, norm, t
 
 from biastest.errors import DataError
-from biastest.measures import vlm as V
 from biastest.measures.stereotype.compare import compare_stereotype
 from biastest.measures.stereotype.result import PairScore, StereotypeResult
 from biastest.measures.stereotype.summary import summarize_stereotype
@@ -33,6 +32,7 @@ from biastest.spec import BiasSpec
 from biastest.stats import compare as C
 from biastest.stats.clusters import MIN_CLUSTERS_FOR_INTERVAL
 from tests.embeddings_helpers import mean, sd
+from tests.vlm_helpers import summarize
 
 SEED = 20261123
 print(f"test seed: {SEED}")
@@ -310,9 +310,9 @@ SPEC = BiasSpec.from_terms(group1="man", group2="woman", stereotype1="doctor", a
 def _vlm(probs, verdicts, model):
     images = [TestImage(path=f"images/{i}.png", sha256=f"{i:064x}", image_term="man" if i % 2 else "woman")
               for i in range(len(probs))]
-    return V.summarize_vlm(images=images, spec=SPEC, term_probabilities=np.column_stack([probs, 1 - probs]),
-                           answers=["doctor"] * len(probs), verdicts=verdicts, method="clip-zero-shot",
-                           model_id=model, seed=0, n_resamples=200)
+    return summarize(images=images, spec=SPEC, term_probabilities=np.column_stack([probs, 1 - probs]),
+                     answers=["doctor"] * len(probs), verdicts=verdicts, method="clip-zero-shot",
+                     model_id=model, seed=0, n_resamples=200)
 
 
 def test_vlm_soft_and_hard_comparisons_equal_naive_references():

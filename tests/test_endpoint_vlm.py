@@ -29,7 +29,7 @@ import pytest
 
 from biastest import cli, public, remote
 from biastest.errors import EndpointError, OptionError, PolicyError
-from biastest.measures.vlm import VLMResult, summarize_vlm
+from biastest.measures.vlm import VLMResult
 from biastest.measures.vlm import report as rep
 from biastest.measures.vlm import report_figures as figs
 from biastest.models import endpoint_vlm as V
@@ -252,11 +252,11 @@ def _result_with_some_probabilities(have):
             for i, t in enumerate(["red", "red", "blue", "blue"])]
     probs = np.array([[0.9, 0.1], [np.nan, np.nan], [0.3, 0.7], [0.6, 0.4]])
     probs[[not h for h in have]] = np.nan
-    return summarize_vlm(images=imgs, spec=SPEC, term_probabilities=probs, answers=["doctor", "nurse", "x", "nurse"],
-                         verdicts=["T1", "T2", "neither", "T2"], method="chat-answer", model_id="m", seed=1,
-                         n_resamples=200, soft_available=have, image_notes=["", "no log-probabilities", "", ""],
-                         notes=("a note",), not_scored=({"path": "images/9.png", "reason": "stopped"},),
-                         model_kind="chat")
+    return H.summarize(images=imgs, spec=SPEC, term_probabilities=probs, answers=["doctor", "nurse", "x", "nurse"],
+                       verdicts=["T1", "T2", "neither", "T2"], method="chat-answer", model_id="m", seed=1,
+                       n_resamples=200, soft_available=have, image_notes=["", "no log-probabilities", "", ""],
+                       notes=("a note",), not_scored=({"path": "images/9.png", "reason": "stopped"},),
+                       model_kind="chat")
 
 
 def test_soft_scores_rest_on_the_images_that_have_a_probability():
@@ -625,8 +625,7 @@ def test_the_app_runs_through_the_endpoint_and_keeps_the_key_out_of_the_session(
     ("", SERVED, "need_url"), ("localhost:8000", SERVED, "bad_url"), ("{url}", " ", "no_name"),
 ])
 def test_the_app_checks_the_endpoint_before_anything_is_sent(stub, app_session, url, name, message):
-    from biastest.models.endpoint_lm import MSG_BAD_ENDPOINT, MSG_NO_MODEL_NAME
-    from biastest.runner.services import MSG_NEED_ENDPOINT_URL
+    from biastest.models.endpoint_lm import MSG_BAD_ENDPOINT, MSG_NEED_ENDPOINT_URL, MSG_NO_MODEL_NAME
     from biastest.ui.vqa.results import MODEL_ENDPOINT
 
     want = {"need_url": MSG_NEED_ENDPOINT_URL, "bad_url": MSG_BAD_ENDPOINT.format(value="localhost:8000"),

@@ -33,6 +33,7 @@ from tests.test_clusters import (  # the loop references of the cluster statisti
     naive_design_effect,
     naive_holm,
 )
+from tests.vlm_helpers import summarize
 
 SEED = 20261123
 SPEC = BiasSpec.from_terms(group1="man, father", group2="woman, mother", stereotype1="doctor",
@@ -63,9 +64,9 @@ def _planted(seed, *, n_prompts=24, per_prompt=6, effect=0.0, prompt_sd=1.2, noi
 def _summarize(images, probs, verdicts, **kw):
     kw.setdefault("n_resamples", 1000)
     kw.setdefault("seed", SEED)
-    return V.summarize_vlm(images=images, spec=kw.pop("spec", SPEC), term_probabilities=probs,
-                           answers=["x"] * len(images), verdicts=verdicts, method="clip-zero-shot", model_id="planted",
-                           model_kind="clip", **kw)
+    return summarize(images=images, spec=kw.pop("spec", SPEC), term_probabilities=probs,
+                     answers=["x"] * len(images), verdicts=verdicts, method="clip-zero-shot", model_id="planted",
+                     model_kind="clip", **kw)
 
 
 # ----------------------------------------------------------------------------- clusters chosen and summarised

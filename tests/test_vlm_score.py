@@ -13,6 +13,7 @@ from biastest.measures.vlm import score as S
 from biastest.records import TestImage
 from biastest.spec import BiasSpec
 from biastest.stats.proportion import ANTI, STEREOTYPED, TIE
+from tests.vlm_helpers import summarize
 
 SEED = 20260101
 print(f"test seed: {SEED}")
@@ -57,7 +58,7 @@ def naive_score(images, probs, verdicts):
 def test_formula_equals_naive_oracle():
     rng = np.random.default_rng(SEED)
     images, probs, verdicts = _random_case(57, rng)
-    r = V.summarize_vlm(
+    r = summarize(
         images=images,
         spec=SPEC,
         term_probabilities=probs,
@@ -83,7 +84,7 @@ def test_formula_equals_naive_oracle():
 def test_per_image_term_and_per_target_term_equal_naive():
     rng = np.random.default_rng(SEED + 1)
     images, probs, verdicts = _random_case(40, rng)
-    r = V.summarize_vlm(
+    r = summarize(
         images=images,
         spec=SPEC,
         term_probabilities=probs,
@@ -118,7 +119,7 @@ def test_per_image_term_and_per_target_term_equal_naive():
 def test_image_rows_and_outcomes():
     images = _images(["man", "woman", "woman", "father"])
     probs = np.array([[0.5, 0.2, 0.2, 0.1], [0.1, 0.1, 0.4, 0.4], [0.6, 0.3, 0.05, 0.05], [0.25, 0.25, 0.25, 0.25]])
-    r = V.summarize_vlm(
+    r = summarize(
         images=images,
         spec=SPEC,
         term_probabilities=probs,
@@ -137,7 +138,7 @@ def test_image_rows_and_outcomes():
     assert rows[2].answer == "a cat" and rows[2].verdict == "neither"
     assert rows[0].image_id == images[0].id and rows[0].path == "images/000.png"
     assert r.hard.n_stereotyped == 2 and r.hard.n_anti == 0 and r.hard.n_ties == 2
-    r2 = V.summarize_vlm(
+    r2 = summarize(
         images=images[:2],
         spec=SPEC,
         term_probabilities=probs[:2],
@@ -156,7 +157,7 @@ def test_image_rows_and_outcomes():
 def test_result_round_trips_json(tmp_path):
     rng = np.random.default_rng(3)
     images, probs, verdicts = _random_case(12, rng)
-    r = V.summarize_vlm(
+    r = summarize(
         images=images,
         spec=SPEC,
         term_probabilities=probs,
@@ -192,9 +193,9 @@ def test_seed_makes_intervals_repeatable():
     rng = np.random.default_rng(9)
     images, probs, verdicts = _random_case(30, rng)
     kw = dict(images=images, spec=SPEC, term_probabilities=probs, answers=["a"] * 30, verdicts=verdicts)
-    a = V.summarize_vlm(**kw, method="m", model_id="m", seed=11, n_resamples=300)
-    b = V.summarize_vlm(**kw, method="m", model_id="m", seed=11, n_resamples=300)
-    c = V.summarize_vlm(**kw, method="m", model_id="m", seed=12, n_resamples=300)
+    a = summarize(**kw, method="m", model_id="m", seed=11, n_resamples=300)
+    b = summarize(**kw, method="m", model_id="m", seed=11, n_resamples=300)
+    c = summarize(**kw, method="m", model_id="m", seed=12, n_resamples=300)
     assert (a.soft.ci_low, a.soft.ci_high) == (b.soft.ci_low, b.soft.ci_high)
     assert (a.soft.ci_low, a.soft.ci_high) != (c.soft.ci_low, c.soft.ci_high)
     assert a.soft.seed == 11
@@ -205,22 +206,22 @@ def test_bad_inputs():
     probs = np.full((2, 4), 0.25)
     kw = dict(spec=SPEC, answers=["", ""], method="m", model_id="m", seed=0, n_resamples=200)
     with pytest.raises(DataError) as e:
-        V.summarize_vlm(images=[], term_probabilities=np.zeros((0, 4)), verdicts=[], **{**kw, "answers": []})
+        summarize(images=[], term_probabilities=np.zeros((0, 4)), verdicts=[], **{**kw, "answers": []})
     assert e.value.message == V.MSG_NO_IMAGES
     with pytest.raises(DataError) as e:
-        V.summarize_vlm(images=images, term_probabilities=probs, verdicts=["T1", "maybe"], **kw)
+        summarize(images=images, term_probabilities=probs, verdicts=["T1", "maybe"], **kw)
     assert e.value.message == V.MSG_BAD_VERDICT.format(value="maybe", choices="T1, T2, neither, tie")
     with pytest.raises(DataError) as e:
-        V.summarize_vlm(images=images, term_probabilities=probs[:, :3], verdicts=["T1", "T1"], **kw)
+        summarize(images=images, term_probabilities=probs[:, :3], verdicts=["T1", "T1"], **kw)
     assert e.value.message == V.MSG_SHAPE.format(what="term_probabilities", shape=(2, 3), expected=(2, 4))
     bad = probs.copy()
     bad[1, 0] = np.nan
     with pytest.raises(DataError) as e:
-        V.summarize_vlm(images=images, term_probabilities=bad, verdicts=["T1", "T1"], **kw)
+        summarize(images=images, term_probabilities=bad, verdicts=["T1", "T1"], **kw)
     assert e.value.message == V.MSG_BAD_PROBABILITIES.format(path="images/001.png")
     stray = _images(["man", "cat"])
     with pytest.raises(DataError) as e:
-        V.summarize_vlm(images=stray, term_probabilities=probs, verdicts=["T1", "T1"], **kw)
+        summarize(images=stray, term_probabilities=probs, verdicts=["T1", "T1"], **kw)
     assert e.value.message == V.MSG_IMAGE_TERM_NOT_IN_SPEC.format(
         path="images/001.png",
         term="cat",
@@ -296,7 +297,7 @@ def test_small_helpers():
 def test_answers_must_match_images(tmp_path):
     images = _images(["man", "woman"])
     with pytest.raises(DataError) as e:
-        V.summarize_vlm(
+        summarize(
             images=images,
             spec=SPEC,
             term_probabilities=np.full((2, 4), 0.25),
@@ -323,7 +324,7 @@ def test_a_lean_the_sign_test_does_not_confirm_is_said_to_be_unconfirmed():
                           [(1 - p) / 2, (1 - p) / 2, p / 2, p / 2] for i, p in enumerate(p_st)])
         verdicts = ["T1" if i % 2 == 0 else "T2" for i in range(len(images))]
         # images taken as independent: this is about the bootstrap over images and the image-level sign test
-        return V.summarize_vlm(images=images, spec=SPEC, term_probabilities=probs, answers=["x"] * len(images),
+        return summarize(images=images, spec=SPEC, term_probabilities=probs, answers=["x"] * len(images),
                                verdicts=verdicts, method="m", model_id="m", seed=0, n_resamples=2000,
                                clusters="image")
 

@@ -11,6 +11,7 @@ from biastest.errors import DataError, EmbeddingError, MethodError
 from biastest.measures.weat.score import (
     MSG_WEAT_BOOTSTRAP_SEED,
     MSG_WEAT_NO_SPREAD,
+    WEATSettings,
     mac,
     weat,
     weat_effect_size,
@@ -143,13 +144,15 @@ def test_weat_small_and_errors():
     X = np.array([[1.0, 0.1], [0.9, 0.2]])
     Y = np.array([[0.1, 1.0], [0.2, 0.9]])
     A, B = np.array([[1.0, 0.0]]), np.array([[0.0, 1.0]])
-    r = weat(X, Y, A, B, x_words=["x1", "x2"], y_words=["y1", "y2"], a_words=["a"], b_words=["b"], seed=0)
+    r = weat(X, Y, A, B, x_words=["x1", "x2"], y_words=["y1", "y2"], a_words=["a"], b_words=["b"],
+             settings=WEATSettings(seed=0))
     d, stat = naive_weat(X.tolist(), Y.tolist(), A.tolist(), B.tolist())
     assert r.effect_size == pytest.approx(d) and r.test_statistic == pytest.approx(stat)
     assert r.p_one_sided == pytest.approx(1 / 6) and r.permutation.exact
     same = np.array([[1.0, 0.0], [1.0, 0.0]])
     with pytest.raises(DataError) as e:
-        weat(same, same, A, B, x_words=["a", "b"], y_words=["c", "d"], a_words=["a"], b_words=["b"], seed=0)
+        weat(same, same, A, B, x_words=["a", "b"], y_words=["c", "d"], a_words=["a"], b_words=["b"],
+             settings=WEATSettings(seed=0))
     assert e.value.message == MSG_WEAT_NO_SPREAD
 
 

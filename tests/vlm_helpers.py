@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from biastest.measures.vlm import VLMItems, VLMOptions, run
+from biastest.measures.vlm import ImageAnswers, ModelSettings, VLMItems, VLMOptions, run, summarize_vlm
 from biastest.options import BOUNDS, check_option
 from biastest.records import TestImage
 
@@ -395,3 +395,14 @@ def run_vlm(*, images, image_root, spec, progress=None, cancel=None, api_key=Non
             check_option(name, value)
     return run(VLMOptions.parse(options), VLMItems(images, image_root, spec), progress=progress, cancel=cancel,
                api_key=api_key, cache=cache, retry=retry)
+
+
+def summarize(*, images, spec, **kw):
+    """:func:`biastest.measures.vlm.summarize_vlm` with every input given as a flat keyword (as the tests call it).
+
+    The keywords of :class:`ImageAnswers` and :class:`ModelSettings` go into those records; the rest (seed,
+    bootstrap, clusters, provenance, notes) are passed on.
+    """
+    said = ImageAnswers(**{k: kw.pop(k) for k in list(kw) if k in ImageAnswers.__dataclass_fields__})
+    asked = ModelSettings(**{k: kw.pop(k) for k in list(kw) if k in ModelSettings.__dataclass_fields__})
+    return summarize_vlm(images, spec, said, asked, **kw)

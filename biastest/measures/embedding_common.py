@@ -10,7 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from biastest.errors import DataError, EmbeddingError
-from biastest.models.embeddings import LookupReport, WordEmbeddings, load_embeddings
+from biastest.models.embeddings import LookupReport, WordEmbeddings
+from biastest.models.factory import word_vectors
 
 __all__ = [
     "MSG_NO_TERMS",
@@ -51,10 +52,10 @@ def resolve_models(
 ) -> list[WordEmbeddings]:
     """The model(s) of a run: the replicates if given, otherwise the one source."""
     if replicates:
-        return [load_embeddings(r) for r in replicates]
+        return [word_vectors(r) for r in replicates]
     if source is None:
         raise EmbeddingError("Choose an embedding source (for example glove-6b-50d).")
-    return [load_embeddings(source)]
+    return [word_vectors(source)]
 
 
 def joint_lookup(models: Sequence[WordEmbeddings], terms: Sequence[str]) -> tuple[LookupReport, dict[str, str]]:

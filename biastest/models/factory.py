@@ -9,6 +9,8 @@ and the measure calls its requests:
 ===========================================  =========================================  ==========================
 function                                     in this process                            behind an endpoint
 ===========================================  =========================================  ==========================
+:func:`language_model_kind`                  ``masked`` or ``causal``, from the         ``causal``
+                                             configuration (no weights)
 :func:`language_model`                       ``MaskedLanguageModel``                    ``EndpointCausalLM``
                                              (:class:`~.protocols.MaskedLM`) or         (``CausalLM`` with a
                                              ``CausalLanguageModel``                    tokenizer, else
@@ -26,6 +28,12 @@ In-process models load once per process through the shared
 device, precision). An endpoint backend is built anew by every call: it holds
 the API key in its client and counts one run's requests, time and stops, so it
 is never shared between runs or users (it also refuses to be pickled).
+
+A measure that words its progress or provenance by where the model is served
+reads the reference (:attr:`ModelRef.served_by`, :attr:`ModelRef.where`), and
+asks the backend which protocol it satisfies where the scoring differs
+(``isinstance(lm, TextCausalLM)``, ``isinstance(vlm, ChatVLM)``), never which
+class it is.
 
 The API key is a keyword of the call, never a field of a record: a record's
 :meth:`~ModelRef.dump` goes into provenance and result files, and the key must
@@ -56,7 +64,7 @@ from biastest.models.endpoint_lm import (
     EndpointCausalLM,
 )
 from biastest.models.endpoint_vlm import EndpointVLM
-from biastest.models.lm import load_language_model
+from biastest.models.lm import detect_model_kind, load_language_model
 from biastest.models.protocols import (
     AnswerClassifierVLM,
     AnswerGeneratorVLM,
@@ -76,6 +84,7 @@ __all__ = [
     "ModelRef",
     "VisionLanguageBackend",
     "language_model",
+    "language_model_kind",
     "vision_language_model",
     "word_vectors",
 ]
@@ -121,6 +130,11 @@ class EndpointRef:
         return RunLimits(max_requests=self.max_requests, max_seconds=float(self.time_limit),
                          request_timeout=float(min(self.request_timeout, self.time_limit)))
 
+    @property
+    def where(self) -> str:
+        """The address for messages and provenance, as the backend shows it (stripped; no credentials, no query)."""
+        return safe_base_url(str(self.base_url).strip())
+
     def dump(self) -> dict[str, Any]:
         """JSON-ready, the address without credentials or query."""
         return {**asdict(self), "base_url": safe_base_url(self.base_url)}
@@ -159,10 +173,36 @@ class ModelRef:
         """``process`` or ``endpoint``."""
         return "process" if self.endpoint is None else "endpoint"
 
+    @property
+    def where(self) -> str | None:
+        """The endpoint's address for messages and provenance (:attr:`EndpointRef.where`); None in this process."""
+        return None if self.endpoint is None else self.endpoint.where
+
+    def served_at(self) -> dict[str, str]:
+        """What provenance adds for where the model is served: ``{"endpoint": address}``, or nothing here."""
+        return {} if self.endpoint is None else {"endpoint": self.endpoint.where}
+
     def dump(self) -> dict[str, Any]:
         """JSON-ready, for provenance (never a key: the record holds none)."""
         return {"model_id": self.model_id, "revision": self.revision, "device": self.device, "dtype": self.dtype,
                 "kind": self.kind, "endpoint": None if self.endpoint is None else self.endpoint.dump()}
+
+
+def language_model_kind(ref: ModelRef) -> str:
+    """``masked`` or ``causal``: the kind of the language model ``ref`` names, known before any weights load.
+
+    In this process it is read from the model's configuration
+    (:func:`~biastest.models.lm.detect_model_kind`), so a measure can refuse a
+    method that does not apply before loading; behind an endpoint it is
+    ``causal`` (the completions protocol scores a text left to right), and
+    nothing is sent.
+
+    Raises
+    ------
+    ModelLoadError, ModelKindError
+        In this process: no such model, or not a masked or causal language model.
+    """
+    return "causal" if ref.endpoint is not None else detect_model_kind(ref.model_id, revision=ref.revision)
 
 
 def language_model(ref: ModelRef, *, api_key: str | None = None, cache: ModelCache | None = MODEL_CACHE,

@@ -14,11 +14,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biastest import settings
+from biastest import public, settings
 from biastest.errors import DataError, GenerationError
+from biastest.generate import TEXT_GENERATORS, SentenceSettings, generate_sentences, make_text_generator
+from biastest.generate.prompts import SENTENCE_PROMPTS
 from biastest.generate.sentences import SentenceRun
+from biastest.measures.stereotype.pairs import pairs_from_templates
+from biastest.options import check_option
 from biastest.records import SentencePair
+from biastest.remote import RunLimits
+from biastest.report.text import md_escape
 from biastest.spec import BiasSpec
+from biastest.store import DatasetStore, default_store_dir, importers
+from biastest.store.retrieval import retrieve_pairs as store_pairs
+from biastest.store.retrieval import retrieve_sentences
+from biastest.store.shared import SharedDataset
 
 __all__ = [
     "IMPORT_FORMATS",
@@ -46,7 +56,6 @@ MSG_NEED_KEY = (
 )
 MSG_NEED_BASE_URL = "Type the address of the OpenAI-compatible server, e.g. http://localhost:8000/v1."
 MSG_NEED_MODEL = "Type the name of the generator model."
-MSG_NEED_ENDPOINT_URL = "Type the address of the server that serves the model, e.g. http://localhost:8000/v1."
 MSG_UNKNOWN_FORMAT = "Unknown file format '{value}'. Choose one of: {choices}."
 MSG_NO_PAIRS_IN_FILE = "No sentence pairs could be read from {name}. {details}"
 MSG_BAD_COUNT = "The number of sentences per attribute term must be between 1 and {limit}, got {value!r}."
@@ -70,8 +79,6 @@ _stores: dict[str, Any] = {}
 
 def shared_store():
     """The process-wide local dataset store (``BIASTEST_DATA_DIR``), built once."""
-    from biastest.store import DatasetStore, default_store_dir
-
     root = str(default_store_dir())
     with _store_lock:
         if root not in _stores:
@@ -90,8 +97,6 @@ def shared_dataset():
     ``BIASTEST_HF_DATASET`` and ``HF_TOKEN`` are set (see :mod:`biastest.store.shared`). Never blocks: retrieval
     reads what the store holds.
     """
-    from biastest.store.shared import SharedDataset
-
     store = shared_store()
     key = str(store.root)
     with _store_lock:
@@ -107,8 +112,6 @@ def generation_limits(*, request_timeout: float, max_seconds: float = GENERATION
     (:class:`~biastest.remote.RunState`), so a hanging service holds
     a user for at most ``max_seconds`` (or until they press Stop).
     """
-    from biastest.remote import RunLimits
-
     return RunLimits(max_seconds=max_seconds, request_timeout=min(request_timeout, max_seconds))
 
 
@@ -224,8 +227,6 @@ class StoredSentenceRun(SentenceRun):
 
 
 def _coverage_markdown(spec: BiasSpec, counts: dict[str, int]) -> str:
-    from biastest.report.text import md_escape
-
     rows = [MSG_COVERAGE_HEAD]
     for term in spec.attribute_terms:
         n = counts.get(term, 0)
@@ -248,9 +249,6 @@ def retrieve_pairs(spec: BiasSpec, *, dataset=None) -> Found:
     ``dataset``: the :class:`~biastest.store.shared.SharedDataset` whose store is read (default: the process's,
     :func:`shared_dataset`). Never waits for the network: it reads what the store holds.
     """
-    from biastest.store.retrieval import retrieve_pairs as store_pairs
-    from biastest.store.retrieval import retrieve_sentences
-
     store = _store_of(dataset)
     sentences = retrieve_sentences(store, spec)
     found = store_pairs(store, spec, sentences=sentences)
@@ -272,9 +270,6 @@ def import_pairs(path: str | Path, *, fmt: str, spec: BiasSpec | None) -> list[S
     store (one user's upload never appears in another user's retrieval).
     BiasTestGPT *sentence* files are paired with the spec's counterparts.
     """
-    from biastest.measures.stereotype.pairs import pairs_from_templates
-    from biastest.store import importers
-
     if fmt not in IMPORT_FORMATS:
         raise DataError(MSG_UNKNOWN_FORMAT.format(value=fmt, choices=", ".join(IMPORT_FORMATS)))
     path = Path(path)
@@ -304,15 +299,11 @@ def import_pairs(path: str | Path, *, fmt: str, spec: BiasSpec | None) -> list[S
 
 def text_generator_choices() -> list[tuple[str, str]]:
     """(kind, description) of every sentence generator."""
-    from biastest.generate import TEXT_GENERATORS
-
     return [(k, v[2]) for k, v in TEXT_GENERATORS.items()]
 
 
 def sentence_prompt_choices() -> list[tuple[str, str]]:
     """(label, name) of every sentence prompt."""
-    from biastest.generate.prompts import SENTENCE_PROMPTS
-
     return [(f"{p.name} — {p.description}", p.name) for p in SENTENCE_PROMPTS.values()]
 
 
@@ -342,10 +333,6 @@ def generate_pairs(
     whose pusher shares them when sharing is on; :attr:`StoredSentenceRun.shards` names the files written, whose
     sync state :meth:`~biastest.store.shared.SharedDataset.item_state` tells.
     """
-    from biastest import public
-    from biastest.generate import SentenceSettings, generate_sentences, make_text_generator
-    from biastest.options import check_option
-
     if not isinstance(per_attribute, int) or not 1 <= per_attribute <= MAX_PER_ATTRIBUTE:
         raise GenerationError(MSG_BAD_COUNT.format(limit=MAX_PER_ATTRIBUTE, value=per_attribute))
     seed = check_option("seed", seed)

@@ -1,7 +1,7 @@
 """Running the Bayesian estimate: options and word lists in, :class:`~biastest.measures.bayes.result.BayesResult` out.
 
 The app and the command line call :func:`run` only. It resolves the embedding source through
-:func:`biastest.models.embeddings.load_embeddings` (loaded once per process), refuses word lists that
+:func:`biastest.models.factory.word_vectors` (loaded once per process), refuses word lists that
 are mostly missing, builds the distance data with the control lists and fits the model
 (:func:`~biastest.measures.bayes.fit.fit_bayes`), recording provenance. Progress reaches the caller as
 ``progress(done, total, message)``; nothing here knows about Gradio.
@@ -24,7 +24,8 @@ from biastest.measures.bayes.fit import fit_bayes
 from biastest.measures.bayes.options import BayesOptions
 from biastest.measures.bayes.result import BayesResult
 from biastest.measures.bayes.score import BAYES_MODELS, build_distance_data, load_controls
-from biastest.models.embeddings import WordEmbeddings, check_coverage, load_embeddings
+from biastest.models import factory
+from biastest.models.embeddings import WordEmbeddings, check_coverage
 
 __all__ = ["MSG_TWO_LISTS", "BayesItems", "Progress", "available_models", "fraction_progress", "run",
            "word_vectors"]
@@ -122,7 +123,7 @@ def run(options: BayesOptions | Mapping[str, Any], items: BayesItems, *, progres
     tick = fraction_progress(progress)
     if tick:
         tick(0.0, "Looking up the words")
-    emb = load_embeddings(opts.source)
+    emb = factory.word_vectors(opts.source)
     for name, terms in groups + attrs:
         check_coverage(emb.lookup_report(terms), role=name)
     shipped = load_controls()

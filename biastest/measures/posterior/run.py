@@ -1,7 +1,7 @@
 """Running the posterior sampler: train the sentiment classifier on the embedding, then sample p(s | +), p(s | −).
 
 The app calls :func:`run` only. It resolves the embedding source through
-:func:`biastest.models.embeddings.load_embeddings`, refuses word groups the embedding barely knows
+:func:`biastest.models.factory.word_vectors`, refuses word groups the embedding barely knows
 before the (slower) training, trains the classifier on the VADER lexicon and hands it to
 :func:`~biastest.measures.posterior.summary.run_embedding_posterior`.
 """
@@ -26,7 +26,7 @@ from biastest.measures.posterior.score import (
     train_classifier,
 )
 from biastest.measures.posterior.summary import run_embedding_posterior
-from biastest.models.embeddings import load_embeddings
+from biastest.models import factory
 
 __all__ = ["PosteriorItems", "run"]
 
@@ -71,7 +71,7 @@ def run(options: PosteriorOptions | Mapping[str, Any], items: PosteriorItems | N
                                  kind_one="group"),
             count=len(groups),
         )
-    emb = load_embeddings(opts.source)
+    emb = factory.word_vectors(opts.source)
     group_vectors = word_vectors(emb, [w for ws in groups.values() for w in ws])
     for name, ws in groups.items():  # refuse before the (slower) training
         count = sum(1 for w in ws if w in group_vectors)
@@ -91,8 +91,7 @@ def run(options: PosteriorOptions | Mapping[str, Any], items: PosteriorItems | N
         def inner(fraction: float, message: str) -> None:
             tick(0.1 + 0.9 * fraction, message)
     return run_embedding_posterior(
-        classifier=clf, vocab_matrix=vocab_matrix, vocab_words=vocab_words, groups=groups, vectors=group_vectors,
-        seed=opts.seed, draws=opts.draws, tune=opts.tune, chains=opts.chains, k_words=opts.k_words, progress=inner,
+        clf, groups, group_vectors, opts, vocab_matrix=vocab_matrix, vocab_words=vocab_words, progress=inner,
         provenance_fields={"model_id": emb.name, "embedding": emb.describe(), "groups": groups,
                            "classifier": clf.to_dict(), "training_data": "VADER lexicon (vaderSentiment)"},
     )

@@ -14,6 +14,7 @@ import numpy as np
 
 from biastest.errors import DataError, EmbeddingError
 from biastest.measures.bayes.sampler import convergence_problems
+from biastest.measures.posterior.options import PosteriorOptions
 from biastest.measures.posterior.result import PosteriorResult
 from biastest.measures.posterior.score import (
     MSG_GROUP_TOO_SMALL,
@@ -29,7 +30,12 @@ from biastest.measures.posterior.score import (
 )
 from biastest.provenance import provenance
 
-__all__ = ["run_embedding_posterior"]
+__all__ = ["MAX_LAG", "PCA_POINTS", "run_embedding_posterior"]
+
+#: Lags of the autocorrelation table.
+MAX_LAG = 50
+#: Draws of each posterior shown in the PCA view (a seeded subsample).
+PCA_POINTS = 500
 
 
 def _diag(samples: np.ndarray) -> dict[str, float]:
@@ -48,19 +54,13 @@ def _diag(samples: np.ndarray) -> dict[str, float]:
 
 
 def run_embedding_posterior(
-    *,
     classifier: Classifier,
-    vocab_matrix: np.ndarray,
-    vocab_words: Sequence[str],
     groups: Mapping[str, Sequence[str]],
     vectors: Mapping[str, np.ndarray],
-    seed: int,
-    draws: int = 2000,
-    tune: int = 1000,
-    chains: int = 2,
-    k_words: int = 10,
-    max_lag: int = 50,
-    pca_points: int = 500,
+    options: PosteriorOptions,
+    *,
+    vocab_matrix: np.ndarray,
+    vocab_words: Sequence[str],
     progress: Callable[[float, str], None] | None = None,
     provenance_fields: Mapping[str, Any] | None = None,
 ) -> PosteriorResult:
@@ -70,19 +70,49 @@ def run_embedding_posterior(
     ----------
     classifier : Classifier
         From :func:`train_classifier`.
-    vocab_matrix, vocab_words : ndarray (n, d), sequence of str
-        The vocabulary searched for nearest / farthest words.
     groups : mapping name -> words
         Exactly two word groups (e.g. female and male names).
     vectors : mapping str -> ndarray
         Vectors of the group words.
-    seed : int
-        Seeds the sampler and the permutation test.
-    draws, tune, chains : int
-        Per chain.
-    k_words, max_lag, pca_points : int
-        Table length, ACF lags, points per posterior in the PCA view.
+    options : PosteriorOptions
+        ``seed`` (the sampler, the PCA subsample and the permutation test), ``draws``, ``tune`` and ``chains``
+        (per chain), ``k_words`` (table length).
+    vocab_matrix, vocab_words : ndarray (n, d), sequence of str
+        The vocabulary searched for nearest / farthest words.
+    progress : callable(fraction, message), optional
+    provenance_fields : mapping, optional
+        Recorded in the provenance.
     """
+    names, group_words = _group_words(groups, vectors)
+    seed, chains = options.seed, options.chains
+    if progress:
+        progress(0.1, "Sampling the two posteriors with NUTS")
+    samples, info = sample_embedding_posterior(classifier, seed=seed, draws=options.draws, tune=options.tune,
+                                               chains=chains)
+    if progress:
+        progress(0.7, "Diagnostics, PCA, word tables and group tests")
+    diagnostics = _diagnostics(samples, info, chains=chains)
+    acf_rows = [row for p in ("+", "-") for row in _acf_rows(p, samples[p])]
+    flat = {p: samples[p].reshape(-1, samples[p].shape[-1]) for p in ("+", "-")}
+    pca = _pca(flat, seed=seed)
+    words = {p: _word_table(flat[p], vocab_matrix, vocab_words, k=options.k_words) for p in ("+", "-")}
+    tests = [_group_test(p, flat[p], names, group_words, vectors, seed=seed) for p in ("+", "-")]
+    reading = _reading(classifier, diagnostics, info, tests, options)
+    prov = provenance(method="embedding-posterior-nuts", seed=seed, draws=options.draws, tune=options.tune,
+                      chains=chains, prior=f"N(0, {PRIOR_SD:g}^2 I)", sampler="numpyro NUTS",
+                      **dict(provenance_fields or {}))
+    if progress:
+        progress(1.0, "Done")
+    return PosteriorResult(
+        classifier=classifier.to_dict(), diagnostics=diagnostics, autocorrelation=tuple(acf_rows), pca=pca,
+        words=words, group_tests=tuple(tests), reading=tuple(reading), seed=seed, draws=options.draws,
+        tune=options.tune, chains=chains, provenance=prov,
+    )
+
+
+def _group_words(groups: Mapping[str, Sequence[str]],
+                 vectors: Mapping[str, np.ndarray]) -> tuple[list[str], dict[str, list[str]]]:
+    """The two groups' names and their words with a vector (at least two each)."""
     names = list(groups)
     if len(names) != 2:
         raise DataError(MSG_GROUP_TOO_SMALL.format(name=", ".join(names) or "(none)", count=len(names)))
@@ -92,11 +122,11 @@ def run_embedding_posterior(
         if len(kept) < 2:
             raise EmbeddingError(MSG_GROUP_TOO_SMALL.format(name=name, count=len(kept)), group=name)
         group_words[name] = kept
-    if progress:
-        progress(0.1, "Sampling the two posteriors with NUTS")
-    samples, info = sample_embedding_posterior(classifier, seed=seed, draws=draws, tune=tune, chains=chains)
-    if progress:
-        progress(0.7, "Diagnostics, PCA, word tables and group tests")
+    return names, group_words
+
+
+def _diagnostics(samples: Mapping[str, np.ndarray], info: Mapping[str, Any], *, chains: int) -> dict[str, Any]:
+    """R-hat and ESS of each posterior, the sampler's figures, and whether both converged."""
     diagnostics: dict[str, Any] = {p: _diag(samples[p]) for p in ("+", "-")}
     diagnostics.update(info)
     min_ess = min(diagnostics[p]["min_ess_bulk"] for p in ("+", "-"))
@@ -107,59 +137,70 @@ def run_embedding_posterior(
             "divergences": info["divergences"]}
     diagnostics["problems"] = convergence_problems(both, chains=chains)
     diagnostics["converged"] = not diagnostics["problems"]
+    return diagnostics
 
-    acf_rows = []
-    for p in ("+", "-"):
-        acf = autocorrelation(samples[p], max_lag=max_lag)
-        for lag in range(acf.shape[0]):
-            acf_rows.append({"posterior": p, "lag": lag, "mean_acf": round(float(acf[lag].mean()), 5),
-                             "max_abs_acf": round(float(np.abs(acf[lag]).max()), 5)})
 
-    flat = {p: samples[p].reshape(-1, samples[p].shape[-1]) for p in ("+", "-")}
+def _acf_rows(posterior: str, samples: np.ndarray) -> list[dict[str, Any]]:
+    """The mean and largest absolute autocorrelation of one posterior's chains, lag by lag."""
+    acf = autocorrelation(samples, max_lag=MAX_LAG)
+    return [{"posterior": posterior, "lag": lag, "mean_acf": round(float(acf[lag].mean()), 5),
+             "max_abs_acf": round(float(np.abs(acf[lag]).max()), 5)} for lag in range(acf.shape[0])]
+
+
+def _pca(flat: Mapping[str, np.ndarray], *, seed: int) -> dict[str, Any]:
+    """Both posteriors' draws (a seeded subsample of :data:`PCA_POINTS` each) on their first two components."""
     rng = np.random.default_rng(seed)
-    picks = {p: np.sort(rng.choice(flat[p].shape[0], size=min(pca_points, flat[p].shape[0]), replace=False))
+    picks = {p: np.sort(rng.choice(flat[p].shape[0], size=min(PCA_POINTS, flat[p].shape[0]), replace=False))
              for p in ("+", "-")}
     both = np.concatenate([flat["+"][picks["+"]], flat["-"][picks["-"]]])
     scores, _, ratio = pca_projection(both)
     labels = ["+"] * picks["+"].size + ["-"] * picks["-"].size
-    pca = {
+    return {
         "explained_ratio": [round(float(r), 5) for r in ratio],
         "points": [{"posterior": lab, "pc1": round(float(a), 4), "pc2": round(float(b), 4)}
                    for lab, (a, b) in zip(labels, scores, strict=True)],
     }
 
-    words = {}
-    for p in ("+", "-"):
-        mean = flat[p].mean(axis=0)
-        near, far = nearest_words(mean, vocab_matrix, vocab_words, k=k_words)
-        words[p] = {"nearest": near, "farthest": far, "mean_norm": round(float(np.linalg.norm(mean)), 4)}
 
-    tests = []
-    for p in ("+", "-"):
-        s = flat[p] / np.linalg.norm(flat[p], axis=1, keepdims=True)
-        sc = {}
-        for name in names:
-            m = np.stack([np.asarray(vectors[w], dtype=np.float64) for w in group_words[name]])
-            m = m / np.linalg.norm(m, axis=1, keepdims=True)
-            sc[name] = 1.0 - (m @ s.T).mean(axis=1)
-        pp, exact, t, pw = group_distance_test(sc[names[0]], sc[names[1]], seed=seed)
-        tests.append(GroupTest(
-            posterior=p, group_a=names[0], group_b=names[1],
-            words_a=tuple(group_words[names[0]]), words_b=tuple(group_words[names[1]]),
-            scores_a=tuple(round(float(v), 6) for v in sc[names[0]]),
-            scores_b=tuple(round(float(v), 6) for v in sc[names[1]]),
-            mean_a=round(float(sc[names[0]].mean()), 6), mean_b=round(float(sc[names[1]].mean()), 6),
-            difference=round(float(sc[names[0]].mean() - sc[names[1]].mean()), 6),
-            p_permutation=round(pp, 6), permutation_exact=exact, t_welch=round(t, 4), p_welch=round(pw, 6),
-            seed=seed,
-        ).model_dump(mode="json"))
+def _word_table(flat: np.ndarray, vocab_matrix: np.ndarray, vocab_words: Sequence[str], *, k: int) -> dict[str, Any]:
+    """The words nearest to and farthest from a posterior's mean."""
+    mean = flat.mean(axis=0)
+    near, far = nearest_words(mean, vocab_matrix, vocab_words, k=k)
+    return {"nearest": near, "farthest": far, "mean_norm": round(float(np.linalg.norm(mean)), 4)}
 
+
+def _group_test(posterior: str, flat: np.ndarray, names: list[str], group_words: Mapping[str, list[str]],
+                vectors: Mapping[str, np.ndarray], *, seed: int) -> dict[str, Any]:
+    """Which group's words are closer to a posterior's draws (mean cosine distance), with its tests."""
+    s = flat / np.linalg.norm(flat, axis=1, keepdims=True)
+    sc = {}
+    for name in names:
+        m = np.stack([np.asarray(vectors[w], dtype=np.float64) for w in group_words[name]])
+        m = m / np.linalg.norm(m, axis=1, keepdims=True)
+        sc[name] = 1.0 - (m @ s.T).mean(axis=1)
+    pp, exact, t, pw = group_distance_test(sc[names[0]], sc[names[1]], seed=seed)
+    return GroupTest(
+        posterior=posterior, group_a=names[0], group_b=names[1],
+        words_a=tuple(group_words[names[0]]), words_b=tuple(group_words[names[1]]),
+        scores_a=tuple(round(float(v), 6) for v in sc[names[0]]),
+        scores_b=tuple(round(float(v), 6) for v in sc[names[1]]),
+        mean_a=round(float(sc[names[0]].mean()), 6), mean_b=round(float(sc[names[1]].mean()), 6),
+        difference=round(float(sc[names[0]].mean() - sc[names[1]].mean()), 6),
+        p_permutation=round(pp, 6), permutation_exact=exact, t_welch=round(t, 4), p_welch=round(pw, 6),
+        seed=seed,
+    ).model_dump(mode="json")
+
+
+def _reading(classifier: Classifier, diagnostics: Mapping[str, Any], info: Mapping[str, Any],
+             tests: Sequence[Mapping[str, Any]], options: PosteriorOptions) -> list[str]:
+    """The plain-language reading: the classifier, the sampling, then each posterior's group test."""
+    min_ess = min(diagnostics[p]["min_ess_bulk"] for p in ("+", "-"))
     reading = [
         f"Classifier: {classifier.description}; held-out AUC {classifier.test_auc:.3f} on {classifier.n_test} words.",
-        f"Sampling: {chains} chains × {draws} draws per posterior in {info['seconds']:.1f} s; smallest bulk ESS "
-        f"{min_ess:.0f} ({diagnostics['ess_per_second']:.0f} effective samples per second), largest R-hat "
-        f"{max(diagnostics[p]['max_rhat'] for p in ('+', '-')):.3f}, {info['divergences']} divergent transitions, "
-        f"mean acceptance probability {info['mean_accept_prob']:.3f} (target {info['target_accept']}).",
+        f"Sampling: {options.chains} chains × {options.draws} draws per posterior in {info['seconds']:.1f} s; "
+        f"smallest bulk ESS {min_ess:.0f} ({diagnostics['ess_per_second']:.0f} effective samples per second), "
+        f"largest R-hat {max(diagnostics[p]['max_rhat'] for p in ('+', '-')):.3f}, {info['divergences']} divergent "
+        f"transitions, mean acceptance probability {info['mean_accept_prob']:.3f} (target {info['target_accept']}).",
     ]
     if diagnostics["problems"]:
         reading.insert(0, MSG_POSTERIOR_NOT_CONVERGED.format(problems="; ".join(diagnostics["problems"])))
@@ -171,12 +212,4 @@ def run_embedding_posterior(
             f"distance {t['difference']:+.4f}); permutation test p = {t['p_permutation']:.4f} ({sig} at 0.05), "
             f"Welch t = {t['t_welch']:.2f}, p = {t['p_welch']:.4f}."
         )
-    prov = provenance(method="embedding-posterior-nuts", seed=seed, draws=draws, tune=tune, chains=chains,
-                      prior=f"N(0, {PRIOR_SD:g}^2 I)", sampler="numpyro NUTS", **dict(provenance_fields or {}))
-    if progress:
-        progress(1.0, "Done")
-    return PosteriorResult(
-        classifier=classifier.to_dict(), diagnostics=diagnostics, autocorrelation=tuple(acf_rows), pca=pca,
-        words=words, group_tests=tuple(tests), reading=tuple(reading), seed=seed, draws=draws, tune=tune,
-        chains=chains, provenance=prov,
-    )
+    return reading

@@ -36,6 +36,7 @@ from biastest.models.endpoint_lm import (
     DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_TIME_LIMIT,
 )
+from biastest.models.factory import EndpointRef, ModelRef
 from biastest.options import DEFAULT_CONFIDENCE, check_option
 
 __all__ = ["DEFAULT_N_RESAMPLES", "MSG_MASKED_NEEDS_PROCESS", "StereotypeOptions", "check_endpoint_method"]
@@ -195,3 +196,11 @@ class StereotypeOptions(OptionsBase):
         if self.endpoint is not None:
             check_endpoint_method(self.method)  # masked-LM methods need the model in this process
         return self
+
+    def model_ref(self) -> ModelRef:
+        """The model these options name, for :func:`biastest.models.factory.language_model`."""
+        endpoint = None if self.endpoint is None else EndpointRef(
+            self.endpoint, tokenizer=self.tokenizer, concurrency=self.concurrency, max_requests=self.max_requests,
+            time_limit=self.time_limit, request_timeout=self.request_timeout)
+        return ModelRef(self.model_id, revision=self.revision, device=self.device, dtype=self.dtype,
+                        endpoint=endpoint)

@@ -33,14 +33,15 @@ from biastest.models.cache import MODEL_CACHE, ModelCache
 from biastest.models.endpoint_lm import (
     DEFAULT_MAX_REQUESTS,
     DEFAULT_TIME_LIMIT,
+    MSG_NEED_ENDPOINT_URL,
     MSG_NO_MODEL_NAME,
-    EndpointCausalLM,
     check_endpoint_url,
 )
-from biastest.models.lm import ProgressCallback, detect_model_kind, load_language_model
+from biastest.models.factory import LanguageBackend, ModelRef, language_model, language_model_kind
+from biastest.models.protocols import ProgressCallback, TextCausalLM
 from biastest.options import validate_options
 from biastest.records import SentencePair
-from biastest.remote import RetryPolicy, RunLimits
+from biastest.remote import RetryPolicy
 from biastest.spec import BiasSpec
 
 __all__ = ["LMEndpoint", "StereotypeItems", "check_lm_endpoint", "run", "run_lm_test"]
@@ -50,7 +51,8 @@ MSG_PROGRESS_ENDPOINT = "Scoring with the model '{model_id}' at {where}…"
 MSG_PROGRESS_SUMMARY = "Computing scores and confidence intervals…"
 MSG_PROGRESS_DONE = "Done: {n_scored} of {n_pairs} pairs scored."
 MSG_BAD_SPEC = "The specification must be a BiasSpec, got {type_name}."
-MSG_NEED_ENDPOINT_URL = "Type the address of the server that serves the model, e.g. http://localhost:8000/v1."
+#: What the progress says while the model is made ready, by where it is served (:attr:`ModelRef.served_by`).
+MSG_PROGRESS_MODEL = {"process": MSG_PROGRESS_LOADING, "endpoint": MSG_PROGRESS_ENDPOINT}
 
 
 @dataclass(frozen=True)
@@ -127,15 +129,15 @@ def run(
     spec = items.spec
     if spec is not None and not isinstance(spec, BiasSpec):
         raise SpecError(MSG_BAD_SPEC.format(type_name=type(spec).__name__))
-    lm, extra = _language_model(options, progress=progress, cancel=cancel, api_key=api_key, retry=retry,
-                                cache=cache)
+    ref = options.model_ref()
+    lm = _language_model(options, ref, progress=progress, cancel=cancel, api_key=api_key, retry=retry, cache=cache)
     scores = score_pairs(lm, pairs, method=options.method, batch_size=options.batch_size,
                          tie_tolerance=options.tie_tolerance, progress=progress)
     if progress is not None:
         progress(1, 1, MSG_PROGRESS_SUMMARY)
     result = summarize_stereotype(
         scores,
-        model=lm if options.endpoint is None else lm.describe(),
+        model=lm.describe(),
         method=options.method,
         seed=options.seed,
         n_resamples=options.n_resamples,
@@ -143,7 +145,7 @@ def run(
         tie_tolerance=options.tie_tolerance,
         batch_size=options.batch_size,
         spec=spec.to_dict() if spec is not None else None,
-        extra_provenance={"pair_sources": sorted({p.source for p in pairs}), **extra},
+        extra_provenance={"pair_sources": sorted({p.source for p in pairs}), **ref.served_at()},
         clusters=options.clusters,
     )
     if progress is not None:
@@ -151,29 +153,24 @@ def run(
     return result
 
 
-def _language_model(options: StereotypeOptions, *, progress, cancel, api_key, retry,
-                    cache) -> tuple[Any, dict[str, Any]]:
-    """The model to score with (in this process, or at the endpoint) and what the provenance adds for it."""
-    if options.endpoint is not None:
-        lm = EndpointCausalLM(
-            options.endpoint, options.model_id, api_key=api_key, tokenizer=options.tokenizer,
-            revision=options.revision, concurrency=options.concurrency,
-            limits=RunLimits(max_requests=options.max_requests, max_seconds=float(options.time_limit),
-                             request_timeout=float(min(options.request_timeout, options.time_limit))),
-            retry=retry, seed=options.seed, cancel=cancel,
-        )
-        lm.check_method(options.method)  # causal-diff-span needs the tokenizer; all checked before any request
-        if progress is not None:
-            progress(0, 1, MSG_PROGRESS_ENDPOINT.format(model_id=lm.model_id, where=lm.where))
-        return lm, {"endpoint": lm.where}
-    model_id = options.model_id
+def _language_model(options: StereotypeOptions, ref: ModelRef, *, progress: ProgressCallback | None,
+                    cancel: threading.Event | None, api_key: str | None, retry: RetryPolicy | None,
+                    cache: ModelCache | None) -> LanguageBackend:
+    """The model to score with, from the factory, once the method is known to apply to it.
+
+    The method is checked against the model's kind before any weights load (the kind comes from the
+    configuration; behind an endpoint it is causal), and, for a backend that tokenizes the text itself
+    (:class:`~biastest.models.protocols.TextCausalLM`), against what it can score without the model's
+    tokenizer — all before any request.
+    """
+    model_id = str(ref.model_id).strip()
     if progress is not None:
-        progress(0, 1, MSG_PROGRESS_LOADING.format(model_id=str(model_id).strip()))
-    kind = detect_model_kind(model_id, revision=options.revision)
-    check_method_for_kind(options.method, kind, model_id=str(model_id).strip())
-    lm = load_language_model(model_id, revision=options.revision, kind=kind, device=options.device,
-                             dtype=options.dtype, cache=cache)
-    return lm, {}
+        progress(0, 1, MSG_PROGRESS_MODEL[ref.served_by].format(model_id=model_id, where=ref.where))
+    check_method_for_kind(options.method, language_model_kind(ref), model_id=model_id)
+    lm = language_model(ref, api_key=api_key, cache=cache, retry=retry, seed=options.seed, cancel=cancel)
+    if isinstance(lm, TextCausalLM):
+        lm.check_method(options.method)  # causal-diff-span needs the model's tokenizer
+    return lm
 
 
 @dataclass(frozen=True)

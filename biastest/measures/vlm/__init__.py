@@ -77,6 +77,8 @@ from biastest.measures.vlm.summary import (
     MSG_BAD_VERDICT,
     MSG_NO_IMAGES,
     MSG_SHAPE,
+    ImageAnswers,
+    ModelSettings,
     summarize_vlm,
 )
 from biastest.models.vlm_question import (
@@ -96,9 +98,11 @@ __all__ = [
     "DEFAULT_CLUSTERS",
     "DEFAULT_PROMPT_TEMPLATE",
     "DEFAULT_QUESTION",
+    "ImageAnswers",
     "ImageScore",
     "LOG_ODDS_EPS",
     "METHODS",
+    "ModelSettings",
     "MSG_BAD_CLUSTERS",
     "MSG_BAD_COMBINE",
     "MSG_BAD_PROBABILITIES",

@@ -31,6 +31,7 @@ from biastest.models.endpoint_lm import (
     DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_TIME_LIMIT,
 )
+from biastest.models.factory import EndpointRef, ModelRef
 from biastest.models.vlm_question import MSG_BAD_QUESTION, MSG_EMPTY_QUESTION, check_question
 
 __all__ = [
@@ -279,4 +280,12 @@ class VLMOptions(OptionsBase):
     @classmethod
     def _clusters(cls, value: Any) -> str:
         return check_clusters(value)
+
+    def model_ref(self) -> ModelRef:
+        """The model these options name, for :func:`biastest.models.factory.vision_language_model`."""
+        endpoint = None if self.endpoint is None else EndpointRef(
+            self.endpoint, concurrency=self.concurrency, max_requests=self.max_requests, time_limit=self.time_limit,
+            request_timeout=self.request_timeout)
+        return ModelRef(self.model_id, revision=self.revision, device=self.device, dtype=self.dtype,
+                        endpoint=endpoint)
 

@@ -3,14 +3,17 @@
 :func:`run` is what the app, the command line and the audit call: it checks the
 specification and the images (every image term must belong to a group, every
 group term needs at least one image, every file must be a readable image),
-loads the model once through the shared cache (refusing a model that is not a
-vision-language model), scores the images in batches with the method of the
-model's kind (:mod:`biastest.measures.vlm.score`) and returns a frozen
+gets the model from the factory (:func:`biastest.models.factory.vision_language_model`:
+loaded once through the shared cache, refusing a model that is not a
+vision-language model, or reached at an endpoint), scores the images with the
+method of the protocol the model satisfies (:mod:`biastest.measures.vlm.score`)
+and returns a frozen
 :class:`~biastest.measures.vlm.result.VLMResult` with provenance. It writes
 nothing anywhere.
 
 With an ``endpoint`` in the options the model runs on a server instead (vLLM serving LLaVA or
-Qwen-VL, a hosted GPT-4o-class model): every image is asked the question
+Qwen-VL, a hosted GPT-4o-class model): the factory gives a
+:class:`~biastest.models.protocols.ChatVLM`, and every image is asked the question
 through the OpenAI chat protocol (:class:`biastest.models.endpoint_vlm.EndpointVLM`),
 the answers give the hard scores and, where the endpoint gives
 log-probabilities, the soft ones; images the run stopped before asking about
@@ -42,14 +45,14 @@ from biastest.measures.vlm.score import (
     image_groups,
     vqa_classifier_term_scores,
 )
-from biastest.measures.vlm.summary import MSG_NO_IMAGES, summarize_vlm
+from biastest.measures.vlm.summary import MSG_NO_IMAGES, ImageAnswers, ModelSettings, summarize_vlm
 from biastest.models import endpoint_vlm as ev
 from biastest.models.cache import ModelCache
-from biastest.models.endpoint_vlm import EndpointVLM
+from biastest.models.factory import vision_language_model
 from biastest.models.images import DEFAULT_MAX_BYTES, DEFAULT_MAX_PIXELS, load_image, probe_image
-from biastest.models.vlm import load_vlm
+from biastest.models.protocols import AnswerClassifierVLM, ChatVLM, ContrastiveVLM
 from biastest.records import TestImage
-from biastest.remote import RetryPolicy, RunLimits
+from biastest.remote import RetryPolicy
 from biastest.spec import BiasSpec
 
 __all__ = [
@@ -80,7 +83,10 @@ MSG_IMAGE_OUTSIDE_ROOT = (
 )
 MSG_NOT_AN_IMAGE_RECORD = "Item {index} of the test images is not an image record (got {type_name})."
 MSG_TOO_MANY_IMAGES = "{count} images were given; a test may have at most {limit}. Use fewer images per term."
+MSG_PROGRESS_LOADING = "Loading the model"
 MSG_PROGRESS_ENDPOINT = "Asking the model '{model_id}' at {where}…"
+#: What the progress says while the model is made ready, by where it is served (:attr:`ModelRef.served_by`).
+MSG_PROGRESS_MODEL = {"process": MSG_PROGRESS_LOADING, "endpoint": MSG_PROGRESS_ENDPOINT}
 #: How many different answers that named neither list a note quotes.
 NEITHER_EXAMPLES = 3
 
@@ -209,43 +215,41 @@ def run(
     images = list(items.images)
     _tick(progress, 0, len(images) or 1, "Checking images")
     paths = _check_images(images, spec, root)
-    if o.endpoint is not None:
-        return _run_endpoint(o, images, paths, spec, root, progress=progress, cancel=cancel, api_key=api_key,
-                             retry=retry)
-    _tick(progress, 0, len(images), "Loading the model")
-    model = load_vlm(o.model_id, revision=o.revision, device=o.device, dtype=o.dtype, cache=cache)
+    ref = o.model_ref()
+    _tick(progress, 0, len(images), MSG_PROGRESS_MODEL[ref.served_by].format(model_id=str(ref.model_id).strip(),
+                                                                            where=ref.where))
+    model = vision_language_model(ref, api_key=api_key, cache=cache, retry=retry, seed=o.seed, cancel=cancel)
+    if isinstance(model, ChatVLM):
+        answers = model.ask(paths, spec=spec, question=o.question, max_tokens=o.max_new_tokens,
+                            load=_loader(paths, images), progress=progress)
+        return _endpoint_result(model, answers, images=images, spec=spec, options=o, root=root)
+    return _in_process_result(model, paths, images=images, spec=spec, options=o, root=root, progress=progress)
+
+
+def _in_process_result(model: Any, paths: list[Path], *, images: list[TestImage], spec: BiasSpec,
+                       options: VLMOptions, root: Path, progress: Progress | None) -> VLMResult:
+    """Score every image with the method of the model's protocol, and summarise."""
+    o = options
     kind = model.kind
     common = {"spec": spec, "batch_size": o.batch_size, "progress": progress,
               "load": _loader(paths, images, max_side=SCORING_MAX_SIDE)}
-    if kind == "clip":
+    if isinstance(model, ContrastiveVLM):
         scores = clip_term_scores(model, paths, templates=o.prompt_template, combine=o.combine, **common)
-    elif kind == "vqa-classifier":
+    elif isinstance(model, AnswerClassifierVLM):
         scores = vqa_classifier_term_scores(model, paths, question=o.question, **common)
     else:
         scores = generative_term_scores(model, paths, question=o.question, max_new_tokens=o.max_new_tokens,
                                         **common)
     info = model.info
+    clip = kind == "clip"
+    said = ImageAnswers(scores.term_probabilities, scores.answers, scores.verdicts, p_t1=scores.p_t1,
+                        term_vs_other=scores.term_vs_other)
+    asked = ModelSettings(METHODS[kind], info.model_id, model_revision=info.revision, model_kind=kind,
+                          architecture=info.architecture, combine=o.combine if clip else None,
+                          prompt_templates=o.prompt_template if clip else (), question=None if clip else o.question,
+                          prompts=scores.prompts, batch_size=o.batch_size)
     return summarize_vlm(
-        images=images,
-        spec=spec,
-        term_probabilities=scores.term_probabilities,
-        p_t1=scores.p_t1,
-        term_vs_other=scores.term_vs_other,
-        answers=scores.answers,
-        verdicts=scores.verdicts,
-        method=METHODS[kind],
-        model_id=info.model_id,
-        model_revision=info.revision,
-        model_kind=kind,
-        architecture=info.architecture,
-        combine=o.combine if kind == "clip" else None,
-        prompt_templates=o.prompt_template if kind == "clip" else (),
-        question=o.question if kind != "clip" else None,
-        prompts=scores.prompts,
-        batch_size=o.batch_size,
-        seed=o.seed,
-        n_resamples=o.n_resamples,
-        confidence=o.confidence,
+        images, spec, said, asked, seed=o.seed, n_resamples=o.n_resamples, confidence=o.confidence,
         clusters=o.clusters,
         extra_provenance={
             "device": info.device,
@@ -254,22 +258,6 @@ def run(
             "max_new_tokens": o.max_new_tokens if kind == "generative" else None,
         },
     )
-
-
-def _run_endpoint(o: VLMOptions, images: list[TestImage], paths: list[Path], spec: BiasSpec, root: Path, *,
-                  progress: Progress | None, cancel: threading.Event | None, api_key: str | None,
-                  retry: RetryPolicy | None) -> VLMResult:
-    """Ask the endpoint about every image (the one place this measure picks the endpoint backend)."""
-    vlm = EndpointVLM(
-        o.endpoint, o.model_id, api_key=api_key, concurrency=o.concurrency,
-        limits=RunLimits(max_requests=o.max_requests, max_seconds=float(o.time_limit),
-                         request_timeout=float(min(o.request_timeout, o.time_limit))),
-        retry=retry, seed=o.seed, cancel=cancel,
-    )
-    _tick(progress, 0, len(images), MSG_PROGRESS_ENDPOINT.format(model_id=vlm.model_id, where=vlm.where))
-    answers = vlm.ask(paths, spec=spec, question=o.question, max_tokens=o.max_new_tokens,
-                      load=_loader(paths, images), progress=progress)
-    return _endpoint_result(vlm, answers, images=images, spec=spec, options=o, root=root)
 
 
 def _loader(paths: Sequence[Path], images: Sequence[TestImage], *,
@@ -322,28 +310,14 @@ def _endpoint_result(vlm: Any, answers: Sequence[Any], *, images: Sequence[TestI
                                              median=float(np.median(masses))) if masses else None)
     not_scored = [{"path": images[i].path, "image_id": images[i].id, "image_term": images[i].image_term,
                    "reason": vlm.stop_why or ""} for i, a in enumerate(answers) if a is None]
+    said = ImageAnswers(probs, [a.text for a in got], [a.verdict for a in got], soft_available=has_soft,
+                        image_notes=[a.note for a in got])
+    asked = ModelSettings(ev.ENDPOINT_METHOD, vlm.model_id, model_kind=ev.ENDPOINT_KIND,
+                          architecture="served: OpenAI chat with images", question=options.question,
+                          prompts=(vlm.prompt,), batch_size=1)
     return summarize_vlm(
-        images=[images[i] for i in kept],
-        spec=spec,
-        term_probabilities=probs,
-        soft_available=has_soft,
-        image_notes=[a.note for a in got],
-        answers=[a.text for a in got],
-        verdicts=[a.verdict for a in got],
-        method=ev.ENDPOINT_METHOD,
-        model_id=vlm.model_id,
-        model_revision=None,
-        model_kind=ev.ENDPOINT_KIND,
-        architecture="served: OpenAI chat with images",
-        question=options.question,
-        prompts=(vlm.prompt,),
-        batch_size=1,
-        seed=options.seed,
-        n_resamples=options.n_resamples,
-        confidence=options.confidence,
-        not_scored=not_scored,
-        notes=notes,
-        clusters=options.clusters,
+        [images[i] for i in kept], spec, said, asked, seed=options.seed, n_resamples=options.n_resamples,
+        confidence=options.confidence, not_scored=not_scored, notes=notes, clusters=options.clusters,
         extra_provenance={
             "endpoint": vlm.where,
             "model": vlm.describe(),

@@ -1,9 +1,9 @@
 """The statistics of a vision-language test: from per-image probabilities and verdicts to a :class:`VLMResult`.
 
-:func:`summarize_vlm` turns what the model said about each image into the soft and hard scores with their
-seeded bootstrap intervals and exact tests (:mod:`biastest.stats.proportion`), the per-image-term and
-per-target-term summaries, the cluster-aware parts (:mod:`biastest.measures.vlm.clusters`) and the
-provenance. The formulas are in :mod:`biastest.measures.vlm.score`.
+:func:`summarize_vlm` turns what the model said about each image (:class:`ImageAnswers`) into the soft
+and hard scores with their seeded bootstrap intervals and exact tests (:mod:`biastest.stats.proportion`),
+the per-image-term and per-target-term summaries, the cluster-aware parts
+(:mod:`biastest.measures.vlm.clusters`) and the provenance. The formulas are in :mod:`biastest.measures.vlm.score`.
 
 Examples
 --------
@@ -13,8 +13,8 @@ Examples
 >>> spec = BiasSpec.from_terms(group1="man", group2="woman", stereotype1="doctor", antistereotype1="nurse")
 >>> imgs = [TestImage(path=f"images/{i}.png", sha256=str(i), image_term=t) for i, t in enumerate(["man", "woman"])]
 >>> probs = np.array([[0.8, 0.2], [0.4, 0.6]])  # P(doctor), P(nurse) per image
->>> r = summarize_vlm(images=imgs, spec=spec, term_probabilities=probs, answers=["doctor", "nurse"],
-...                   verdicts=["T1", "T2"], method="clip-zero-shot", model_id="tiny", seed=0, n_resamples=200)
+>>> said = ImageAnswers(probs, answers=["doctor", "nurse"], verdicts=["T1", "T2"])
+>>> r = summarize_vlm(imgs, spec, said, ModelSettings("clip-zero-shot", "tiny"), seed=0, n_resamples=200)
 >>> round(r.soft.score, 6)  # (0.8 + 0.6) / 2 = 70%
 70.0
 """
@@ -22,6 +22,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,15 @@ from biastest.records import TestImage
 from biastest.spec import BiasSpec
 from biastest.stats.proportion import ProportionSummary, summarize_probabilities, summarize_verdicts
 
-__all__ = ["MSG_BAD_PROBABILITIES", "MSG_BAD_VERDICT", "MSG_NO_IMAGES", "MSG_SHAPE", "summarize_vlm"]
+__all__ = [
+    "MSG_BAD_PROBABILITIES",
+    "MSG_BAD_VERDICT",
+    "MSG_NO_IMAGES",
+    "MSG_SHAPE",
+    "ImageAnswers",
+    "ModelSettings",
+    "summarize_vlm",
+]
 
 MSG_NO_IMAGES = "There are no images to test. Add images for the terms of both groups first."
 MSG_SHAPE = "Internal check failed: {what} has shape {shape}, expected {expected}."
@@ -48,34 +57,96 @@ MSG_BAD_PROBABILITIES = (
 MSG_BAD_VERDICT = "Unknown verdict {value!r}; each verdict must be one of: {choices}."
 
 
+@dataclass(frozen=True)
+class ImageAnswers:
+    """What a model said about each image (one row per image), for :func:`summarize_vlm`.
+
+    Attributes
+    ----------
+    term_probabilities : ndarray (n_images, n_terms)
+        Columns in ``spec.attribute_terms`` order.
+    answers, verdicts : sequences of str
+        Per image; verdicts in ``T1, T2, neither, tie``.
+    p_t1 : ndarray, optional
+        ``P(T1 | i)``; default: the sum of the T1 columns.
+    term_vs_other : ndarray, optional
+        ``q_t``; default: computed from ``term_probabilities``.
+    soft_available : sequence of bool, optional
+        Per image: does it have a probability? (default: every image). The
+        rows of the others in ``term_probabilities``, ``p_t1`` and
+        ``term_vs_other`` are ignored (NaN is fine there); the soft scores are
+        over the images that have one, and are None when none has.
+    image_notes : sequence of str, optional
+        Per image: why it has no probability (:attr:`ImageScore.note`).
+    """
+
+    term_probabilities: np.ndarray
+    answers: Sequence[str]
+    verdicts: Sequence[str]
+    p_t1: np.ndarray | None = None
+    term_vs_other: np.ndarray | None = None
+    soft_available: Sequence[bool] | None = None
+    image_notes: Sequence[str] | None = None
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Which model answered and how it was asked, recorded in the result and its provenance.
+
+    Attributes
+    ----------
+    method, model_id : str
+    model_revision : str or None
+    model_kind, architecture : str
+    combine : str or None
+        CLIP-like models: how the prompts of a group were combined.
+    prompt_templates : sequence of str
+        CLIP-like models: the templates.
+    question : str or None
+        VQA, generative and chat models: the question.
+    prompts : sequence of str
+        The prompts or the question as sent.
+    batch_size : int
+    """
+
+    method: str
+    model_id: str
+    model_revision: str | None = None
+    model_kind: str = ""
+    architecture: str = ""
+    combine: str | None = None
+    prompt_templates: Sequence[str] = ()
+    question: str | None = None
+    prompts: Sequence[str] = ()
+    batch_size: int = 0
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """The per-image arrays of a summary, checked (:func:`_checked`)."""
+
+    probs: np.ndarray
+    has_soft: np.ndarray
+    p1: np.ndarray
+    vs: np.ndarray
+    groups: np.ndarray
+    p_st: np.ndarray
+    outcomes: list[str]
+
+
 def summarize_vlm(
-    *,
     images: Sequence[TestImage],
     spec: BiasSpec,
-    term_probabilities: np.ndarray,
-    answers: Sequence[str],
-    verdicts: Sequence[str],
-    method: str,
-    model_id: str,
+    said: ImageAnswers,
+    model: ModelSettings,
+    *,
     seed: int,
-    p_t1: np.ndarray | None = None,
-    term_vs_other: np.ndarray | None = None,
     n_resamples: int = 10_000,
     confidence: float = 0.95,
-    model_revision: str | None = None,
-    model_kind: str = "",
-    architecture: str = "",
-    combine: str | None = None,
-    prompt_templates: Sequence[str] = (),
-    question: str | None = None,
-    prompts: Sequence[str] = (),
-    batch_size: int = 0,
+    clusters: str = DEFAULT_CLUSTERS,
     extra_provenance: dict[str, Any] | None = None,
-    soft_available: Sequence[bool] | None = None,
-    image_notes: Sequence[str] | None = None,
     not_scored: Sequence[dict[str, Any]] = (),
     notes: Sequence[str] = (),
-    clusters: str = DEFAULT_CLUSTERS,
 ) -> VLMResult:
     """Turn per-image target-term probabilities and verdicts into a :class:`VLMResult`.
 
@@ -88,36 +159,22 @@ def summarize_vlm(
     ----------
     images : sequence of TestImage
     spec : BiasSpec
-    term_probabilities : ndarray (n_images, n_terms)
-        Columns in ``spec.attribute_terms`` order.
-    answers, verdicts : sequences of str
-        Per image; verdicts in ``T1, T2, neither, tie``.
-    method, model_id : str
+    said : ImageAnswers
+        The model's probabilities, answers and verdicts, one row per image.
+    model : ModelSettings
+        Which model, method and prompts (recorded in the result).
     seed : int
         Bootstrap seed (recorded).
-    p_t1 : ndarray, optional
-        ``P(T1 | i)``; default: the sum of the T1 columns.
-    term_vs_other : ndarray, optional
-        ``q_t``; default: computed from ``term_probabilities``.
     n_resamples, confidence :
         Bootstrap settings.
-    model_revision, model_kind, architecture, combine, prompt_templates, question, prompts, batch_size :
-        Recorded in the result.
-    extra_provenance : dict, optional
-        More provenance fields (e.g. device, dtype).
-    soft_available : sequence of bool, optional
-        Per image: does it have a probability? (default: every image). The
-        rows of the others in ``term_probabilities``, ``p_t1`` and
-        ``term_vs_other`` are ignored (NaN is fine there); the soft scores are
-        over the images that have one, and are None when none has.
-    image_notes : sequence of str, optional
-        Per image: why it has no probability (:attr:`ImageScore.note`).
-    not_scored, notes :
-        Recorded in the result (:attr:`VLMResult.not_scored`, :attr:`VLMResult.notes`).
     clusters : {"auto", "image-prompt", "image-term", "image"}
         How images group into independent clusters for the cluster-aware intervals and tests
         (:func:`resolve_clusters`); recorded resolved. The magnitude, the per-term Holm and Benjamini–Hochberg
         adjustments: see the module docstring.
+    extra_provenance : dict, optional
+        More provenance fields (e.g. device, dtype).
+    not_scored, notes :
+        Recorded in the result (:attr:`VLMResult.not_scored`, :attr:`VLMResult.notes`).
 
     Returns
     -------
@@ -127,137 +184,55 @@ def summarize_vlm(
     ------
     OptionError
         An unknown ``clusters``.
+    DataError
+        No images, arrays of the wrong shape, an unknown verdict, a probability that is not finite.
     """
     clusters = check_clusters(clusters)
     spec.check_testable()
     images = list(images)
-    n = len(images)
-    if n == 0:
+    if not images:
         raise DataError(MSG_NO_IMAGES)
-    terms = spec.attribute_terms
-    sides = target_sides(spec)
-    probs = np.asarray(term_probabilities, dtype=np.float64)
-    if probs.shape != (n, len(terms)):
-        raise DataError(MSG_SHAPE.format(what="term_probabilities", shape=probs.shape, expected=(n, len(terms))))
-    has_soft = np.ones(n, dtype=bool) if soft_available is None else np.asarray(soft_available, dtype=bool)
-    if has_soft.shape != (n,):
-        raise DataError(MSG_SHAPE.format(what="soft_available", shape=has_soft.shape, expected=(n,)))
-    probs = np.where(has_soft[:, None], probs, 0.0)
-    p1 = probs[:, sides == 1].sum(axis=1) if p_t1 is None else np.asarray(p_t1, dtype=np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):  # rows without a probability are all zero
-        vs = q_vs_other(probs, sides) if term_vs_other is None else np.asarray(term_vs_other, dtype=np.float64)
-    for i in np.flatnonzero(has_soft):
-        if not (np.isfinite(p1[i]) and np.all(np.isfinite(probs[i])) and np.all(np.isfinite(vs[i]))):
-            raise DataError(MSG_BAD_PROBABILITIES.format(path=images[i].path), path=images[i].path)
-    p1 = np.clip(np.where(has_soft, p1, 0.5), 0.0, 1.0)  # 0.5 never leaves this function: see has_soft
-    if len(answers) != n or len(verdicts) != n:
-        raise DataError(MSG_SHAPE.format(what="answers/verdicts", shape=(len(answers), len(verdicts)), expected=(n, n)))
-    for v in verdicts:
-        if v not in VERDICTS:
-            raise DataError(MSG_BAD_VERDICT.format(value=v, choices=", ".join(VERDICTS)))
-    groups = np.array(image_groups(images, spec))
-    p_st = np.where(groups == 1, p1, 1.0 - p1)
-    outcomes = [image_outcome(v, int(g)) for v, g in zip(verdicts, groups, strict=True)]
+    c = _checked(images, spec, said)
     stats = {"seed": seed, "n_resamples": n_resamples, "confidence": confidence}
-
-    def soft_of(idx: Sequence[int] | np.ndarray, values: np.ndarray = p_st) -> ProportionSummary | None:
-        kept = [int(i) for i in idx if has_soft[int(i)]]
-        return summarize_probabilities(values[kept], **stats) if kept else None
-
-    soft = soft_of(range(n))
-    hard = summarize_verdicts(outcomes, **stats)
-
-    per_image_term = []
-    by_term: dict[str, list[int]] = {}
-    for i, img in enumerate(images):
-        by_term.setdefault(" ".join(img.image_term.split()), []).append(i)
-    order = [t for t in spec.group_terms if t in by_term] + [t for t in by_term if t not in spec.group_terms]
-    for term in order:
-        idx = by_term[term]
-        per_image_term.append(
-            VLMTermSummary(
-                term=term,
-                side=int(groups[idx[0]]),
-                n_images=len(idx),
-                soft=soft_of(idx),
-                hard=summarize_verdicts([outcomes[i] for i in idx], **stats),
-            )
-        )
-    per_target_term = []
-    for j, term in enumerate(terms if soft is not None else ()):
-        q = np.clip(np.where(has_soft, vs[:, j], 0.5), 0.0, 1.0)
-        stereo = np.where(groups == sides[j], q, 1.0 - q)
-        per_target_term.append(
-            VLMTermSummary(term=term, side=int(sides[j]), n_images=int(has_soft.sum()),
-                           soft=soft_of(range(n), stereo), hard=None)
-        )
-    notes_per_image = list(image_notes) if image_notes is not None else [""] * n
-    rows = []
-    for i, img in enumerate(images):
-        rows.append(
-            ImageScore(
-                index=i,
-                image_id=img.id,
-                path=img.path,
-                sha256=img.sha256,
-                image_term=img.image_term,
-                image_group=int(groups[i]),
-                p_t1=float(p1[i]) if has_soft[i] else None,
-                p_t2=float(1.0 - p1[i]) if has_soft[i] else None,
-                p_stereotyped=float(p_st[i]) if has_soft[i] else None,
-                term_probabilities={t: float(probs[i, j]) for j, t in enumerate(terms)} if has_soft[i] else {},
-                answer=str(answers[i]),
-                verdict=verdicts[i],
-                outcome=outcomes[i],
-                generator=img.generator,
-                image_prompt=img.prompt,
-                source=img.source,
-                note="" if has_soft[i] else str(notes_per_image[i]),
-                term_vs_other={t: float(vs[i, j]) for j, t in enumerate(terms)} if has_soft[i] else {},
-            )
-        )
-    parts = cluster_parts(rows, clusters, has_soft=has_soft, p_st=p_st, outcomes=outcomes, groups=groups,
-                           sides=sides, vs=vs, terms=terms, **stats)
+    soft = _soft_of(c, range(len(images)), c.p_st, stats)
+    hard = summarize_verdicts(c.outcomes, **stats)
+    per_image_term = _per_image_term(images, spec, c, stats)
+    per_target_term = _per_target_term(spec, c, stats) if soft is not None else []
+    rows = _image_rows(images, spec, said, c)
+    terms = spec.attribute_terms
+    parts = cluster_parts(rows, clusters, has_soft=c.has_soft, p_st=c.p_st, outcomes=c.outcomes, groups=c.groups,
+                          sides=target_sides(spec), vs=c.vs, terms=terms, **stats)
+    recorded = {"model_id": model.model_id, "model_revision": model.model_revision, "model_kind": model.model_kind,
+                "architecture": model.architecture, "method": model.method, "combine": model.combine}
     prov = make_provenance(
-        model_id=model_id,
-        model_revision=model_revision,
-        model_kind=model_kind,
-        architecture=architecture,
-        method=method,
-        combine=combine,
-        prompt_templates=list(prompt_templates),
-        question=question,
-        prompts=list(prompts),
-        seed=seed,
-        n_resamples=n_resamples,
-        confidence=confidence,
+        **recorded,
+        prompt_templates=list(model.prompt_templates),
+        question=model.question,
+        prompts=list(model.prompts),
+        **stats,
         spec=spec.name,
         spec_fingerprint=spec.fingerprint(),
-        n_images=n,
+        n_images=len(images),
         clusters=parts.resolved,
         clusters_requested=clusters,
         **(extra_provenance or {}),
     )
+    verdicts = said.verdicts
     return VLMResult(
-        model_id=model_id,
-        model_revision=model_revision,
-        model_kind=model_kind,
-        architecture=architecture,
-        method=method,
-        combine=combine,
-        prompt_templates=tuple(prompt_templates),
-        question=question,
-        prompts=tuple(prompts),
+        **recorded,
+        prompt_templates=tuple(model.prompt_templates),
+        question=model.question,
+        prompts=tuple(model.prompts),
         seed=seed,
         soft=soft,
         hard=hard,
         per_image_term=parts.apply(per_image_term, parts.image_terms),
         per_target_term=parts.apply(per_target_term, parts.target_terms),
         images=tuple(rows),
-        n_images=n,
+        n_images=len(images),
         n_neither=sum(v == VERDICT_NEITHER for v in verdicts),
         n_ties=sum(v == VERDICT_TIE for v in verdicts),
-        batch_size=batch_size,
+        batch_size=model.batch_size,
         spec=spec.to_dict(),
         provenance=prov,
         not_scored=tuple(dict(x) for x in not_scored),
@@ -270,3 +245,101 @@ def summarize_vlm(
         n_log_odds_capped=parts.n_capped,
     )
 
+
+def _checked(images: list[TestImage], spec: BiasSpec, said: ImageAnswers) -> _Checked:
+    """The per-image arrays, checked: shapes, finite probabilities where there is one, known verdicts."""
+    n = len(images)
+    terms = spec.attribute_terms
+    sides = target_sides(spec)
+    probs = np.asarray(said.term_probabilities, dtype=np.float64)
+    if probs.shape != (n, len(terms)):
+        raise DataError(MSG_SHAPE.format(what="term_probabilities", shape=probs.shape, expected=(n, len(terms))))
+    soft_available = said.soft_available
+    has_soft = np.ones(n, dtype=bool) if soft_available is None else np.asarray(soft_available, dtype=bool)
+    if has_soft.shape != (n,):
+        raise DataError(MSG_SHAPE.format(what="soft_available", shape=has_soft.shape, expected=(n,)))
+    probs = np.where(has_soft[:, None], probs, 0.0)
+    p1 = probs[:, sides == 1].sum(axis=1) if said.p_t1 is None else np.asarray(said.p_t1, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):  # rows without a probability are all zero
+        vs = (q_vs_other(probs, sides) if said.term_vs_other is None
+              else np.asarray(said.term_vs_other, dtype=np.float64))
+    for i in np.flatnonzero(has_soft):
+        if not (np.isfinite(p1[i]) and np.all(np.isfinite(probs[i])) and np.all(np.isfinite(vs[i]))):
+            raise DataError(MSG_BAD_PROBABILITIES.format(path=images[i].path), path=images[i].path)
+    p1 = np.clip(np.where(has_soft, p1, 0.5), 0.0, 1.0)  # 0.5 never leaves this module: see has_soft
+    answers, verdicts = said.answers, said.verdicts
+    if len(answers) != n or len(verdicts) != n:
+        raise DataError(MSG_SHAPE.format(what="answers/verdicts", shape=(len(answers), len(verdicts)), expected=(n, n)))
+    for v in verdicts:
+        if v not in VERDICTS:
+            raise DataError(MSG_BAD_VERDICT.format(value=v, choices=", ".join(VERDICTS)))
+    groups = np.array(image_groups(images, spec))
+    p_st = np.where(groups == 1, p1, 1.0 - p1)
+    outcomes = [image_outcome(v, int(g)) for v, g in zip(verdicts, groups, strict=True)]
+    return _Checked(probs=probs, has_soft=has_soft, p1=p1, vs=vs, groups=groups, p_st=p_st, outcomes=outcomes)
+
+
+def _soft_of(c: _Checked, idx: Sequence[int] | np.ndarray, values: np.ndarray,
+             stats: dict[str, Any]) -> ProportionSummary | None:
+    """The soft score of the images ``idx`` that have a probability (None when none has)."""
+    kept = [int(i) for i in idx if c.has_soft[int(i)]]
+    return summarize_probabilities(values[kept], **stats) if kept else None
+
+
+def _per_image_term(images: list[TestImage], spec: BiasSpec, c: _Checked,
+                    stats: dict[str, Any]) -> list[VLMTermSummary]:
+    """Soft and hard scores per image term, the spec's group terms first."""
+    by_term: dict[str, list[int]] = {}
+    for i, img in enumerate(images):
+        by_term.setdefault(" ".join(img.image_term.split()), []).append(i)
+    order = [t for t in spec.group_terms if t in by_term] + [t for t in by_term if t not in spec.group_terms]
+    return [
+        VLMTermSummary(term=term, side=int(c.groups[by_term[term][0]]), n_images=len(by_term[term]),
+                       soft=_soft_of(c, by_term[term], c.p_st, stats),
+                       hard=summarize_verdicts([c.outcomes[i] for i in by_term[term]], **stats))
+        for term in order
+    ]
+
+
+def _per_target_term(spec: BiasSpec, c: _Checked, stats: dict[str, Any]) -> list[VLMTermSummary]:
+    """The soft score of each target term against the other group alone (``q_t``)."""
+    sides = target_sides(spec)
+    out = []
+    for j, term in enumerate(spec.attribute_terms):
+        q = np.clip(np.where(c.has_soft, c.vs[:, j], 0.5), 0.0, 1.0)
+        stereo = np.where(c.groups == sides[j], q, 1.0 - q)
+        out.append(VLMTermSummary(term=term, side=int(sides[j]), n_images=int(c.has_soft.sum()),
+                                  soft=_soft_of(c, range(len(c.groups)), stereo, stats), hard=None))
+    return out
+
+
+def _image_rows(images: list[TestImage], spec: BiasSpec, said: ImageAnswers, c: _Checked) -> list[ImageScore]:
+    """One :class:`ImageScore` per image."""
+    terms = spec.attribute_terms
+    notes = list(said.image_notes) if said.image_notes is not None else [""] * len(images)
+    rows = []
+    for i, img in enumerate(images):
+        soft = bool(c.has_soft[i])
+        rows.append(
+            ImageScore(
+                index=i,
+                image_id=img.id,
+                path=img.path,
+                sha256=img.sha256,
+                image_term=img.image_term,
+                image_group=int(c.groups[i]),
+                p_t1=float(c.p1[i]) if soft else None,
+                p_t2=float(1.0 - c.p1[i]) if soft else None,
+                p_stereotyped=float(c.p_st[i]) if soft else None,
+                term_probabilities={t: float(c.probs[i, j]) for j, t in enumerate(terms)} if soft else {},
+                answer=str(said.answers[i]),
+                verdict=said.verdicts[i],
+                outcome=c.outcomes[i],
+                generator=img.generator,
+                image_prompt=img.prompt,
+                source=img.source,
+                note="" if soft else str(notes[i]),
+                term_vs_other={t: float(c.vs[i, j]) for j, t in enumerate(terms)} if soft else {},
+            )
+        )
+    return rows

@@ -19,8 +19,9 @@ from biastest.errors import DataError
 from biastest.measures.embedding_common import MSG_NO_TERMS, Progress, check_terms, tick
 from biastest.measures.weat.options import MACOptions, WEATOptions
 from biastest.measures.weat.result import MACResult, WEATResult
-from biastest.measures.weat.score import mac, weat
-from biastest.models.embeddings import check_coverage, load_embeddings
+from biastest.measures.weat.score import WEATSettings, mac, weat
+from biastest.models.embeddings import check_coverage
+from biastest.models.factory import word_vectors
 from biastest.provenance import provenance
 
 __all__ = ["MACItems", "WEATItems", "run", "run_mac"]
@@ -101,7 +102,7 @@ def run(
     """
     lists, names = items.resolved()
     tick(progress, 0, 3, "Loading the embedding")
-    emb = load_embeddings(options.source)
+    emb = word_vectors(options.source)
     tick(progress, 1, 3, "Looking the words up")
     vecs, missing = {}, {}
     for role, words in lists.items():
@@ -134,12 +135,9 @@ def run(
         y_words=vecs["Y"][1],
         a_words=vecs["A"][1],
         b_words=vecs["B"][1],
-        seed=options.seed,
-        alternative=options.alternative,
-        n_permutations=options.n_permutations,
-        exact_limit=options.exact_limit,
-        n_bootstrap=options.n_resamples,
-        ci_level=options.confidence,
+        settings=WEATSettings(seed=options.seed, alternative=options.alternative,
+                              n_permutations=options.n_permutations, exact_limit=options.exact_limit,
+                              n_bootstrap=options.n_resamples, ci_level=options.confidence),
         names=names,
         missing=missing,
         provenance=prov,
@@ -177,7 +175,7 @@ def run_mac(
     classes = {str(k): check_terms(f"attribute class '{k}'", v) for k, v in attribute_classes.items()}
     limit = options.max_missing_fraction
     tick(progress, 0, 3, "Loading the embedding")
-    emb = load_embeddings(options.source)
+    emb = word_vectors(options.source)
     tick(progress, 1, 3, "Looking the words up")
     rep = emb.lookup_report(words)
     check_coverage(rep, role="protected words", max_missing_fraction=limit)

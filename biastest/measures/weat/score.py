@@ -64,6 +64,7 @@ __all__ = [
     "weat_effect_size",
     "weat_effect_size_bootstrap",
     "WEATBootstrap",
+    "WEATSettings",
     "mac",
     "MSG_WEAT_TOO_FEW",
     "MSG_WEAT_NO_SPREAD",
@@ -214,6 +215,35 @@ def weat_effect_size_bootstrap(
                          draws=draws)
 
 
+@dataclass(frozen=True)
+class WEATSettings:
+    """How :func:`weat` tests and bounds its effect size.
+
+    Attributes
+    ----------
+    seed : int or None
+        Seed of the permutation sampling (needed when partitions are sampled) and of the bootstrap.
+    alternative : {"greater", "less", "two-sided"}
+    n_permutations : int
+        Distinct partitions sampled without replacement when there are more
+        than ``exact_limit``.
+    exact_limit : int
+        Enumerate all partitions when there are at most this many.
+    n_bootstrap : int
+        Resamples of the words for the interval of d (0: no interval);
+        needs ``seed``.
+    ci_level : float
+        Level of that interval.
+    """
+
+    seed: int | None
+    alternative: Literal["greater", "less", "two-sided"] = "greater"
+    n_permutations: int = 10_000
+    exact_limit: int = 100_000
+    n_bootstrap: int = 0
+    ci_level: float = 0.95
+
+
 def weat(
     x_vectors: np.ndarray,
     y_vectors: np.ndarray,
@@ -224,12 +254,7 @@ def weat(
     y_words: Sequence[str],
     a_words: Sequence[str],
     b_words: Sequence[str],
-    seed: int | None,
-    alternative: Literal["greater", "less", "two-sided"] = "greater",
-    n_permutations: int = 10_000,
-    exact_limit: int = 100_000,
-    n_bootstrap: int = 0,
-    ci_level: float = 0.95,
+    settings: WEATSettings,
     names: Mapping[str, str] | None = None,
     missing: Mapping[str, Sequence[str]] | None = None,
     provenance: Mapping[str, Any] | None = None,
@@ -246,19 +271,14 @@ def weat(
     x_vectors, y_vectors, a_vectors, b_vectors : arrays [n, dim]
     x_words, y_words, a_words, b_words : sequence of str
         The words of the rows (for the per-word table).
-    seed : int or None
-        Seed of the permutation sampling (needed when partitions are sampled).
-    alternative : {"greater", "less", "two-sided"}
-    n_permutations : int
-        Distinct partitions sampled without replacement when there are more
-        than ``exact_limit``.
-    exact_limit : int
-        Enumerate all partitions when there are at most this many.
-    n_bootstrap : int
-        Resamples of the words for the interval of d (0: no interval);
-        needs ``seed``.
-    ci_level : float
-        Level of that interval.
+    settings : WEATSettings
+        The seed, the alternative, the permutations and the bootstrap.
+    names : mapping, optional
+        Display names of X, Y, A, B (default: the letters).
+    missing : mapping, optional
+        Per role, the words the embedding did not have (recorded).
+    provenance : mapping, optional
+        Recorded in the result.
 
     Returns
     -------
@@ -269,7 +289,8 @@ def weat(
     >>> import numpy as np
     >>> X = np.array([[1.0, 0.1], [0.9, 0.2]]); Y = np.array([[0.1, 1.0], [0.2, 0.9]])
     >>> A = np.array([[1.0, 0.0]]); B = np.array([[0.0, 1.0]])
-    >>> r = weat(X, Y, A, B, x_words=["x1", "x2"], y_words=["y1", "y2"], a_words=["a"], b_words=["b"], seed=0)
+    >>> r = weat(X, Y, A, B, x_words=["x1", "x2"], y_words=["y1", "y2"], a_words=["a"], b_words=["b"],
+    ...          settings=WEATSettings(seed=0))
     >>> r.p_one_sided
     0.16666666666666666
     """
@@ -289,15 +310,15 @@ def weat(
         np.concatenate([s_x, s_y]),
         n_first=len(s_x),
         statistic="difference_of_sums",
-        alternative=alternative,
-        exact_limit=exact_limit,
-        n_samples=n_permutations,
-        seed=seed,
+        alternative=settings.alternative,
+        exact_limit=settings.exact_limit,
+        n_samples=settings.n_permutations,
+        seed=settings.seed,
     )
     boot = None
-    if n_bootstrap:
-        boot = weat_effect_size_bootstrap(cos_xa, cos_xb, cos_ya, cos_yb, n_bootstrap=n_bootstrap, seed=seed,
-                                          ci_level=ci_level)
+    if settings.n_bootstrap:
+        boot = weat_effect_size_bootstrap(cos_xa, cos_xb, cos_ya, cos_yb, n_bootstrap=settings.n_bootstrap,
+                                          seed=settings.seed, ci_level=settings.ci_level)
     rows = []
     for label, words, s, ca, cb in (("X", x_words, s_x, cos_xa, cos_xb), ("Y", y_words, s_y, cos_ya, cos_yb)):
         for i, w in enumerate(words):
@@ -316,7 +337,7 @@ def weat(
         p_value=perm.p_value,
         p_one_sided=perm.p_greater,
         p_two_sided=perm.p_two_sided,
-        alternative=alternative,
+        alternative=settings.alternative,
         permutation=perm,
         word_scores=tuple(rows),
         x=tuple(x_words),
@@ -325,10 +346,10 @@ def weat(
         b=tuple(b_words),
         missing={k: tuple(v) for k, v in (missing or {}).items()},
         names=dict(names or {"X": "X", "Y": "Y", "A": "A", "B": "B"}),
-        seed=seed,
+        seed=settings.seed,
         provenance=dict(provenance or {}),
         effect_size_ci=None if boot is None else boot.ci,
-        ci_level=float(ci_level),
+        ci_level=float(settings.ci_level),
         n_bootstrap=0 if boot is None else boot.n_bootstrap,
         n_bootstrap_valid=0 if boot is None else boot.n_valid,
     )

@@ -39,6 +39,7 @@ __all__ = [
     "INFO_TIMEOUT",
     "MSG_BAD_ENDPOINT",
     "MSG_KEY_REFUSED",
+    "MSG_NEED_ENDPOINT_URL",
     "MSG_NOT_SERVED",
     "MSG_NO_MODEL_NAME",
     "ProgressCallback",
@@ -60,6 +61,8 @@ MSG_NO_MODEL_NAME = (
     "Give the name of the model the endpoint serves (for example meta-llama/Llama-3.1-8B); the server's model list "
     "shows it."
 )
+#: An app's endpoint field left empty (the stereotype and vision-language apps check it before anything else).
+MSG_NEED_ENDPOINT_URL = "Type the address of the server that serves the model, e.g. http://localhost:8000/v1."
 MSG_BAD_ENDPOINT = "The endpoint address {value!r} is not a web address. Give one such as http://localhost:8000/v1."
 MSG_NOT_SERVED = (
     "The endpoint at {where} does not serve a model named '{model}'. It serves: {served}. Give one of these."

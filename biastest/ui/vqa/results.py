@@ -171,9 +171,8 @@ def run_core(
 def _run_endpoint(new: dict[str, Any], spec, url: str | None, name: str | None, key: str | None, question: str | None,
                   seed: Any, n_resamples: Any, clusters: str = DEFAULT_CLUSTERS, *, progress=None) -> dict[str, Any]:
     """:func:`run_core` for a model behind an endpoint (the key reaches the runner only, never ``new``)."""
-    from biastest.models.endpoint_lm import MSG_NO_MODEL_NAME, check_endpoint_url
+    from biastest.models.endpoint_lm import MSG_NEED_ENDPOINT_URL, MSG_NO_MODEL_NAME, check_endpoint_url
     from biastest.remote import safe_base_url
-    from biastest.runner.services import MSG_NEED_ENDPOINT_URL
 
     url = str(url or "").strip()
     if not url:
