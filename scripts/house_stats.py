@@ -55,10 +55,10 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
 ASSUMED: dict[str, tuple[str, str]] = {
     "__main__": ("apps/ui/cli/audit", "runs the CLI"),
     "spaces": ("apps/ui/cli/audit", "deploys the apps to Hugging Face Spaces"),
-    "metrics": ("measures", "legacy: moving into biastest/measures/"),
-    "runner": ("measures", "legacy: moving into biastest/measures/"),
-    "report": ("measures", "the measures' reports and the shared tables/figures they use"),
-    "inputs": ("measures", "loads specs, pairs, images and embedding sources for the CLI and the audit"),
+    "runner": ("apps/ui/cli/audit", "the apps' services (store, dataset, generation) for the UI"),
+    "inputs": ("apps/ui/cli/audit", "loads specs, pairs, images and embedding sources for the CLI and the audit"),
+    "report": ("models/generate/store", "shared tables, figures and exports the measures' reports use"),
+    "paths": ("stats/spec/records", "resolving names read from data under their folder"),
     "specs": ("stats/spec/records", "the spec library, beside spec.py"),
     "options": ("stats/spec/records", "option bounds and their messages"),
     "remote": ("stats/spec/records", "the one outbound client, below models and generate"),
@@ -330,7 +330,7 @@ def house_stats(root: Path = REPO_ROOT, package: str = "biastest") -> dict:
         )
 
     upward = []
-    unplaced: set[str] = set()
+    unplaced: set[str] = {name for name in modules if layer_of(name, package) is None}
     for edge in edges:
         here, there = layer_of(edge.importer, package), layer_of(edge.imported, package)
         if here is None or there is None:

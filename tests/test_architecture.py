@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from scripts import house_stats
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = REPO_ROOT / "biastest"
 
@@ -196,156 +198,46 @@ def test_nothing_below_the_ui_imports_it() -> None:
 
 
 # --------------------------------------------------------------------------- the package's own layering
-#: The house's layers, top first (docs/DESIGN.md, "Layering"). A module may import modules of its own layer or
-#: of a layer below; never one above, and no modules may import each other in a loop. A module is placed by the
-#: longest prefix that names it; every module of the package must be placed (test below).
-LAYERS: tuple[tuple[str, ...], ...] = (
-    ("app_gpt", "app_vqa", "app_psychophysics", "biastest.__main__", "biastest.ui", "biastest.cli",
-     "biastest.audit", "biastest.inputs", "biastest.runner", "biastest.spaces"),
-    ("biastest.measures",),
-    ("biastest.models", "biastest.generate", "biastest.store", "biastest.report", "biastest.remote"),
-    ("biastest.stats", "biastest.spec", "biastest.specs", "biastest.records", "biastest.options",
-     "biastest.public", "biastest.settings", "biastest.workdir", "biastest.paths"),
-    ("biastest.errors", "biastest.provenance", "biastest"),
-)
+# One table of layers, in the project's own tool (scripts/house_stats.py: LAYERS and ASSUMED, top first):
+# apps, ui, cli, audit (and the app services, inputs) → measures → models, generate, store, report (shared
+# tables) → stats, spec, records, options, remote, paths → errors, provenance, settings, public, workdir.
+# Every import counts, function-level ones too; relative ones are resolved (docs/DESIGN.md, "Layering").
+def _stats(root: Path = REPO_ROOT, package: str = "biastest") -> dict:
+    return house_stats.house_stats(root, package)
 
 
-def module_name(path: Path, root: Path = REPO_ROOT) -> str:
-    """``biastest/models/lm.py`` → ``biastest.models.lm``; a package's ``__init__.py`` is the package."""
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def layer_of(module: str, layers: tuple[tuple[str, ...], ...] = LAYERS) -> int | None:
-    """Index of the layer of ``module`` (0 = top), by the longest prefix that names it; None if unplaced.
-
-    A top-level name (``biastest``) places only itself, not the modules inside it.
-    """
-    best: tuple[int, int] | None = None
-    for index, prefixes in enumerate(layers):
-        for prefix in prefixes:
-            if module == prefix or ("." in prefix and module.startswith(prefix + ".")):
-                if best is None or len(prefix) > best[0]:
-                    best = (len(prefix), index)
-    return None if best is None else best[1]
-
-
-def own_imports(files: list[Path], root: Path = REPO_ROOT, package: str = "biastest") -> dict[str, set[str]]:
-    """Module → the package's own modules it imports (anywhere in the file), resolved to existing modules.
-
-    ``from biastest.x import y`` counts as an import of ``biastest.x.y`` when that is a module, else of
-    ``biastest.x``; relative imports are resolved against the importing module.
-    """
-    modules = {module_name(p, root): p for p in files}
-    graph: dict[str, set[str]] = {m: set() for m in modules}
-    for name, path in modules.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        is_pkg = path.name == "__init__.py"
-        for node in ast.walk(tree):
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = name.split(".") if is_pkg else name.split(".")[:-1]
-                    anchor = anchor[: len(anchor) - (node.level - 1)]
-                    base = ".".join([*anchor, *([base] if base else [])])
-                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
-            elif isinstance(node, ast.Call):
-                literal = _literal_import_call(node)
-                targets = [literal] if literal else []
-            for target in targets:
-                while target and target not in modules and "." in target:
-                    target = target.rsplit(".", 1)[0]
-                if target in modules and target != name and (target == package or target.startswith(package + ".")
-                                                             or target in modules):
-                    graph[name].add(target)
-    return graph
-
-
-def upward_imports(graph: dict[str, set[str]], layers: tuple[tuple[str, ...], ...] = LAYERS) -> list[str]:
-    """``a imports b`` for every import from a lower layer to a higher one."""
-    out = []
-    for module, targets in sorted(graph.items()):
-        here = layer_of(module, layers)
-        for target in sorted(targets):
-            there = layer_of(target, layers)
-            if here is not None and there is not None and there < here:
-                out.append(f"{module} imports {target} (layer {there} above {here})")
-    return out
-
-
-def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            part = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                part.append(w)
-                if w == v:
-                    break
-            if len(part) > 1:
-                found.append(sorted(part))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return sorted(found)
-
-
-def _plant(tmp_path: Path, files: dict[str, str]) -> tuple[list[Path], Path]:
+def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
     for rel, text in files.items():
         path = tmp_path / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return sorted(tmp_path.rglob("*.py")), tmp_path
+    return tmp_path
 
 
-def test_the_layering_scan_finds_a_planted_upward_import_and_a_planted_circle(tmp_path: Path) -> None:
-    files, root = _plant(tmp_path, {
-        "biastest/__init__.py": "",
-        "biastest/stats/__init__.py": "",
-        "biastest/stats/boot.py": "def f():\n    from biastest.measures.weat import score\n",  # upward, in a function
-        "biastest/measures/__init__.py": "",
-        "biastest/measures/weat/__init__.py": "from .score import d\n",
-        "biastest/measures/weat/score.py": "from biastest.stats import boot\nd = 1\n",
-        "biastest/models/a.py": "import biastest.models.b\n",
-        "biastest/models/b.py": "from biastest.models import a\n",
-        "biastest/models/__init__.py": "",
+def test_the_layering_scan_finds_a_planted_upward_import_a_planted_circle_and_an_unplaced_module(tmp_path) -> None:
+    root = _plant(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/errors.py": "",
+        "pkg/stats/__init__.py": "",
+        "pkg/stats/boot.py": "def f():\n    from pkg.measures.weat import score\n",  # upward, inside a function
+        "pkg/measures/__init__.py": "",
+        "pkg/measures/weat/__init__.py": "from .score import d\n",
+        "pkg/measures/weat/score.py": "from pkg.errors import x\nd = 1\n",
+        "pkg/models/__init__.py": "",
+        "pkg/models/a.py": "import pkg.models.b\n",
+        "pkg/models/b.py": "from pkg.models import a\n",
+        "pkg/elsewhere.py": "",
     })
-    graph = own_imports(files, root)
-    assert graph["biastest.stats.boot"] == {"biastest.measures.weat.score"}
-    assert graph["biastest.measures.weat"] == {"biastest.measures.weat.score"}  # relative import resolved
-    assert upward_imports(graph) == [
-        "biastest.stats.boot imports biastest.measures.weat.score (layer 1 above 3)"]
-    assert import_circles(graph) == [
-        ["biastest.measures.weat.score", "biastest.stats.boot"], ["biastest.models.a", "biastest.models.b"]]
-    # and a clean house is clean
-    clean = {k: v for k, v in graph.items() if k not in ("biastest.stats.boot", "biastest.models.a")}
-    assert upward_imports(clean) == [] and import_circles(clean) == []
+    found = _stats(root, "pkg")
+    assert [(u["from"], u["to"]) for u in found["upward_imports"]] == [("pkg.stats.boot", "pkg.measures.weat.score")]
+    assert [sorted(c["modules"]) for c in found["circles"]] == [["pkg.models.a", "pkg.models.b"]]
+    assert found["unplaced"] == ["pkg.elsewhere"]
 
 
-def test_every_module_has_a_layer() -> None:
-    unplaced = [module_name(p) for p in _source_files() if layer_of(module_name(p)) is None]
-    assert unplaced == [], f"modules outside every layer of LAYERS (place them): {unplaced}"
-    assert layer_of("biastest.stats.compare") == 3 and layer_of("biastest.measures.weat.score") == 1  # control
+def test_no_upward_import_no_circle_and_every_module_placed() -> None:
+    found = _stats()
+    assert found["upward_imports"] == [], "imports from a lower layer to a higher one:\n" + "\n".join(
+        f"{u['from']}:{u.get('line')} -> {u['to']}" for u in found["upward_imports"])
+    assert found["circles"] == [], f"import circles: {found['circles']}"
+    assert found["unplaced"] == [], f"modules outside every layer (place them in scripts/house_stats.py): " \
+                                    f"{found['unplaced']}"
