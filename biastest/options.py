@@ -134,6 +134,10 @@ BOUNDS: dict[str, Bound] = {
     "max_requests": Bound("The request budget", 1, 1_000_000),
     "time_limit": Bound("The time limit (in seconds)", 0.0, 86_400.0, whole=False, low_open=True),
     "request_timeout": Bound("The time-out of one request (in seconds)", 0.0, 3_600.0, whole=False, low_open=True),
+    "temperature": Bound("The sampling temperature", 0.0, 2.0, whole=False),
+    "samples": Bound("The number of answers asked per question and order", 1, 50),
+    "max_answer_tokens": Bound("The length of an answer (in tokens)", 1, 512),
+    "top_logprobs": Bound("The number of alternatives asked per answer token", 0, 20),
 }
 
 

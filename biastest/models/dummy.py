@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from biastest.errors import MethodError
+from biastest.models.chat_records import REPLY_ANSWERED, ChatReply, ChatRequest
 from biastest.models.embeddings import InMemoryEmbeddings
 from biastest.models.endpoint_vlm import ChatAnswer
 from biastest.models.protocols import ProgressCallback
@@ -259,6 +260,43 @@ class DummyChatVLM(_Dummy):
             out.append(ChatAnswer(term, term, verdict, dict(zip(terms, map(float, p), strict=True)), 1.0))
             if progress is not None:
                 progress(n, len(images), "Asking the dummy model")
+        return out
+
+
+class DummyChatLM:
+    """:class:`~biastest.models.protocols.ChatLM`: answers each request by a rule the test plants.
+
+    Parameters
+    ----------
+    rule : callable
+        ``rule(request) -> str``: the answer text to a
+        :class:`~biastest.models.chat_records.ChatRequest` (a test plants its
+        decision rule here: stereotyped share, first-position share, refusals,
+        answer formats). It must depend on the request only (the request's
+        ``seed`` and ``sample`` are there for sampled answers), so a rerun answers the same.
+    model_id : str
+    """
+
+    kind = "chat"
+    stop_message: str | None = None
+
+    def __init__(self, rule: Callable[[ChatRequest], str], *, model_id: str = "dummy-chat") -> None:
+        self.rule = rule
+        self.model_id = model_id
+        self.requests = 0
+
+    def describe(self) -> dict[str, Any]:
+        return {"model_id": self.model_id, "model_kind": self.kind, "served_by": "dummy"}
+
+    def chat(self, requests: Sequence[ChatRequest], *,
+             progress: ProgressCallback | None = None) -> list[ChatReply | None]:
+        out: list[ChatReply | None] = []
+        for n, request in enumerate(requests, start=1):
+            self.requests += 1
+            out.append(ChatReply(status=REPLY_ANSWERED, text=self.rule(request), finish_reason="stop",
+                                 served_model=self.model_id))
+            if progress is not None:
+                progress(n, len(requests), "Asking the dummy model")
         return out
 
 

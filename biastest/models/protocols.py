@@ -37,6 +37,7 @@ protocol                          requests                                      
                                   ``generate_answers``                           ``dummy.DummyAnswerGeneratorVLM``
 :class:`ChatVLM`                  ``ask`` (one chat answer per image)            ``endpoint_vlm.EndpointVLM``,
                                                                                  ``dummy.DummyChatVLM``
+:class:`ChatLM`                   ``chat`` (one raw text answer per request)     ``dummy.DummyChatLM``
 :class:`WordVectors`              ``vectors``, ``lookup_report``,                ``embeddings.WordEmbeddings`` and
                                   ``vocabulary``, ``matrix``, ``describe``       its backends, ``DummyWordVectors``
 ================================  =============================================  ===================================
@@ -84,6 +85,7 @@ __all__ = [
     "AnswerClassifierVLM",
     "AnswerGeneratorVLM",
     "CausalLM",
+    "ChatLM",
     "ChatVLM",
     "ContrastiveVLM",
     "MaskedLM",
@@ -312,6 +314,29 @@ class ChatVLM(ModelBackend, Protocol):
             load: Callable[[Any], Any] | None = None,
             progress: ProgressCallback | None = None) -> list[Any]:
         """One :class:`~biastest.models.endpoint_vlm.ChatAnswer` per image (None: not answered)."""
+        ...
+
+
+# ---------------------------------------------------------------------- models that only answer
+@runtime_checkable
+class ChatLM(ModelBackend, Protocol):
+    """A model that answers in text (a chat endpoint, a hosted API, a local instruct model).
+
+    Each :class:`~biastest.models.chat_records.ChatRequest` is answered by one
+    :class:`~biastest.models.chat_records.ChatReply` (its raw text, never a
+    parsed choice) or None when the run stopped before asking it
+    (:attr:`stop_message` says why); what was answered is kept.
+
+    Attributes
+    ----------
+    stop_message : str or None
+        Why the last :meth:`chat` stopped before every request was answered (None when it did not).
+    """
+
+    stop_message: str | None
+
+    def chat(self, requests: Sequence[Any], *, progress: ProgressCallback | None = None) -> list[Any]:
+        """One :class:`~biastest.models.chat_records.ChatReply` (or None: not asked) per request, in order."""
         ...
 
 
