@@ -99,42 +99,47 @@ class ResponseCache:
         self.misses = 0
         self.written = 0
         self.ignored = 0
+        self._scopes: dict[int, tuple[dict[str, Any], str]] = {}  # a scope's canonical JSON, made once
 
-    @staticmethod
-    def key(scope: dict[str, Any], request: ChatRequest) -> str:
-        """The entry's key: SHA-256 of the canonical JSON of the scope and the request's digest."""
-        text = json.dumps({**scope, "request": request.digest()}, sort_keys=True, ensure_ascii=False,
-                          separators=(",", ":"))
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    def key(self, scope: dict[str, Any], request: ChatRequest) -> str:
+        """The entry's key: SHA-256 of the canonical JSON of the scope, a new line, and the request's digest."""
+        text = self._scopes.get(id(scope))
+        if text is None or text[0] is not scope:
+            text = (scope, json.dumps(scope, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
+            self._scopes[id(scope)] = text
+        return hashlib.sha256((text[1] + "\n" + request.digest()).encode("utf-8")).hexdigest()
 
     def path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.json"
 
     def get(self, scope: dict[str, Any], request: ChatRequest) -> ChatReply | None:
         """The answered reply stored for ``request`` (``cached=True``), or None (a miss; a bad entry is ignored)."""
-        path = self.path(self.key(scope, request))
+        key = self.key(scope, request)
+        path = os.path.join(self.folder, key[:2], key + ".json")  # str paths: a rerun reads thousands
+        reply = None
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            with open(path, "rb") as f:
+                data = json.loads(f.read())
             if not (isinstance(data, dict) and data.get("version") == CACHE_VERSION
                     and data.get("scope") == scope and data.get("request") == request.as_dict()):
                 raise ValueError("the entry holds another request")
-            reply = ChatReply.from_dict(data["reply"])
-            if reply.status != REPLY_ANSWERED:
+            stored = data["reply"]
+            if not isinstance(stored, dict) or stored.get("status") != REPLY_ANSWERED:
                 raise ValueError("not an answer")
+            reply = ChatReply.from_dict({**stored, "cached": True})
         except FileNotFoundError:
-            reply = None
+            pass
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            log.warning("response cache: the entry %s is ignored (%s); the question is asked again", path.name,
+            log.warning("response cache: the entry %s is ignored (%s); the question is asked again", key,
                         type(exc).__name__)
             with self._lock:
                 self.ignored += 1
-            reply = None
         with self._lock:
             if reply is None:
                 self.misses += 1
             else:
                 self.hits += 1
-        return None if reply is None else dataclasses.replace(reply, cached=True)
+        return reply
 
     def put(self, scope: dict[str, Any], request: ChatRequest, reply: ChatReply) -> bool:
         """Store an answered reply (atomically); a failed one is not stored. True when written."""
@@ -143,7 +148,7 @@ class ResponseCache:
         path = self.path(self.key(scope, request))
         entry = {"version": CACHE_VERSION, "scope": scope, "request": request.as_dict(),
                  "reply": dataclasses.replace(reply, cached=False).as_dict()}
-        text = json.dumps(entry, ensure_ascii=False, indent=1, sort_keys=True)
+        text = json.dumps(entry, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
