@@ -34,7 +34,7 @@ from biastest.models.endpoint_chat import EndpointChatLM
 from biastest.models.factory import EndpointRef, ModelRef, chat_model
 from biastest.models.local_chat import MSG_LOCAL_PARTIAL, MSG_NO_CHAT_TEMPLATE, LocalChatLM
 from biastest.models.response_cache import CACHE_FOLDER_NAME, CachedChatLM, default_cache_dir
-from biastest.remote import STOP_BUDGET, STOP_CANCELLED, STOP_UNAVAILABLE, RetryPolicy, RunLimits
+from biastest.remote import STOP_BUDGET, STOP_CANCELLED, STOP_TIME, STOP_UNAVAILABLE, RetryPolicy, RunLimits
 from tests.chat_stub import Action, ChatStub, answer_tokens, token_alternatives
 from tests.generate_helpers import build_tiny_gpt2
 
@@ -217,7 +217,22 @@ def test_the_request_budget_stops_the_run_and_keeps_the_answers(stub):
     assert lm.stop_message is None
 
 
-def test_server_errors_past_the_retries_stop_the_run_and_keep_the_answers(stub):
+def test_the_time_limit_stops_the_run_and_keeps_the_answers(stub):
+    stub.always(Action("sleep", seconds=0.3))
+    lm = endpoint(stub, concurrency=1, time_limit=1.0, request_timeout=1.0)
+    t = time.monotonic()
+    replies = lm.chat(questions(10))
+    elapsed = time.monotonic() - t
+    answered = [r for r in replies if r is not None]
+    print(f"time limit 1 s: {len(answered)} of 10 answered in {elapsed:.2f} s")
+    assert 1 <= len(answered) <= 4 and elapsed < 2.5 and replies[-1] is None
+    assert all(r.text == f"Answer {i} (seed None)" for i, r in enumerate(replies) if r is not None)
+    assert lm.describe()["stopped_because"] == STOP_TIME
+    assert lm.stop_message == E.MSG_CHAT_PARTIAL.format(why=E.MSG_WHY[STOP_TIME].format(seconds=1.0),
+                                                        missing=10 - len(answered), total=10)
+
+
+def test_server_errors_past_the_retries_with_nothing_answered_are_an_error(stub):
     lm = endpoint(stub, concurrency=1)
     lm.chat(questions(1))
     stub.always(Action("status", 503))

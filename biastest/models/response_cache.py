@@ -21,7 +21,10 @@ An entry's key is the SHA-256 of the canonical JSON of
 
 A hosted name that moves to a new snapshot (``gpt-4o``) keeps its entries:
 each cached reply records the ``served_model`` and ``system_fingerprint`` it
-was answered under, and a run's provenance shows them.
+was answered under, and a run's provenance shows them. Likewise a model folder
+in this process is known by its path (and a Hub model by its id and
+revision): after replacing the weights or the chat template in a folder, turn
+the cache off for the run or give it another folder.
 
 On disk
 -------
