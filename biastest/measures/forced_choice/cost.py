@@ -57,6 +57,8 @@ class Cost:
         Hosted and more than :data:`CONFIRM_ABOVE_REQUESTS` requests.
     text : str
         :data:`MSG_COST`, filled.
+    limit : int
+        The number of requests above which a hosted run asks for confirmation.
     """
 
     requests: int
@@ -65,6 +67,7 @@ class Cost:
     hosted: bool
     needs_confirmation: bool
     text: str
+    limit: int = CONFIRM_ABOVE_REQUESTS
 
 
 def is_hosted(endpoint: str | None) -> bool:
