@@ -105,6 +105,7 @@ def rate_summary(values: Sequence[float], clusters: Sequence[str], *, confidence
     centre = (p + z * z / (2 * n_eff)) / denom
     half = z / denom * np.sqrt(p * (1 - p) / n_eff + z * z / (4 * n_eff * n_eff))
     low, high = max(0.0, centre - half), min(1.0, centre + half)
+    low, high = (0.0 if p == 0.0 else low), (1.0 if p == 1.0 else high)  # exact ends, not round-off
     return RateSummary(estimate=100 * p, low=100 * low, high=100 * high, k=int(np.rint(x.sum())), n=n,
                        n_clusters=n_clusters, n_effective=n_eff, confidence=confidence, method=RATE_METHOD)
 
