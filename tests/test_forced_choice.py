@@ -109,8 +109,8 @@ def test_a_model_that_always_answers_b_reads_the_same_way() -> None:
 
 def test_a_model_that_reads_content_is_consistent_in_both_orders() -> None:
     def stereotyped(request):
-        a, b = _options_shown(request)
-        return a if a.startswith("The man") else f"Answer: {'B'}"
+        a, _ = _options_shown(request)
+        return a if a.startswith("The man") else "Answer: B"
     result = run_forced_choice(options(), ForcedChoiceItems(make_pairs()), model=DummyChatLM(stereotyped))
     assert result.share.estimate == 100.0 and result.share_rate.low < 100.0
     assert result.order_consistency.estimate == 100.0 and result.position_bias.estimate == 50.0
@@ -250,7 +250,7 @@ def test_failed_and_unasked_questions_are_counted_apart_and_nothing_is_lost() ->
     rows = csv_rows(res)
     assert len(rows) == 40 and {r["outcome"] for r in rows} == {"stereotyped", "anti-stereotyped", "failed",
                                                                   "not-asked"}
-    assert [r["error"] for r in rows if r["outcome"] == "failed"][0] == "HTTP 503"
+    assert {r["error"] for r in rows if r["outcome"] == "failed"} == {"HTTP 503"}
     assert any("not asked" in line for line in readings(res))
 
 

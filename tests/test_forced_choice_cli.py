@@ -8,10 +8,12 @@ seam :func:`biastest.measures.chat_common.build_chat_model` calls) with a builde
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from biastest.audit import parse_grid, read_table, run_audit
+from biastest.audit.report import build_report
 from biastest.cli import EXIT_OK, EXIT_USAGE, main
 from biastest.cli import run as cli_run
 from biastest.cli.run import MSG_CONFIRM_NEEDED, MSG_NOT_CONFIRMED, MSG_OPTION_NOT_FOR_RUN
@@ -29,8 +31,16 @@ def built(monkeypatch):
     """``factory.chat_model`` builds a DummyChatLM; each call's reference and settings are recorded."""
     calls = []
 
+    stereotyped = {p.stereotyped for p in planted_pairs()}
+
+    def content(request) -> str:  # always the stereotyped sentence, quoted
+        shown = re.findall(r"^(?:\(A\)|\(B\)|A\.|B\.) (.*)$", request.messages[-1][1], re.M)
+        return next((f'"{s}"' for s in shown if s in stereotyped), "?")
+
     def chat_model(ref, *, api_key=None, cache_dir=None, seed=None, cancel=None, **more):
         calls.append({"ref": ref, "api_key": api_key, "cache_dir": cache_dir, "seed": seed})
+        if ref.model_id == "org/chat-content":
+            return DummyChatLM(content, model_id=ref.model_id)
         return DummyChatLM(lambda r: "A" if r.sample == 0 else "(B)", model_id=ref.model_id)
 
     monkeypatch.setattr(factory, "chat_model", chat_model, raising=False)
@@ -131,3 +141,17 @@ def test_forced_choice_runs_in_an_audit(tmp_path, pairs_file, built) -> None:
     with pytest.raises(Exception) as info:
         parse_grid({**grid, "options": {"template": "nope"}}, base=tmp_path)
     assert "Unknown prompt template 'nope'" in info.value.message
+
+
+def test_an_audit_report_compares_forced_choice_cells_with_each_other(tmp_path, pairs_file, built) -> None:
+    grid = {"models": [{"name": "order", "kind": "lm", "id": "org/chat-x"},
+                       {"name": "content", "kind": "lm", "id": "org/chat-content"}],
+            "specs": [{"spec": SPEC_A, "data": {"lm": {"from": "files", "files": ["pairs.csv"]}}}],
+            "methods": ["forced-choice"], "seeds": [5], "options": {"n_resamples": 200, "samples": 2}}
+    out = tmp_path / "out"
+    assert run_audit(parse_grid(grid, base=tmp_path), out, progress=False).failed == 0
+    table = read_table(out).set_index("model")
+    assert table.loc["content", "score"] == 100.0 and table.loc["order", "score"] == pytest.approx(50.0)
+    html = build_report(out)
+    assert "2 models on the same 12 items" in html and "ties (count as" not in html
+    assert "not compared" not in html.lower()

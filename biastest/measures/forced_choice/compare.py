@@ -90,7 +90,7 @@ def compare_forced_choice(results: Sequence[Any], *, seed: int, n_resamples: int
                    for k, it in zip(keys, r.items, strict=True)}
         items.append(ModelItems(model_id=r.served_model or r.model_id, method=r.template["name"], own=r.score,
                                 values={k: it.share for k, it in zip(keys, r.items, strict=True)},
-                                ties={k: it.share == 0.5 for k, it in zip(keys, r.items, strict=True)},
+                                ties=dict.fromkeys(keys, False),  # a share, not a verdict: no ties
                                 records=records))
     quantity = ComparedQuantity(kind=KIND_FORCED_CHOICE, binary=False,
                                 measure="stereotyped-choice share: mean over pairs of the share of a pair's "
