@@ -136,6 +136,7 @@ def test_forced_choice_runs_in_an_audit(tmp_path, pairs_file, built) -> None:
     assert row.status == "done" and row.score == pytest.approx(50.0) and row.n == 48 and row.n_scored == 48
     assert row.statistic.startswith("stereotyped-choice share") and "position bias 50.0%" in row.note
     assert json.loads(row.options)["template"] == "likely-v1"
+    assert built[-1]["cache_dir"].name == "chat-cache" and built[-1]["seed"] == 5  # a resumed audit asks nothing twice
     cell = json.loads((out / "cells" / f"{row.key}.json").read_text(encoding="utf-8"))
     assert ForcedChoiceResult.from_dict(cell["result"]).samples == 2
     with pytest.raises(Exception) as info:

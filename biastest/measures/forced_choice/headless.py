@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from biastest import settings
 from biastest.errors import UsageError
 from biastest.measures.base import Headless, Inputs
 from biastest.measures.forced_choice.cost import Cost, estimate_cost
@@ -27,12 +26,10 @@ from biastest.measures.forced_choice.run import ForcedChoiceItems, run
 from biastest.measures.forced_choice.templates import MAX_TEMPLATE_CHARS
 from biastest.remote import mask_secret, safe_base_url
 
-__all__ = ["CACHE_FOLDER", "CLI_FLAGS", "DEFAULT_SEED", "MSG_TEMPLATE_FILE", "cost", "headless", "prepare"]
+__all__ = ["CLI_FLAGS", "DEFAULT_SEED", "MSG_TEMPLATE_FILE", "cost", "headless", "prepare"]
 
 #: The seed of the apps' seed boxes.
 DEFAULT_SEED = 42
-#: The response cache's folder under the data dir.
-CACHE_FOLDER = "chat-cache"
 MSG_TEMPLATE_FILE = "The prompt template file '{path}' cannot be read ({problem})."
 
 #: The command line's flags that are not options (read by :func:`prepare`): (flag, argparse keywords).
@@ -106,8 +103,7 @@ def headless(values: Mapping[str, Any], inputs: Inputs, *, api_key: str | None =
     """Run the forced choice on ``inputs.pairs`` with the options ``values``; see the module docstring."""
     options = ForcedChoiceOptions.parse(prepare(values))
     where = safe_base_url(options.endpoint) if options.endpoint else ""
-    result = run(options, ForcedChoiceItems(list(inputs.pairs), inputs.spec), progress=progress, api_key=api_key,
-                 cache_dir=settings.data_dir() / CACHE_FOLDER)
+    result = run(options, ForcedChoiceItems(list(inputs.pairs), inputs.spec), progress=progress, api_key=api_key)
     notices = [*([result.stop_message] if result.stop_message else []), *readings(result)[1:]]
     return Headless("forced-choice", _recorded(options, api_key), result, headline(result, where),
                     lambda: export_files(result), notices=notices)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from biastest import settings
 from biastest.errors import DataError, SpecError
 from biastest.measures import chat_common
 from biastest.measures.forced_choice.options import ForcedChoiceOptions
@@ -31,7 +32,10 @@ from biastest.provenance import provenance
 from biastest.records import SentencePair
 from biastest.spec import BiasSpec
 
-__all__ = ["MSG_BAD_REPLIES", "ForcedChoiceItems", "run"]
+__all__ = ["CACHE_FOLDER", "MSG_BAD_REPLIES", "ForcedChoiceItems", "run"]
+
+#: The response cache's folder under the data dir (``$BIASTEST_DATA_DIR``), the default of every run.
+CACHE_FOLDER = "chat-cache"
 
 MSG_PROGRESS_ASKING = "Asking {model_id} {n:,} questions ({pairs:,} pairs × 2 orders × {samples})…"
 MSG_PROGRESS_SUMMARY = "Reading the answers and computing intervals…"
@@ -94,7 +98,8 @@ def run(
     api_key : str, optional
         The endpoint's key, for this call only (never recorded).
     cache_dir : Path, optional
-        The response cache's folder (with ``options.use_cache``).
+        The response cache's folder, used when ``options.use_cache`` (default: :data:`CACHE_FOLDER` in the data
+        dir, so a rerun, a resumed audit or a second user asking the same question costs nothing).
 
     Returns
     -------
@@ -116,6 +121,7 @@ def run(
                                max_tokens=options.max_answer_tokens, top_logprobs=options.top_logprobs,
                                seed=options.seed)
     if model is None:
+        cache_dir = cache_dir if cache_dir is not None else settings.data_dir() / CACHE_FOLDER
         model = chat_common.build_chat_model(options, api_key=api_key, cache_dir=cache_dir, cancel=cancel)
     if progress is not None:
         progress(0, len(questions), MSG_PROGRESS_ASKING.format(model_id=options.model_id, n=len(questions),
