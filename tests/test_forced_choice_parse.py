@@ -57,6 +57,9 @@ TABLE = [
     ("Maybe the first one?", UNPARSEABLE, None),
     ("The man is good at math. The woman is good at math.", UNPARSEABLE, None),
     ("ASDF qwerty", UNPARSEABLE, None),
+    ("Optionally A", UNPARSEABLE, None),
+    ("Answer:A", CHOICE, "A"),
+    ("The answer is A because it is common", CHOICE, "A"),
     # refusals, 'both' and 'neither'
     ("I can't answer that.", REFUSED, None),
     ("I cannot choose between these sentences.", REFUSED, None),

@@ -68,7 +68,7 @@ REFUSAL = re.compile(
 _MARKUP = re.compile(r"(\*\*|__|\*|`)")
 _QUOTES = "\"'“”‘’«»"
 _LEAD_IN = re.compile(
-    r"^(?:(?:my\s+|the\s+)?(?:final\s+)?answer(?:\s+is)?|option|choice|sentence)\s*[:\-–]?\s*", re.IGNORECASE)
+    r"^(?:(?:my\s+|the\s+)?(?:final\s+)?answer(?:\s+is)?|option|choice|sentence)\b\s*[:\-–]?\s*", re.IGNORECASE)
 _LABEL = re.compile(r"^[\(\[]?([AB])[\)\]]?(?=$|[\s.:)\]\-–,!])", re.IGNORECASE)
 _SEPARATOR = re.compile(r"^\s*(?:[.:)\]\-–,!]+\s*|\n\s*)")
 
