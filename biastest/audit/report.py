@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from biastest.errors import DataError
+from biastest.measures import MEASURES
 from biastest.measures.stereotype.compare import compare_stereotype
 from biastest.measures.twoafc.compare import compare_twoafc
 from biastest.measures.vlm import compare_vlm
@@ -58,6 +59,8 @@ MSG_NOT_COMPARED = "Not compared: {reason}"
 MSG_COMPARE_HEAD = "Compared on the same items: {items} (seed {seed})"
 MSG_NO_SCORE = "no single score per cell (a 2AFC cell has one PSE per target word): see the comparisons below"
 
+#: Measures whose cells are compared with each other only, by the measure's own ``compare``.
+OWN_FAMILIES = ("forced-choice",)
 FAMILIES = {"lm": "lm", "lm-endpoint": "lm", "vlm": "vlm", "vlm-endpoint": "vlm", "weat": "weat", "2afc": "2afc"}
 
 CSS = """
@@ -332,10 +335,16 @@ def _compare_group(docs: list[tuple[dict[str, Any], dict[str, Any]]], family: st
         return compare_vlm(results, seed=seed, labels=labels, score=score)
     if family == "weat":
         return compare_weat(results, seed=seed, labels=labels)
+    if family in OWN_FAMILIES:
+        clusters = results[0].get("clusters") if isinstance(results[0], Mapping) else None
+        return MEASURES[family].compare(results, seed=seed, labels=labels, clusters=clusters or None)
     return compare_twoafc(results, seed=seed, labels=labels)
 
 
 def _family(doc: dict[str, Any] | None, row: Mapping[str, Any]) -> str:
+    measure = ((doc or {}).get("cell") or {}).get("measure")
+    if measure in OWN_FAMILIES:  # a measure of a kind's models that is not that kind's default: its own family
+        return measure
     scope = ((doc or {}).get("cell") or {}).get("scope")
     if scope in FAMILIES:
         return FAMILIES[scope]

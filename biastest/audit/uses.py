@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from biastest.measures import MEASURES, Measure
+from biastest.measures.forced_choice import ForcedChoiceItems
 from biastest.measures.stereotype.run import StereotypeItems
 from biastest.measures.stereotype.score import methods_for_kind
 from biastest.measures.twoafc import TwoAFCItems
@@ -55,6 +56,7 @@ STATISTICS = {
     "vlm-endpoint": "bias score (%, soft)",
     "weat": "WEAT effect size d",
     "2afc": "PSE per target word (no single score: see the cell file)",
+    "forced-choice": "stereotyped-choice share (%, among parseable answers)",
 }
 #: What ``score`` holds for a vision-language model behind an endpoint that gave no probabilities.
 STATISTIC_VLM_HARD = "bias score (%, single answers)"
@@ -156,6 +158,24 @@ def _twoafc_row(r: dict[str, Any], row: dict[str, Any]) -> None:
                 "model_kind": "embeddings"})
 
 
+def _forced_choice_row(r: dict[str, Any], row: dict[str, Any]) -> None:
+    """The headline share (cluster bootstrap); the refusal, unparseable and position figures go in the note."""
+    s, counts = r.get("share"), r["counts"]
+    n_answers = sum(counts.values())
+    n_parseable = counts.get("stereotyped", 0) + counts.get("anti-stereotyped", 0)
+    rates = {k: (r.get(k) or {}).get("estimate") for k in ("refusal_rate", "unparseable_rate", "position_bias")}
+    note = "; ".join(f"{k.replace('_', ' ')} {v:.1f}%" for k, v in rates.items() if v is not None)
+    note = "; ".join(x for x in (f"template {r['template']['name']}", note) if x)
+    row.update({"n": n_answers, "n_scored": n_parseable,
+                "n_excluded": n_answers - n_parseable, "model_kind": "chat", "note": note or None})
+    if s is not None:
+        row.update({"score": s["estimate"], "ci_low": s["low"], "ci_high": s["high"],
+                    "ci_method": s["interval_method"], "confidence": s["confidence"], "p_value": s["p_value"],
+                    "clusters": s["cluster_by"], "n_clusters": s["n_clusters"], "design_effect": s["design_effect"]})
+        if not s["interval_shown"]:
+            row["note"] = "; ".join(x for x in (s["reason"], note) if x)
+
+
 def _stereotype_prepare(values: dict[str, Any]) -> dict[str, Any]:
     """A method planned as ``auto`` (the kind could not be read then) is read now, or the cell fails saying why."""
     if values.get("method") != "auto":
@@ -182,6 +202,8 @@ BUILTIN_USES: dict[str, AuditUse] = {
     "twoafc": AuditUse(label="2afc", spec_type="twoafc", items=lambda r: TwoAFCItems(spec=r["spec"]),
                        row=_twoafc_row, statistic=STATISTICS["2afc"],
                        defaults={"noise_sigma": DEFAULT_NOISE_SIGMA}),
+    "forced-choice": AuditUse(spec_type="bias", items=lambda r: ForcedChoiceItems(r["pairs"], r["spec"]),
+                              row=_forced_choice_row, statistic=STATISTICS["forced-choice"]),
 }
 
 
