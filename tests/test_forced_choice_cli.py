@@ -22,6 +22,7 @@ from biastest.measures.forced_choice.cost import CONFIRM_ABOVE_REQUESTS
 from biastest.measures.forced_choice.headless import MSG_TEMPLATE_FILE
 from biastest.models import factory
 from biastest.models.dummy import DummyChatLM
+from biastest.models.response_cache import CACHE_FOLDER_NAME
 from tests.audit_helpers import SPEC_A, write_crows
 from tests.lm_helpers import planted_pairs
 
@@ -136,7 +137,8 @@ def test_forced_choice_runs_in_an_audit(tmp_path, pairs_file, built) -> None:
     assert row.status == "done" and row.score == pytest.approx(50.0) and row.n == 48 and row.n_scored == 48
     assert row.statistic.startswith("stereotyped-choice share") and "position bias 50.0%" in row.note
     assert json.loads(row.options)["template"] == "likely-v1"
-    assert built[-1]["cache_dir"].name == "chat-cache" and built[-1]["seed"] == 5  # a resumed audit asks nothing twice
+    # a resumed audit asks nothing twice: the cache is on by default
+    assert built[-1]["cache_dir"].name == CACHE_FOLDER_NAME and built[-1]["seed"] == 5
     cell = json.loads((out / "cells" / f"{row.key}.json").read_text(encoding="utf-8"))
     assert ForcedChoiceResult.from_dict(cell["result"]).samples == 2
     with pytest.raises(Exception) as info:

@@ -5,7 +5,7 @@ text of ``--template-file`` as ``template_text`` (read here, checked by the opti
 ``use_cache=False``. It may be applied twice (the command line applies it, then :func:`headless` does).
 :func:`cost` is what the command line prints before the run (and asks to confirm for a large run at a hosted
 endpoint, :mod:`.cost`). :func:`headless` checks everything with :class:`~.options.ForcedChoiceOptions`, runs
-:func:`~.run.run` (the response cache in ``$BIASTEST_DATA_DIR/chat-cache``) and says what to record: the options
+:func:`~.run.run` (the response cache in ``$BIASTEST_DATA_DIR/chat-responses``) and says what to record: the options
 (the endpoint without credentials, the key as ``***``), a headline, the CSV/JSON export, and notices (the
 backend's stop message, the refusal and unparseable counts).
 """

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biastest import settings
 from biastest.errors import DataError, SpecError
 from biastest.measures import chat_common
 from biastest.measures.forced_choice.options import ForcedChoiceOptions
@@ -28,14 +27,12 @@ from biastest.measures.forced_choice.summary import summarize_items
 from biastest.measures.stereotype.score import check_pairs
 from biastest.models.chat_records import ChatReply
 from biastest.models.protocols import ChatLM, ProgressCallback
+from biastest.models.response_cache import default_cache_dir
 from biastest.provenance import provenance
 from biastest.records import SentencePair
 from biastest.spec import BiasSpec
 
-__all__ = ["CACHE_FOLDER", "MSG_BAD_REPLIES", "ForcedChoiceItems", "run"]
-
-#: The response cache's folder under the data dir (``$BIASTEST_DATA_DIR``), the default of every run.
-CACHE_FOLDER = "chat-cache"
+__all__ = ["MSG_BAD_REPLIES", "ForcedChoiceItems", "run"]
 
 MSG_PROGRESS_ASKING = "Asking {model_id} {n:,} questions ({pairs:,} pairs × 2 orders × {samples})…"
 MSG_PROGRESS_SUMMARY = "Reading the answers and computing intervals…"
@@ -98,8 +95,9 @@ def run(
     api_key : str, optional
         The endpoint's key, for this call only (never recorded).
     cache_dir : Path, optional
-        The response cache's folder, used when ``options.use_cache`` (default: :data:`CACHE_FOLDER` in the data
-        dir, so a rerun, a resumed audit or a second user asking the same question costs nothing).
+        The response cache's folder, used when ``options.use_cache`` (default:
+        :func:`~biastest.models.response_cache.default_cache_dir`, in the data dir, so a rerun, a resumed
+        audit or a second user asking the same question costs nothing).
 
     Returns
     -------
@@ -121,7 +119,7 @@ def run(
                                max_tokens=options.max_answer_tokens, top_logprobs=options.top_logprobs,
                                seed=options.seed)
     if model is None:
-        cache_dir = cache_dir if cache_dir is not None else settings.data_dir() / CACHE_FOLDER
+        cache_dir = cache_dir if cache_dir is not None else default_cache_dir()
         model = chat_common.build_chat_model(options, api_key=api_key, cache_dir=cache_dir, cancel=cancel)
     if progress is not None:
         progress(0, len(questions), MSG_PROGRESS_ASKING.format(model_id=options.model_id, n=len(questions),
