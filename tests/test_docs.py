@@ -1,4 +1,5 @@
-"""The documentation stays navigable: the README is short, and every relative link in it and in docs/ resolves.
+"""The documentation stays navigable and true: the README is short, every relative link resolves, every source
+file and command it names exists, and docs/cli.md lists each measure's flags as `run <measure> --help` has them.
 
 The README is the front door (what biastest is, ``make run``, ``make test``, a screenshot, a table of contents
 into ``docs/``); the pages for each audience and the measures' cards live in ``docs/`` (see ``docs/DESIGN.md``).
@@ -64,3 +65,106 @@ def test_the_link_check_sees_links_and_skips_code() -> None:
         "`[not](code.md)`\n```\n[nor](block.md)\n```\n"
     )
     assert relative_links(text) == ["docs/a.md", "img/b.png"]
+
+
+# --------------------------------------------------------------------------- names in the docs exist
+#: A source path the docs name: ``biastest/…/x.py`` (and ``tests/``, ``scripts/``, ``benchmarks/``), in text, code or a
+#: link (``../../tests/x.py``: from the repository root).
+SOURCE_PATH = re.compile(r"(?<![\w./-])(?:\.\./)*((?:biastest|tests|scripts|benchmarks)/[\w./-]*?\.py)\b")
+#: A command of the command line the docs name: ``python -m biastest COMMAND [run's MEASURE]``.
+CLI_COMMAND = re.compile(r"python -m biastest ([\w-]+)(?: ([^\s`]+))?")
+#: The worked example of docs/DESIGN.md ("Adding a measure") names a measure folder and a measure that are not in the
+#: package: that is the example's point.
+EXAMPLE_PATHS = ("biastest/measures/vector_norm/",)
+EXAMPLE_MEASURES = ("vector-norm",)
+
+
+def missing_source_paths(text: str, root: Path = REPO_ROOT) -> list[str]:
+    """The source paths named in ``text`` that do not exist under ``root`` (the worked example's left out)."""
+    named = dict.fromkeys(SOURCE_PATH.findall(text))
+    return [p for p in named if not p.startswith(EXAMPLE_PATHS) and not (root / p).is_file()]
+
+
+def unknown_commands(text: str, commands: set[str], measures: set[str]) -> list[str]:
+    """``python -m biastest X`` with X no command, or ``run M`` with M a lower-case word that is no measure.
+
+    ``run SPEC --kind …`` (a quoted name or a file) and placeholders (``MEASURE``, ``<measure>``) are not measures.
+    """
+    bad = []
+    for command, arg in CLI_COMMAND.findall(text):
+        if command not in commands:
+            bad.append(command)
+        elif (command == "run" and re.fullmatch(r"[a-z][a-z0-9-]*", arg or "")
+              and arg not in measures and arg not in EXAMPLE_MEASURES):
+            bad.append(f"run {arg}")
+    return bad
+
+
+def _cli_names() -> tuple[set[str], set[str]]:
+    from biastest.cli import build_parser
+    from biastest.cli.run import cli_measures
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return set(sub.choices), {n for m in cli_measures() for n in (m.name, *m.aliases)}
+
+
+@pytest.mark.parametrize("page", markdown_files(), ids=lambda p: str(p.relative_to(REPO_ROOT)))
+def test_every_source_path_and_command_the_docs_name_exists(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    assert not missing_source_paths(text), f"{page.name} names files that do not exist: {missing_source_paths(text)}"
+    commands, measures = _cli_names()
+    bad = unknown_commands(text, commands, measures)
+    assert not bad, f"{page.name} names commands the CLI does not have: {bad}"
+
+
+def test_the_name_checks_catch_a_planted_missing_file_and_command(tmp_path: Path) -> None:
+    """Positive control: a missing module, a missing test file, an unknown command and an unknown measure are
+    caught; real ones, the worked example and ``python -m biastest.spaces`` are not."""
+    (tmp_path / "biastest" / "cli").mkdir(parents=True)
+    (tmp_path / "biastest" / "cli" / "run.py").write_text("", encoding="utf-8")
+    text = ("see biastest/cli/run.py and `biastest/metrics/weat.py`, [t](../tests/test_gone.py), "
+            "biastest/measures/vector_norm/options.py")
+    assert missing_source_paths(text, tmp_path) == ["biastest/metrics/weat.py", "tests/test_gone.py"]
+    text = ("python -m biastest run weat SPEC; python -m biastest frobnicate; python -m biastest run wat X; "
+            "python -m biastest run \"WEAT 7\" --kind embeddings; python -m biastest run MEASURE SPEC; "
+            "python -m biastest run vector-norm SPEC; python -m biastest.spaces deploy gpt; "
+            "`python -m biastest` calls main")
+    assert unknown_commands(text, {"run", "audit"}, {"weat"}) == ["frobnicate", "run wat"]
+
+
+# --------------------------------------------------------------------------- docs/cli.md's flag tables
+CLI_PAGE = REPO_ROOT / "docs" / "cli.md"
+COMMON_RUN_FLAGS = {"--out", "--csv", "--progress"}
+
+
+def documented_flags(page_text: str, measure: str) -> set[str]:
+    """The flags in the first column of the table under ``#### `run <measure>` …`` of docs/cli.md."""
+    match = re.search(rf"^#### `run {re.escape(measure)}`.*?$(.*?)(?=^#{{2,4}} |\Z)", page_text, re.M | re.S)
+    if match is None:
+        return set()
+    rows = [line for line in match.group(1).splitlines() if line.startswith("| ") and not line.startswith("|---")]
+    return {flag for row in rows[1:] for flag in re.findall(r"`(--[a-z][a-z0-9-]*)", row.split("|")[1])}
+
+
+def test_the_flag_table_of_each_measure_is_its_run_help() -> None:
+    """docs/cli.md lists each measure's flags, as ``run <measure> --help`` has them, and no other measure's."""
+    from biastest.cli.flags import flags_of
+    from biastest.cli.run import _extra_flags, cli_measures
+
+    text = CLI_PAGE.read_text(encoding="utf-8")
+    for m in cli_measures():
+        expected = {f.flag for f in flags_of(m.Options)} | {flag for flag, _ in _extra_flags(m)}
+        documented = documented_flags(text, m.name)
+        assert expected - documented == set(), f"run {m.name}: flags missing from docs/cli.md"
+        assert documented - expected - COMMON_RUN_FLAGS == set(), f"run {m.name}: flags it does not take"
+
+
+def test_the_flag_table_reader_sees_a_planted_table() -> None:
+    """Positive control: the reader takes the first column of the measure's own table only."""
+    text = ("#### `run weat`\n\n| flag | option |\n|---|---|\n| `--seed` | `seed` |\n"
+            "| `--bootstrap N`, `--confidence` | not `--other` |\n\n"
+            "#### `run bayes`\n\n| flag |\n|---|\n| `--draws` |\n")
+    assert documented_flags(text, "weat") == {"--seed", "--bootstrap", "--confidence"}
+    assert documented_flags(text, "bayes") == {"--draws"}
+    assert documented_flags(text, "vlm") == set()
