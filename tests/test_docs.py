@@ -168,3 +168,32 @@ def test_the_flag_table_reader_sees_a_planted_table() -> None:
     assert documented_flags(text, "weat") == {"--seed", "--bootstrap", "--confidence"}
     assert documented_flags(text, "bayes") == {"--draws"}
     assert documented_flags(text, "vlm") == set()
+
+
+# --------------------------------------------------------------------------- the measure cards' options
+def card_options(card_text: str) -> set[str]:
+    """The option names in the first column of the table under a card's ``## Options`` (flags left out)."""
+    match = re.search(r"^## Options\s*$(.*?)(?=^## |\Z)", card_text, re.M | re.S)
+    if match is None:
+        return set()
+    rows = [line for line in match.group(1).splitlines() if line.startswith("| ") and not line.startswith("|---")]
+    return {name for row in rows[1:] for name in re.findall(r"`([a-z][a-z0-9_]*)`", row.split("|")[1])}
+
+
+def test_each_card_lists_its_measures_options_by_their_names() -> None:
+    """Every field of a measure's Options is in its card's options table, and the table names no other."""
+    from biastest.measures import MEASURES
+
+    for measure in MEASURES.values():
+        card = REPO_ROOT / measure.card
+        named = card_options(card.read_text(encoding="utf-8"))
+        fields = set(measure.Options.model_fields)
+        assert fields - named == set(), f"{measure.card}: options missing from the table"
+        assert named - fields == set(), f"{measure.card}: names in the table that are not options"
+
+
+def test_the_card_reader_sees_a_planted_table() -> None:
+    """Positive control: field names of the first column only, flags and other columns left out."""
+    text = ("## Options\n\n| option (CLI flag) | default |\n|---|---|\n| `seed` (`--seed`) | `auto` |\n"
+            "| `draws`, `tune` | 2,000 |\n\n## How to read it\n\n| `other` |\n")
+    assert card_options(text) == {"seed", "draws", "tune"}
