@@ -8,7 +8,10 @@ into ``docs/``); the pages for each audience and the measures' cards live in ``d
 
 from __future__ import annotations
 
+import importlib
+import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -198,3 +201,61 @@ def test_the_card_reader_sees_a_planted_table() -> None:
     text = ("## Options\n\n| option (CLI flag) | default |\n|---|---|\n| `seed` (`--seed`) | `auto` |\n"
             "| `draws`, `tune` | 2,000 |\n\n## How to read it\n\n| `other` |\n")
     assert card_options(text) == {"seed", "draws", "tune"}
+
+
+# --------------------------------------------------------------------------- docs/DESIGN.md's worked example runs
+DESIGN = REPO_ROOT / "docs" / "DESIGN.md"
+EXAMPLE_FILE = re.compile(r"^`biastest/measures/vector_norm/(\w+\.py)` —.*?^```python\n(.*?)^```", re.M | re.S)
+
+
+def example_files(text: str) -> dict[str, str]:
+    """File name → source of the worked example "adding a measure" in docs/DESIGN.md."""
+    return dict(EXAMPLE_FILE.findall(text))
+
+
+def test_the_worked_example_of_a_measure_runs_through_the_command_line(tmp_path, monkeypatch, capsys) -> None:
+    """The files docs/DESIGN.md shows, written into a folder of ``biastest.measures`` and registered, run through
+    ``run vector-norm`` with the flags their options declare, and refuse a bad value with their own message."""
+    import biastest.measures
+
+    files = example_files(DESIGN.read_text(encoding="utf-8"))
+    assert set(files) == {"options.py", "score.py", "result.py", "run.py", "report.py", "__init__.py"}
+    folder = tmp_path / "vector_norm"
+    folder.mkdir()
+    for name, source in files.items():
+        (folder / name).write_text(source, encoding="utf-8")
+    monkeypatch.setattr(biastest.measures, "__path__", [*biastest.measures.__path__, str(tmp_path)])
+    try:
+        _run_the_example(tmp_path, capsys)
+    finally:  # the example leaves no module behind for the other tests
+        for name in [m for m in sys.modules if m.startswith("biastest.measures.vector_norm")]:
+            del sys.modules[name]
+        if hasattr(biastest.measures, "vector_norm"):
+            delattr(biastest.measures, "vector_norm")
+
+
+def _run_the_example(tmp_path: Path, capsys) -> None:
+    from biastest.cli import EXIT_OK, EXIT_USAGE, main
+    from biastest.measures import MEASURES
+
+    example = importlib.import_module("biastest.measures.vector_norm")
+    options = importlib.import_module("biastest.measures.vector_norm.options")
+    out = tmp_path / "norm.json"
+    with MEASURES.registered(example.MEASURE):
+        rc = main(["run", "norm", "WEAT 7: Math vs arts, male vs female terms", "--max-words", "3", "--seed", "5",
+                   "--out", str(out), "--csv", str(tmp_path / "norm.csv")])
+        assert rc == EXIT_OK, capsys.readouterr().err
+        doc = json.loads(out.read_text(encoding="utf-8"))
+        assert doc["test"] == "vector-norm" and doc["options"] == {"source": "glove-6b-50d", "seed": 5, "max_words": 3}
+        assert doc["result"]["n_words"] == 12 and doc["result"]["mean_norm"] > 0
+        assert example.VectorNormResult.from_dict({"norm": 1.5, "n_words": 2, "n_missing": 0}).mean_norm == 1.5
+        capsys.readouterr()
+        rc = main(["run", "vector-norm", "x", "--max-words", "0", "--out", str(tmp_path / "x.json")])
+        assert rc == EXIT_USAGE
+        assert capsys.readouterr().err.strip() == options.MSG_BAD_MAX_WORDS.format(value=0)
+
+
+def test_the_example_reader_finds_a_planted_file() -> None:
+    """Positive control: a file's block is the first Python block after its heading line."""
+    text = "`biastest/measures/vector_norm/run.py` — the run:\n\n```python\nx = 1\n```\n\n```python\ny = 2\n```\n"
+    assert example_files(text) == {"run.py": "x = 1\n"}
