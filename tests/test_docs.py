@@ -259,3 +259,32 @@ def test_the_example_reader_finds_a_planted_file() -> None:
     """Positive control: a file's block is the first Python block after its heading line."""
     text = "`biastest/measures/vector_norm/run.py` — the run:\n\n```python\nx = 1\n```\n\n```python\ny = 2\n```\n"
     assert example_files(text) == {"run.py": "x = 1\n"}
+
+
+# --------------------------------------------------------------------------- docs/DESIGN.md's layer table
+def layer_table(text: str) -> dict[str, set[str]]:
+    """Layer name → the units its row of DESIGN.md's layer table names (both columns; ``app_*.py`` as ``apps``,
+    "the package root" as ``""``)."""
+    match = re.search(r"^\s*\| layer \| units.*?$(.*?)(?=^\s*$)", text, re.M | re.S)
+    out: dict[str, set[str]] = {}
+    for line in (match.group(1).splitlines() if match else []):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or set(cells[0]) <= {"-"}:
+            continue
+        names = set(re.findall(r"`([\w*.]+)`", cells[1] + " " + cells[2]))
+        names = {"apps" if n == "app_*.py" else n for n in names}
+        out[cells[0]] = names | ({""} if "package root" in cells[2] else set())
+    return out
+
+
+def test_the_layer_table_of_design_md_is_the_one_house_stats_checks() -> None:
+    from scripts.house_stats import ASSUMED, LAYERS
+
+    expected = {name: set(units) | {u for u, (layer, _) in ASSUMED.items() if layer == name} for name, units in LAYERS}
+    assert layer_table(DESIGN.read_text(encoding="utf-8")) == expected
+
+
+def test_the_layer_table_reader_sees_a_planted_table() -> None:
+    text = ("   | layer | units | and |\n   |---|---|---|\n   | top | `app_*.py`, `ui` | `runner` |\n"
+            "   | bottom | `errors` | `settings`, the package root |\n\n")
+    assert layer_table(text) == {"top": {"apps", "ui", "runner"}, "bottom": {"errors", "settings", ""}}
