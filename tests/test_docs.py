@@ -1,6 +1,7 @@
 """The documentation stays navigable and true: the README is short, every relative link resolves, every source
 file and command it names exists, each measure card lists its Options' fields, and docs/cli.md lists each measure's
-flags as `run <measure> --help` has them.
+flags as `run <measure> --help` has them; docs/DESIGN.md's worked example of a measure runs through the command
+line, and its layer table is the one scripts/house_stats.py checks.
 
 The README is the front door (what biastest is, ``make run``, ``make test``, a screenshot, a table of contents
 into ``docs/``); the pages for each audience and the measures' cards live in ``docs/`` (see ``docs/DESIGN.md``).
