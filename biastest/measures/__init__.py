@@ -2,8 +2,9 @@
 
 A measure's folder holds its options, scoring, result, summary, run, report and
 comparison (see ``docs/DESIGN.md``, "Adding a measure"). The command line's
-``run <measure>`` subcommands, the audit grid's methods and the apps' lists of
-tests are made from :data:`MEASURES`; nothing else lists measures by hand.
+``run <measure>`` subcommands and the audit grid's methods are made from
+:data:`MEASURES`; the apps (``biastest/ui``) still give each of their measures
+a place of its own.
 
 Adding a measure is one folder and one line below.
 """
