@@ -236,6 +236,7 @@ def test_the_worked_example_of_a_measure_runs_through_the_command_line(tmp_path,
 
 
 def _run_the_example(tmp_path: Path, capsys) -> None:
+    from biastest.audit import parse_grid, read_table, run_audit
     from biastest.cli import EXIT_OK, EXIT_USAGE, main
     from biastest.measures import MEASURES
 
@@ -254,6 +255,14 @@ def _run_the_example(tmp_path: Path, capsys) -> None:
         rc = main(["run", "vector-norm", "x", "--max-words", "0", "--out", str(tmp_path / "x.json")])
         assert rc == EXIT_USAGE
         assert capsys.readouterr().err.strip() == options.MSG_BAD_MAX_WORDS.format(value=0)
+        # and through an audit, by the AuditUse its own __init__.py carries (no line in the audit's code)
+        grid = {"models": [{"name": "glove", "kind": "embeddings", "id": "glove-6b-50d"}],
+                "specs": ["WEAT 7: Math vs arts, male vs female terms"], "methods": ["vector-norm"], "seeds": [5],
+                "options": {"max_words": 3}}
+        summary = run_audit(parse_grid(grid, base=tmp_path), tmp_path / "audit", progress=False)
+        assert (summary.cells, summary.computed, summary.failed) == (1, 1, 0)
+        row = read_table(tmp_path / "audit").set_index("method").loc["vector-norm"]
+        assert row.statistic == "mean word-vector norm" and row.score == doc["result"]["mean_norm"]
 
 
 def test_the_example_reader_finds_a_planted_file() -> None:

@@ -1,8 +1,9 @@
 """How an audit uses a measure: which specifications it takes, its items, its defaults and its table row.
 
-A measure of :data:`biastest.measures.MEASURES` runs in an audit when it has an :class:`AuditUse`: the
-measure brings one in ``MEASURE.extra["audit"]`` (a new measure does, e.g. the toy measure of
-``tests/test_toy_measure.py``), or, for the measures that were audited before the registry existed, the
+A measure of :data:`biastest.measures.MEASURES` runs in an audit when it has an
+:class:`~biastest.measures.base.AuditUse` (a record of the measures' layer, so a measure's folder can hold its
+own): the measure brings one in ``MEASURE.extra["audit"]`` (a new measure does, e.g. forced-choice and the toy
+measure of ``tests/test_toy_measure.py``), or, for the measures that were audited before the registry existed, the
 audit's own :data:`BUILTIN_USES` reads their results into the table as before. ``extra["audit"] = False``
 keeps a measure out of audits (the Bayesian measures: no single score per cell); ``extra["audit_refusal"]``
 then says why, with ``{where}`` for the place in the grid.
@@ -13,12 +14,11 @@ Everything else — the measure's name, aliases, kind of model, options with the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from biastest.measures import MEASURES, Measure
-from biastest.measures.forced_choice import ForcedChoiceItems
+from biastest.measures.base import AuditUse
 from biastest.measures.stereotype.run import StereotypeItems
 from biastest.measures.stereotype.score import methods_for_kind
 from biastest.measures.twoafc import TwoAFCItems
@@ -56,7 +56,6 @@ STATISTICS = {
     "vlm-endpoint": "bias score (%, soft)",
     "weat": "WEAT effect size d",
     "2afc": "PSE per target word (no single score: see the cell file)",
-    "forced-choice": "stereotyped-choice share (%, among parseable answers)",
 }
 #: What ``score`` holds for a vision-language model behind an endpoint that gave no probabilities.
 STATISTIC_VLM_HARD = "bias score (%, single answers)"
@@ -73,40 +72,6 @@ def items_for_kind(kind: str, spec: Any, content: Mapping[str, Any] | None) -> d
         return {"images": [TestImage.from_row(r) for r in content["images"]], "image_root": content["image_root"],
                 "spec": spec}
     return {"spec": spec}
-
-
-@dataclass(frozen=True)
-class AuditUse:
-    """What an audit needs of a measure beyond its record.
-
-    Attributes
-    ----------
-    label : str, optional
-        The method's name in the grid and the table (default the measure's name).
-    spec_type : {"bias", "twoafc"}
-        The specifications it takes (a bias specification, or a 2AFC one of target words and cue pairs).
-    items : callable
-        ``items(records) -> Items``: the measure's items from :func:`items_for_kind`'s records.
-    row : callable
-        ``row(result, row)``: fill a table row (``score``, ``ci_low`` …) from the result's ``to_dict()``.
-    statistic : str
-        What the ``score`` column holds.
-    defaults : mapping
-        Defaults of a headless run that differ from the options' own (a single model's 2AFC needs noise).
-    prepare : callable, optional
-        ``prepare(values) -> values``: the cell's identity made ready to run (e.g. a method read from the model).
-    more : callable, optional
-        ``more(measure, options, items) -> dict``: further documents of the cell (WEAT's MAC).
-    """
-
-    spec_type: str
-    items: Callable[[dict[str, Any]], Any]
-    row: Callable[[dict[str, Any], dict[str, Any]], None]
-    statistic: str
-    label: str | None = None
-    defaults: Mapping[str, Any] = field(default_factory=dict)
-    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    more: Callable[[Measure, Any, Any], dict[str, Any]] | None = None
 
 
 # --------------------------------------------------------------------------- rows of the built-in measures
@@ -158,24 +123,6 @@ def _twoafc_row(r: dict[str, Any], row: dict[str, Any]) -> None:
                 "model_kind": "embeddings"})
 
 
-def _forced_choice_row(r: dict[str, Any], row: dict[str, Any]) -> None:
-    """The headline share (cluster bootstrap); the refusal, unparseable and position figures go in the note."""
-    s, counts = r.get("share"), r["counts"]
-    n_answers = sum(counts.values())
-    n_parseable = counts.get("stereotyped", 0) + counts.get("anti-stereotyped", 0)
-    rates = {k: (r.get(k) or {}).get("estimate") for k in ("refusal_rate", "unparseable_rate", "position_bias")}
-    note = "; ".join(f"{k.replace('_', ' ')} {v:.1f}%" for k, v in rates.items() if v is not None)
-    note = "; ".join(x for x in (f"template {r['template']['name']}", note) if x)
-    row.update({"n": n_answers, "n_scored": n_parseable,
-                "n_excluded": n_answers - n_parseable, "model_kind": "chat", "note": note or None})
-    if s is not None:
-        row.update({"score": s["estimate"], "ci_low": s["low"], "ci_high": s["high"],
-                    "ci_method": s["interval_method"], "confidence": s["confidence"], "p_value": s["p_value"],
-                    "clusters": s["cluster_by"], "n_clusters": s["n_clusters"], "design_effect": s["design_effect"]})
-        if not s["interval_shown"]:
-            row["note"] = "; ".join(x for x in (s["reason"], note) if x)
-
-
 def _stereotype_prepare(values: dict[str, Any]) -> dict[str, Any]:
     """A method planned as ``auto`` (the kind could not be read then) is read now, or the cell fails saying why."""
     if values.get("method") != "auto":
@@ -202,8 +149,6 @@ BUILTIN_USES: dict[str, AuditUse] = {
     "twoafc": AuditUse(label="2afc", spec_type="twoafc", items=lambda r: TwoAFCItems(spec=r["spec"]),
                        row=_twoafc_row, statistic=STATISTICS["2afc"],
                        defaults={"noise_sigma": DEFAULT_NOISE_SIGMA}),
-    "forced-choice": AuditUse(spec_type="bias", items=lambda r: ForcedChoiceItems(r["pairs"], r["spec"]),
-                              row=_forced_choice_row, statistic=STATISTICS["forced-choice"]),
 }
 
 

@@ -56,6 +56,7 @@ from biastest.options import BOUNDS, check_option
 
 __all__ = [
     "KINDS",
+    "AuditUse",
     "Headless",
     "Inputs",
     "MSG_BAD_RESULT_FILE",
@@ -329,6 +330,45 @@ class Headless:
 
 
 # --------------------------------------------------------------------------- the measure record
+@dataclass(frozen=True)
+class AuditUse:
+    """What an audit needs of a measure beyond its record: ``MEASURE.extra["audit"]``, read by the audit.
+
+    It lives here, below the audit, so a measure's own folder can say how an audit runs it (the audit,
+    :mod:`biastest.audit.uses`, reads it; a measure may not import the audit).
+
+    Attributes
+    ----------
+    label : str, optional
+        The method's name in the grid and the table (default the measure's name).
+    spec_type : {"bias", "twoafc"}
+        The specifications it takes (a bias specification, or a 2AFC one of target words and cue pairs).
+    items : callable
+        ``items(records) -> Items``: the measure's items from the audit's frozen records of a cell
+        (:func:`biastest.audit.uses.items_for_kind`: ``pairs`` and ``spec``, or ``images``, ``image_root`` and ``spec``,
+        or ``spec``).
+    row : callable
+        ``row(result, row)``: fill a table row (``score``, ``ci_low`` …) from the result's ``to_dict()``.
+    statistic : str
+        What the ``score`` column holds.
+    defaults : mapping
+        Defaults of a headless run that differ from the options' own (a single model's 2AFC needs noise).
+    prepare : callable, optional
+        ``prepare(values) -> values``: the cell's identity made ready to run (e.g. a method read from the model).
+    more : callable, optional
+        ``more(measure, options, items) -> dict``: further documents of the cell (WEAT's MAC).
+    """
+
+    spec_type: str
+    items: Callable[[dict[str, Any]], Any]
+    row: Callable[[dict[str, Any], dict[str, Any]], None]
+    statistic: str
+    label: str | None = None
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    more: Callable[[Measure, Any, Any], dict[str, Any]] | None = None
+
+
 @dataclass(frozen=True)
 class Measure:
     """One measure: what the CLI, the audit grid and the apps need to know of it.

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from biastest.measures.base import Measure
 from biastest.measures.forced_choice import report
+from biastest.measures.forced_choice.audit import AUDIT_USE
 from biastest.measures.forced_choice.compare import Agreement, agreement_with_likelihood, compare_forced_choice
 from biastest.measures.forced_choice.cost import Cost, estimate_cost, is_hosted
 from biastest.measures.forced_choice.headless import CLI_FLAGS, cost, headless, prepare
@@ -70,5 +71,5 @@ MEASURE = Measure(
     card="docs/measures/forced-choice.md",
     headless=headless,
     prepare=prepare,
-    extra={"cli_flags": CLI_FLAGS, "cost": cost, "templates": tuple(TEMPLATES)},
+    extra={"cli_flags": CLI_FLAGS, "cost": cost, "templates": tuple(TEMPLATES), "audit": AUDIT_USE},
 )
