@@ -14,12 +14,14 @@ from biastest.stats.psychometric import fit_psychometric, fit_psychometric_propo
 from biastest.stats.psychometric.guess_lapse import (
     MSG_GL_BAD_BOOTSTRAP,
     MSG_GL_BAD_Q,
+    MSG_GL_BAD_SHARE,
     MSG_GL_FLAT,
     MSG_GL_NO_VARIATION,
     MSG_GL_SEPARATED,
     MSG_GL_TOO_FEW_LEVELS,
     MSG_SHIFT_NO_FIT,
     fit_guess_lapse,
+    guess_lapse_from_position_share,
     guess_lapse_function,
     jnd_from_scale,
     pse_shift,
@@ -128,7 +130,11 @@ def test_position_bias_does_not_move_the_pse(q):
     first = c["first"].sum() / c["n"].sum()
     print(f"q={q}: PSE {f.pse:.3f} {f.pse_ci}, fitted q {f.guess_lapse:.3f}, first-shown share {first:.3f}")
     assert f.pse_ci[0] <= 0.38 <= f.pse_ci[1]
-    assert c["first"].sum() / c["n"].sum() == pytest.approx(0.5 + q / 2, abs=0.05)  # the habit shows as a share
+    assert first == pytest.approx(0.5 + q / 2, abs=0.05)  # the habit shows as a share
+    q_measured = guess_lapse_from_position_share(first)
+    assert q_measured == pytest.approx(q, abs=0.1)
+    fixed = fit_guess_lapse(LEVELS, c["k"], c["n"], guess_lapse=q_measured, n_bootstrap=300, seed=SEED)
+    assert fixed.guess_lapse_fixed and fixed.pse_ci[0] <= 0.38 <= fixed.pse_ci[1]
 
 
 def test_simulated_balanced_design_plain_slope_biased_guess_lapse_recovers_it():
@@ -233,6 +239,9 @@ def test_data_that_identify_no_curve_get_a_status_and_a_message():
     with pytest.raises(MethodError) as e:
         fit_guess_lapse(x, [0, 1, 2, 3, 4], 10, guess_lapse=1.0)
     assert e.value.message == MSG_GL_BAD_Q.format(value=1.0)
+    with pytest.raises(MethodError) as e:
+        guess_lapse_from_position_share(1.5)
+    assert e.value.message == MSG_GL_BAD_SHARE.format(value=1.5)
     with pytest.raises(MethodError) as e:
         fit_guess_lapse(x, [0, 1, 2, 3, 4], 10, bootstrap="jackknife")
     assert e.value.message == MSG_GL_BAD_BOOTSTRAP.format(value="jackknife")

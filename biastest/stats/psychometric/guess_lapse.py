@@ -98,12 +98,14 @@ __all__ = [
     "PSEShift",
     "fit_guess_lapse",
     "guess_lapse_function",
+    "guess_lapse_from_position_share",
     "jnd_from_scale",
     "pse_shift",
     "GL_BOOTSTRAPS",
     "MIN_LEVELS",
     "MSG_GL_BAD_BOOTSTRAP",
     "MSG_GL_BAD_Q",
+    "MSG_GL_BAD_SHARE",
     "MSG_GL_TOO_FEW_LEVELS",
     "MSG_GL_NO_VARIATION",
     "MSG_GL_SEPARATED",
@@ -124,6 +126,7 @@ MSG_GL_BAD_Q = (
     "The guess/lapse rate q (the share of answers given by position, not content) must be a number in [0, 1), "
     "and its largest fitted value below 1; got {value}."
 )
+MSG_GL_BAD_SHARE = "The share of answers naming the first-shown option must be in [0, 1]; got {value}."
 MSG_GL_TOO_FEW_LEVELS = (
     "A psychometric curve with a guess/lapse rate needs answers at {need} or more different stimulus levels (α); "
     "these data have {count}. Add stimuli along the continuum."
@@ -181,6 +184,27 @@ def guess_lapse_function(
     """
     half = float(guess_lapse) / 2.0
     return psychometric_function(x, pse=pse, scale=scale, sigmoid=sigmoid, guess_rate=half, lapse_rate=half)
+
+
+def guess_lapse_from_position_share(first_share: float) -> float:
+    """q implied by the share of answers naming the first-shown option, under a balanced design.
+
+    By content the first-shown option is named half the time (each cue is
+    first in half the questions), so a habit of naming the first option with
+    probability q gives ``P(first) = q + (1 − q)/2 = 1/2 + q/2``; a habit of
+    naming the *last* option gives ``1/2 − q/2`` and the same symmetric
+    ψ_obs. Hence ``q = |2·P(first) − 1|`` — an estimate to fix q with
+    (``fit_guess_lapse(..., guess_lapse=q)``) when it is measured on the same answers.
+
+    Examples
+    --------
+    >>> guess_lapse_from_position_share(0.6), guess_lapse_from_position_share(0.35)
+    (0.2, 0.3)
+    """
+    share = float(first_share)
+    if not 0.0 <= share <= 1.0:
+        raise MethodError(MSG_GL_BAD_SHARE.format(value=share), value=share)
+    return round(abs(2.0 * share - 1.0), 12)
 
 
 def jnd_from_scale(scale: float | np.ndarray, sigmoid: str) -> float | np.ndarray:
@@ -294,14 +318,15 @@ def _batch_nll(theta: np.ndarray, x: np.ndarray, k: np.ndarray, n: np.ndarray, s
 
 
 def _batch_fit(x: np.ndarray, k: np.ndarray, n: np.ndarray, theta: np.ndarray, *, sigmoid: str,
-               q_fixed: float | None, max_q: float, max_iter: int = 300,
+               q_fixed: float | None, max_q: float, max_iter: int = 500,
                tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
-    """Maximum-likelihood fits of many data sets (rows) at once: (θ [B, 3], nll kernel [B]).
+    """Maximum-likelihood fits of many data sets (rows) at once: (θ [B, 3], nll kernel [B]; NaN: no convergence).
 
     Projected Fisher scoring with step halving over θ = (μ, log s, q) in a box:
     μ within ten spans of the levels, s within [1e-4, 1e2] spans, q in
     [0, max_q] (or fixed). A coordinate at its bound whose gradient points out
-    is held there for the step. Each accepted step raises the likelihood.
+    is held there for the step. Each accepted step raises the likelihood; a
+    row still moving after ``max_iter`` steps gets a NaN likelihood (status "failed").
     """
     span = np.ptp(x, axis=1)
     span = np.where(span > 0, span, 1.0)
@@ -349,6 +374,7 @@ def _batch_fit(x: np.ndarray, k: np.ndarray, n: np.ndarray, theta: np.ndarray, *
         moved = np.abs(new_th - th).max(axis=1)
         theta[rows], nll[rows] = new_th, new_nll
         active[rows[~accepted | (moved < tol * (1 + np.abs(th).max(axis=1)))]] = False
+    nll[active] = np.nan
     return theta, nll
 
 
@@ -502,7 +528,8 @@ def _bootstrap(x: np.ndarray, k: np.ndarray, n: np.ndarray, point: _Point, *, si
     both = np.concatenate([rows, rows])
     th, nll = _batch_fit(xs[both], ks[both], ns[both], np.repeat(starts, rows.size, axis=0), sigmoid=sigmoid,
                          q_fixed=q_fixed, max_q=max_q)
-    second = np.where(np.isfinite(nll[rows.size:]) & (nll[rows.size:] < nll[: rows.size]), 1, 0)
+    one, two = nll[: rows.size], nll[rows.size:]
+    second = np.where(np.isfinite(two) & (~np.isfinite(one) | (two < one)), 1, 0)
     pick = np.arange(rows.size) + second * rows.size
     steps = int(sep.sum())
     for j, r in enumerate(rows):
