@@ -19,14 +19,13 @@ from biastest.stats.psychometric.guess_lapse import (
     MSG_GL_NO_VARIATION,
     MSG_GL_SEPARATED,
     MSG_GL_TOO_FEW_LEVELS,
-    MSG_SHIFT_NO_FIT,
     fit_guess_lapse,
     guess_lapse_from_position_share,
     guess_lapse_function,
     jnd_from_scale,
-    pse_shift,
 )
 from biastest.stats.psychometric.model import MSG_SEED_REQUIRED
+from biastest.stats.psychometric.shift import MSG_SHIFT_NO_FIT, pse_shift
 from tests.psychometric_helpers import (
     NEUTRAL_CONTEXT,
     REFUSAL,

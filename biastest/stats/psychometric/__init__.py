@@ -42,7 +42,8 @@ the data checks, separation), :mod:`~biastest.stats.psychometric.batch`
 intervals, fits to proportions, percentile intervals) and
 :mod:`~biastest.stats.psychometric.guess_lapse` (fits with a symmetric
 guess/lapse rate q, ψ = q/2 + (1 − q)·Ψ, for subjects with a position habit;
-PSE, JND and the PSE shift between contexts).
+PSE, JND) and :mod:`~biastest.stats.psychometric.shift` (the PSE shift
+between contexts with its bootstrap interval).
 """
 
 from __future__ import annotations
@@ -56,12 +57,10 @@ from biastest.stats.psychometric.fit import (
 )
 from biastest.stats.psychometric.guess_lapse import (
     GuessLapseFit,
-    PSEShift,
     fit_guess_lapse,
     guess_lapse_from_position_share,
     guess_lapse_function,
     jnd_from_scale,
-    pse_shift,
 )
 from biastest.stats.psychometric.model import (
     MSG_BAD_BOOTSTRAP,
@@ -76,6 +75,7 @@ from biastest.stats.psychometric.model import (
     psychometric_function,
     separation_status,
 )
+from biastest.stats.psychometric.shift import PSEShift, pse_shift
 
 __all__ = [
     "PsychometricFit",
