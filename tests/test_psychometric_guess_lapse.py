@@ -224,6 +224,9 @@ def test_data_that_identify_no_curve_get_a_status_and_a_message():
     step = fit_guess_lapse([0, 0.1, 0.2, 0.3, 0.7, 0.8, 0.9, 1.0], [1, 0, 1, 0, 40, 39, 40, 39], 40)
     assert step.status == "step" and step.pse_bracket == (0.3, 0.7) and step.jnd is None
     assert 0.3 <= step.pse <= 0.7 and step.message.startswith("The best fit is a step between α = 0.3 and α = 0.7")
+    # a rise at one level (its share free as the scale goes to 0): also no finite steepness, bracket = neighbours
+    rise = fit_guess_lapse([0, 0.1, 0.2, 0.3, 0.6, 0.7, 0.8, 0.9, 1.0], [1, 0, 1, 0, 15, 40, 39, 40, 39], 40)
+    assert rise.status == "step" and rise.pse == 0.6 and rise.pse_bracket == (0.3, 0.7) and rise.scale is None
     none = fit_guess_lapse(x, [20, 20, 20, 20, 20], 40)  # no dependence on α
     assert none.status == "flat" and none.pse is None and none.jnd is None
     assert none.message.startswith(MSG_GL_FLAT.split("{")[0])

@@ -374,24 +374,38 @@ def _batch_fit(x: np.ndarray, k: np.ndarray, n: np.ndarray, theta: np.ndarray, *
     return theta, nll
 
 
-def _best_step(x: np.ndarray, k: np.ndarray, n: np.ndarray, *, q_fixed: float | None,
-               max_q: float) -> tuple[float, float, float, float]:
-    """The best step curve (s → 0) between two adjacent levels: (nll kernel, low, high, q).
+def _binomial_nll(k: np.ndarray, n: np.ndarray, p: np.ndarray) -> float:
+    p = np.clip(p, _EPS, 1 - _EPS)
+    return -float((k * np.log(p) + (n - k) * np.log1p(-p)).sum())
 
-    A step at μ between levels has ψ_obs = q/2 below and 1 − q/2 above; its q
-    is 2·(exceptions)/(answers), capped at ``max_q`` (or fixed).
+
+def _best_step(x: np.ndarray, k: np.ndarray, n: np.ndarray, *, q_fixed: float | None,
+               max_q: float) -> tuple[float, float, float, float, float]:
+    """The best limit of the curve as s → 0: (nll kernel, bracket low, bracket high, q, PSE).
+
+    Two kinds of limit: a step between two adjacent levels (ψ_obs = q/2 below,
+    1 − q/2 above), and a rise *at* one level (μ → that level, so its ψ_obs is
+    free in [q/2, 1 − q/2] and takes its observed share; the bracket is then
+    its two neighbours). q is 2·(answers against the step)/(answers at the
+    other levels), capped at ``max_q`` (or fixed).
     """
     levels = np.unique(x)
-    best = (np.inf, float(levels[0]), float(levels[-1]), 0.0)
-    total = n.sum()
-    for low, high in itertools.pairwise(levels):
-        above = x > low
-        exceptions = k[~above].sum() + (n[above] - k[above]).sum()
-        q = min(max_q, 2 * exceptions / total) if q_fixed is None else q_fixed
-        p = np.clip(np.where(above, 1 - q / 2, q / 2), _EPS, 1 - _EPS)
-        nll = -float((k * np.log(p) + (n - k) * np.log1p(-p)).sum())
+    best = (np.inf, float(levels[0]), float(levels[-1]), 0.0, float(levels.mean()))
+    candidates = [(low, high, None) for low, high in itertools.pairwise(levels)]
+    candidates += [(levels[max(j - 1, 0)], levels[min(j + 1, levels.size - 1)], levels[j])
+                   for j in range(levels.size)]
+    for low, high, at in candidates:
+        rise = np.zeros(x.shape, dtype=bool) if at is None else x == at
+        above = (x > low) & ~rise if at is None else (x > at)
+        rest = ~rise
+        exceptions = k[rest & ~above].sum() + (n[rest & above] - k[rest & above]).sum()
+        total = n[rest].sum()
+        q = (min(max_q, 2 * exceptions / total) if total else 0.0) if q_fixed is None else q_fixed
+        p = np.where(above, 1 - q / 2, q / 2)
+        p = np.where(rise, np.clip(k / n, q / 2, 1 - q / 2), p)
+        nll = _binomial_nll(k, n, p)
         if nll < best[0]:
-            best = (nll, float(low), float(high), float(q))
+            best = (nll, float(low), float(high), float(q), 0.5 * float(low + high) if at is None else float(at))
     return best
 
 
@@ -404,9 +418,9 @@ def _classify(x: np.ndarray, k: np.ndarray, n: np.ndarray, mu: float, s: float, 
     log_rel = np.log(s / span)
     if log_rel >= _LOG_S_HIGH - _BOUND_TOL or (q_fixed is None and q >= max_q - _BOUND_TOL * max_q):
         return _Point("flat", q=q)
-    step_nll, low, high, step_q = _best_step(x, k, n, q_fixed=q_fixed, max_q=max_q)
+    step_nll, low, high, step_q, step_pse = _best_step(x, k, n, q_fixed=q_fixed, max_q=max_q)
     if log_rel <= _LOG_S_LOW + _BOUND_TOL or step_nll <= nll + _STEP_TOL * (1 + abs(nll)):
-        return _Point("step", pse=0.5 * (low + high), scale=span * np.exp(_LOG_S_LOW), q=step_q, nll=step_nll,
+        return _Point("step", pse=step_pse, scale=span * np.exp(_LOG_S_LOW), q=step_q, nll=step_nll,
                       bracket=(low, high))
     return _Point("ok", pse=mu, scale=s, q=q, nll=nll)
 
