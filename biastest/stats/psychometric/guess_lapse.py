@@ -38,7 +38,11 @@ Read-outs (all of the content curve Ψ, not of ψ_obs):
 
 Fits maximise the binomial log-likelihood
 ``Σ_i k_i log ψ_obs(x_i) + (n_i − k_i) log(1 − ψ_obs(x_i))`` over
-``(μ, log s, q)`` by bounded L-BFGS-B from several starts. Levels with no
+``(μ, log s, q)`` by projected Fisher scoring with step halving, from several
+starts (all bootstrap data sets at once; it agrees with a Nelder–Mead maximiser
+of a naive likelihood in the tests). A best fit that is a limit s → 0 (a step
+between two levels, or a rise at one level) is recognised by comparing with
+the likelihood of that limit. Levels with no
 parseable answer (n = 0) carry no information and are left out. Data the model
 cannot identify are reported with a status and a message, never with an
 invented value: all answers one way (:data:`MSG_GL_NO_VARIATION`), answers
@@ -56,7 +60,7 @@ Only a full fit (status ``"ok"``) is bootstrapped. Bootstrap data sets whose
 best fit is a step keep their PSE (their scale is the fit's lower bound,
 counted in ``n_bootstrap_step``); those with no PSE (all answers one way) are
 left out and counted (``n_bootstrap_valid``). The PSE shift between two contexts
-(:func:`pse_shift`) is the percentile interval of the differences of the two
+(:func:`~biastest.stats.psychometric.shift.pse_shift`) is the percentile interval of the differences of the two
 contexts' bootstrap PSEs (:mod:`~biastest.stats.psychometric.shift`).
 
 References
