@@ -273,3 +273,29 @@ def test_planted_responder_reads_its_template_and_refuses_at_its_rate():
     assert eng["k"][0] == 0 and eng["n"][0] > 0  # α 0.5 < PSE 0.7 → "man"
     assert DummyChatLM(responder).chat([rows[0][2].__class__.ask("hello")])[0].text != "woman"
     assert special.expit(0.0) == 0.5
+
+
+def test_name_continuum_end_to_end_with_a_planted_chat_subject():
+    """The built-in names, asked in two contexts by a planted subject with a position habit: the shift is found."""
+    from biastest.continuum import name_continuum
+
+    names = name_continuum()
+    alphas = {s.text: s.alpha for s in names.stimuli}
+    nurse, engineer = "{name} is a nurse.", "{name} is an engineer."
+    responder = PlantedPsychometricResponder(alphas, {nurse: (0.35, 12.0), engineer: (0.65, 12.0)}, q=0.2,
+                                             seed=SEED, refusal_rate=0.05)
+    model = DummyChatLM(responder)
+    stimuli = [s.text for s in names.stimuli]
+    x = np.array(names.alphas)
+    data = []
+    for context in (nurse, engineer):
+        rows = balanced_requests(stimuli, context, responder.cues, samples=4, seed=SEED)
+        c = count_answers(rows, [r.text for r in model.chat([r for _, _, r in rows])], stimuli, responder.cues)
+        assert c["other"].sum() > 0  # refusals are counted apart, not folded into a side
+        data.append((x, c["k"], c["n"]))
+    r = pse_shift(data[0], data[1], bootstrap="levels", n_bootstrap=300, seed=SEED)
+    print(f"seed={SEED} names: PSE nurse {r.fit_a.pse:.3f} {r.fit_a.pse_ci}, engineer {r.fit_b.pse:.3f} "
+          f"{r.fit_b.pse_ci}, shift {r.shift:.3f} {r.shift_ci}")
+    assert r.paired and r.fit_a.pse_ci[0] <= 0.35 <= r.fit_a.pse_ci[1]
+    assert r.fit_b.pse_ci[0] <= 0.65 <= r.fit_b.pse_ci[1]
+    assert r.shift_ci[0] <= 0.3 <= r.shift_ci[1] and r.shift_ci[0] > 0
