@@ -14,8 +14,10 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from biastest import public
 from biastest.errors import EmbeddingError
 from biastest.measures import MEASURES
+from biastest.models import catalog
 from biastest.models.embeddings import (
     SAFE_EMBEDDING_SUFFIXES,
     LookupReport,
@@ -95,8 +97,6 @@ _PAIR_SPLIT = re.compile(r"[\n,;]")
 # --------------------------------------------------------------------------- the embedding source
 def paths_allowed() -> bool:
     """Server paths follow the process's one public-mode decision (:mod:`biastest.public`)."""
-    from biastest import public
-
     return public.current().server_paths
 
 
@@ -108,9 +108,7 @@ def source_choices(*, allow_paths: bool) -> list[tuple[str, str]]:
     offline (:func:`biastest.models.catalog.suggestions`); then an upload and, where allowed, a typed path. This
     app loads nothing from the Hub.
     """
-    from biastest.models.catalog import suggestions
-
-    out = [(s.label, s.value) for s in suggestions("embeddings", public=not allow_paths)]
+    out = [(s.label, s.value) for s in catalog.suggestions("embeddings", public=not allow_paths)]
     out.append(("Upload an embedding file (word2vec, GloVe, fastText)", SOURCE_UPLOAD))
     if allow_paths:
         out.append(("A file on this server (type its path)", SOURCE_PATH))
