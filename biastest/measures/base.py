@@ -406,6 +406,13 @@ class Measure:
     spec_type : {"bias", "twoafc"}
         The kind of specification it tests (a bias specification of groups and attributes, or a 2AFC one of
         targets and cue pairs).
+    label : str
+        Its short name in the apps' lists and section titles (``"WEAT / MAC"``); its ``name`` when left empty.
+    choices : mapping of str to tuple of str
+        Option name → the values the apps offer for it, in the order they show them (the stereotype measure's
+        scoring ``method``, the vision-language measure's ``combine``); the options check every value anyway.
+    extra : mapping
+        What one caller alone reads (the audit's ``methods`` variants, ``audit``/``cli`` switches, WEAT's MAC).
     """
 
     name: str
@@ -421,11 +428,18 @@ class Measure:
     headless: Callable[..., Headless] | None = None
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     spec_type: str = "bias"
+    label: str = ""
+    choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"measure {self.name!r}: kind {self.kind!r} is not one of {KINDS}")
+        if not self.label:
+            object.__setattr__(self, "label", self.name)  # frozen: the one place the record fills itself in
+        for option in self.choices:
+            if option not in self.Options.model_fields:
+                raise ValueError(f"measure {self.name!r}: choices name {option!r}, not one of its options")
 
 
 class MeasureRegistry(Mapping[str, Measure]):

@@ -38,5 +38,6 @@ MEASURE = Measure(
     compare=None,
     card="docs/measures/bayes.md",
     headless=headless,
+    label="Bayesian estimate with control groups",
     extra={"audit": False, "audit_refusal": MSG_BAYES_NOT_IN_AUDIT},
 )
