@@ -162,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     entries = available_apps()
     if not entries:
-        print("No app is available in this checkout yet (expected biastest/ui/gpt.py, vqa.py or psychophysics.py).")
+        print("No app is available in this checkout yet (expected the packages biastest/ui/gpt, biastest/ui/vqa "
+              "or biastest/ui/psychophysics).")
         return 2
     logging.basicConfig(level=logging.INFO)
     policy = public.configure(host=args.host, quiet=True)
