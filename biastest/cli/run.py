@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,7 @@ __all__ = [
     "MSG_NOT_WITH_ENDPOINT",
     "MSG_NO_ENDPOINT_MODEL",
     "MSG_NO_MODEL",
+    "MSG_NOT_CONFIRMED",
     "MSG_OPTION_NOT_FOR_RUN",
     "MSG_SAME_OUTPUT",
     "MSG_SPEC_NOT_FOR_KIND",
@@ -86,7 +88,7 @@ __all__ = [
 #: The kinds of model (the ``--kind`` of earlier versions, and ``list-specs --kind``).
 KINDS = ("lm", "vlm", "embeddings")
 #: An example model per kind, for the message of a missing ``--model``.
-MODEL_EXAMPLES = {"lm": "gpt2", "vlm": "openai/clip-vit-base-patch32"}
+MODEL_EXAMPLES = {"lm": "gpt2", "vlm": "openai/clip-vit-base-patch32", "chat": "Qwen/Qwen2.5-0.5B-Instruct"}
 
 MSG_UNKNOWN_KIND = "Unknown kind of test '{value}'.{hint} Choose one of: {choices}."
 MSG_UNKNOWN_TEST = "Unknown embedding test '{value}'.{hint} Choose one of: {choices}."
@@ -125,6 +127,9 @@ MSG_KEY_ENV_UNSET = (
     "The environment variable named by --api-key-env is not set or is empty. Set it to the endpoint's key first "
     "(export NAME=…), then run again."
 )
+MSG_NOT_CONFIRMED = (
+    "Not run: {n_requests:,} requests to a hosted endpoint need your confirmation. Run again with --yes to go ahead."
+)
 MSG_TOO_FEW_REPLICATES = "Give at least two replicate embedding files (--replicate FILE, once per file); got {count}."
 
 _KEY_ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
@@ -159,6 +164,7 @@ INPUT_FLAGS: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
                                  "pickles: opening one RUNS THE CODE IN THE FILE. Only for files you made yourself "
                                  "or fully trust"}),
     ),
+    "chat": (),
 }
 API_KEY_FLAG = ("--api-key-env", {"metavar": "VAR", "help": "name of the environment variable that holds the "
                                   "endpoint's key (never the key itself)"})
@@ -168,8 +174,23 @@ def _dest(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
 
 
+YES_FLAG = ("--yes", {"action": "store_true", "default": None,
+                      "help": "go ahead without asking when a hosted endpoint would get many requests"})
+
+
 def _extra_flags(measure: Measure) -> list[tuple[str, dict[str, Any]]]:
-    return [*INPUT_FLAGS[measure.kind], *([API_KEY_FLAG] if _takes_endpoint(measure) else [])]
+    return [*INPUT_FLAGS[measure.kind], *([API_KEY_FLAG] if _takes_endpoint(measure) else []),
+            *([YES_FLAG] if _has_cost(measure) else [])]
+
+
+def _has_cost(measure: Measure) -> bool:
+    """A measure that says what a run will cost before it runs (``extra["cost"]``: requests, tokens)."""
+    return callable(Mapping.get(measure.extra, "cost"))
+
+
+def _has_spec(measure: Measure) -> bool:
+    """A measure that tests a specification (a benchmark with its own items, ``spec_type`` none, does not)."""
+    return measure.spec_type != "none"
 
 
 def _flag_names(measure: Measure) -> set[str]:
@@ -186,7 +207,8 @@ def add_run_parser(sub: Any) -> None:
     for m in cli_measures():
         p = measures.add_parser(m.name, aliases=list(m.aliases), help=m.title, description=m.title,
                                 allow_abbrev=False)
-        p.add_argument("spec", metavar="SPEC", help="predefined specification name (list-specs) or JSON file path")
+        if _has_spec(m):
+            p.add_argument("spec", metavar="SPEC", help="predefined specification name (list-specs) or JSON file path")
         p.add_argument("--out", required=True, help="result JSON file to write")
         p.add_argument("--csv", help="also write the per-item table as CSV (as the app's download)")
         p.add_argument("--progress", action="store_true", help="print progress to stderr")
@@ -396,6 +418,8 @@ def load_inputs(args: argparse.Namespace, spec: Any, measure: Measure) -> Inputs
             images, root = images_from_store(args.store, spec)
             data = {"from": "store", "store": str(root), "n_images": len(images)}
         return Inputs(spec=spec, images=tuple(images), image_root=root, data=data)
+    if measure.kind == "chat":
+        return Inputs(spec=spec, data={"from": "the measure's own data (see the result's provenance)"})
     return Inputs(spec=spec, data={"from": "specification"}, trust_pickle=bool(args.trust_gensim_file))
 
 
@@ -420,6 +444,30 @@ def _default_headless(measure: Measure) -> Callable[..., Headless]:
     return headless
 
 
+def confirm(question: str) -> bool:
+    """Ask on the terminal (no terminal: no)."""
+    if not sys.stdin.isatty():
+        return False
+    return input(question).strip().lower() in ("y", "yes")
+
+
+def check_cost(measure: Measure, values: Mapping[str, Any], inputs: Inputs, *, yes: bool,
+               out: Callable[[str], None]) -> None:
+    """Print what the run will cost; a run that needs confirmation (a hosted endpoint, many requests) gets it
+    from ``--yes`` or the terminal.
+
+    Raises
+    ------
+    UsageError
+        :data:`MSG_NOT_CONFIRMED`.
+    """
+    cost = measure.extra["cost"](values, inputs)
+    out(cost.message())
+    question = cost.confirmation(values.get("endpoint"))
+    if question and not yes and not confirm(question):
+        raise UsageError(MSG_NOT_CONFIRMED.format(n_requests=cost.n_requests))
+
+
 def document(measure: Measure, spec: Any, run: Headless, data: Mapping[str, Any]) -> dict[str, Any]:
     """The JSON ``--out`` writes (the format of earlier versions: ``biastest-cli-result``)."""
     return {
@@ -428,7 +476,7 @@ def document(measure: Measure, spec: Any, run: Headless, data: Mapping[str, Any]
         "kind": measure.kind,
         "test": run.test,
         "seed": run.options.get("seed"),
-        "spec": spec.to_dict(),
+        "spec": spec.to_dict() if spec is not None else None,
         "options": run.options,
         "data": dict(data),
         "result": run.result.to_dict(),
@@ -449,12 +497,15 @@ def cmd_run(args: argparse.Namespace, flags_given: list[Flag], legacy: Legacy | 
     csv_path = output_path(args.csv, "CSV file") if args.csv else None
     if csv_path is not None and csv_path.resolve() == out_path.resolve():
         raise UsageError(MSG_SAME_OUTPUT.format(path=args.out))
-    spec = load_spec(args.spec)
-    check_spec(spec, measure, legacy)
+    spec = load_spec(args.spec) if _has_spec(measure) else None
+    if spec is not None:
+        check_spec(spec, measure, legacy)
     api_key = endpoint_key(args, values, measure) if _takes_endpoint(measure) else None
     if measure.kind == "embeddings":
         embedding_values(values)
     inputs = load_inputs(args, spec, measure)
+    if _has_cost(measure):
+        check_cost(measure, values, inputs, yes=bool(getattr(args, "yes", None)), out=out)
     headless = measure.headless or _default_headless(measure)
     run = headless(values, inputs, api_key=api_key, progress=printing_progress(args.progress, err))
     write_atomic(out_path, lambda p: write_json(document(measure, spec, run, inputs.data), p))

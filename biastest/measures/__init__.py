@@ -10,7 +10,7 @@ Adding a measure is one folder and one line below.
 
 from __future__ import annotations
 
-from biastest.measures import bayes, posterior, stereotype, twoafc, vlm, weat
+from biastest.measures import bayes, bbq, posterior, stereotype, twoafc, vlm, weat
 from biastest.measures.base import Measure, MeasureRegistry, OptionsBase, ResultBase
 
 __all__ = ["MEASURES", "Measure", "MeasureRegistry", "OptionsBase", "ResultBase", "get_measure"]
@@ -23,6 +23,7 @@ MEASURES = MeasureRegistry([
     weat.MEASURE,
     bayes.MEASURE,
     posterior.MEASURE,
+    bbq.MEASURE,
 ])
 
 

@@ -71,7 +71,7 @@ __all__ = [
 ]
 
 #: The kinds of model a measure takes (what the CLI's ``--model`` and the audit grid's models are).
-KINDS = ("lm", "vlm", "embeddings")
+KINDS = ("lm", "vlm", "embeddings", "chat")
 
 MSG_UNKNOWN_MEASURE = "Unknown measure '{name}'.{hint} Available: {choices}."
 MSG_UNKNOWN_OPTION_HINT = "Unknown option '{name}'.{hint}"
@@ -363,9 +363,9 @@ class Measure:
         ``prepare(values) -> values``: the command line's values in the options' terms, before they are checked
         (defaults of the app that the options leave to their caller, a flag's own spelling such as 2AFC's
         ``--noise-sigma 0`` for no noise).
-    spec_type : {"bias", "twoafc"}
-        The kind of specification it tests (a bias specification of groups and attributes, or a 2AFC one of
-        targets and cue pairs).
+    spec_type : {"bias", "twoafc", "none"}
+        The kind of specification it tests (a bias specification of groups and attributes, a 2AFC one of
+        targets and cue pairs, or none: a benchmark that brings its own items, such as BBQ).
     """
 
     name: str
