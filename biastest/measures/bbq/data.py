@@ -28,8 +28,9 @@ Two readings are made of every item and compared (:attr:`BBQData.checks`):
   the region); group labels such as ``lowSES-M-Black`` carry the race last. Without the CSV this reading is used.
 
 On the published files the two readings agree on every item except the 16 dropped ones and 68 items
-(52 Race_x_gender, 16 Race_x_SES) that pair an "African" with a "Black" person: the JSONL names only
-"Black"/"African American" as stereotyped, the official file reads the "African" answer as the target. The
+(52 Race_x_gender, 16 Race_x_SES) that pair an "African" with a "Black" or "African American" person: the
+JSONL names only "Black"/"African American" as stereotyped, the official file reads the "African" answer as
+the target. The
 official reading is used (the scores stay comparable with the paper's) and the items are listed in
 :attr:`BBQData.checks`.
 
