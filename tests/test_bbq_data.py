@@ -3,7 +3,8 @@
 On the real data: every category's target is found for every item except the 16 Gender_identity items the
 official analysis drops (listed with their ids); the official reading (``additional_metadata.csv``'s
 ``target_loc``) and the reading of the JSONL alone agree on every item but 68 documented ones (an "African"
-paired with a "Black" or "African American" person in Race_x_gender and Race_x_SES). Counts per category are asserted below.
+paired with a "Black" or "African American" person in Race_x_gender and Race_x_SES). Counts per category are
+asserted below.
 """
 
 from __future__ import annotations
