@@ -1,0 +1,94 @@
+"""``run bbq`` on the command line (and an audit cell) with a planted chat model injected in the backend factory.
+
+``biastest.models.factory.chat_model`` is the backend builder the measure calls; the test replaces it (it may not
+exist yet on this branch: ``raising=False``) by one returning a :class:`~biastest.models.dummy.DummyChatLM`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from biastest.cli import EXIT_OK, EXIT_USAGE, main
+from biastest.cli.run import MSG_NOT_CONFIRMED
+from biastest.measures import chat_common
+from biastest.measures.bbq import BBQOptions, BBQResult
+from biastest.measures.bbq.cost import MSG_COST
+from biastest.measures.bbq.run import run
+from biastest.models.dummy import DummyChatLM
+
+BUILT: list = []
+
+
+@pytest.fixture
+def dummy_chat(monkeypatch):
+    """Every chat backend the measure builds is a dummy that answers "A" (the refs it was asked for are kept)."""
+    BUILT.clear()
+
+    def chat_model(ref, **kw):
+        BUILT.append((ref, kw))
+        return DummyChatLM(lambda request: "A", model_id=ref.model_id)
+
+    monkeypatch.setattr(chat_common.factory, "chat_model", chat_model, raising=False)
+    return BUILT
+
+
+def test_run_bbq_writes_the_result_and_prints_the_cost_first(tmp_path, shared_data, dummy_chat, capsys) -> None:
+    out, table = tmp_path / "bbq.json", tmp_path / "bbq.csv"
+    argv = ["run", "bbq", "--model", "tiny-chat", "--bbq-dir", str(shared_data / "bbq"), "--category", "Age",
+            "--category", "SES", "--n-items", "30", "--seed", "3", "--bootstrap", "200", "--order", "rotations",
+            "--out", str(out), "--csv", str(table)]
+    rc = main(argv)
+    stdout, stderr = capsys.readouterr()
+    assert rc == EXIT_OK, stderr
+    lines = stdout.splitlines()
+    assert lines[0].startswith("BBQ: 60 questions, 180 requests; about ") and "characters / 4" in lines[0]
+    assert lines[1].startswith("BBQ on tiny-chat: accuracy ambiguous")
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["test"] == "bbq" and doc["kind"] == "chat" and doc["seed"] == 3 and doc["spec"] is None
+    assert doc["options"]["categories"] == ["Age", "SES"] and doc["options"]["n_items"] == 30
+    result = BBQResult.from_dict(doc["result"])
+    direct = run(BBQOptions.parse(model_id="tiny-chat", seed=3, categories=["Age", "SES"], n_items=30,
+                                  n_resamples=200, order="rotations", bbq_dir=str(shared_data / "bbq")),
+                 model=DummyChatLM(lambda request: "A", model_id="tiny-chat"))
+    assert result.overall == direct.overall and result.rows == direct.rows
+    assert result.overall.position_shares == [1.0, 0.0, 0.0]
+    with table.open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows[0]["row_type"] == "summary" and sum(r["row_type"] == "request" for r in rows) == 180
+    ref, kw = dummy_chat[0]
+    assert ref.model_id == "tiny-chat" and ref.endpoint is None and kw["seed"] == 3 and kw["api_key"] is None
+
+
+def test_a_hosted_endpoint_with_many_requests_asks_first(tmp_path, shared_data, dummy_chat, capsys,
+                                                         monkeypatch) -> None:
+    monkeypatch.setenv("BBQ_TEST_KEY", "sk-secret-123")
+    base = ["run", "bbq", "--model", "gpt-x", "--endpoint", "https://8.8.8.8/v1", "--api-key-env", "BBQ_TEST_KEY",
+            "--bbq-dir", str(shared_data / "bbq"), "--n-items", "100", "--seed", "1", "--bootstrap", "100",
+            "--out", str(tmp_path / "x.json")]
+    rc = main(base)
+    stdout, stderr = capsys.readouterr()
+    assert rc == EXIT_USAGE and stderr.strip().endswith(MSG_NOT_CONFIRMED.format(n_requests=1100))
+    assert "1,100 requests" in stdout and not (tmp_path / "x.json").exists() and not dummy_chat
+    rc = main([*base, "--yes"])
+    stdout, stderr = capsys.readouterr()
+    assert rc == EXIT_OK, stderr
+    text = (tmp_path / "x.json").read_text(encoding="utf-8")
+    assert "sk-secret-123" not in text
+    doc = json.loads(text)
+    assert doc["options"]["api_key"] == "***" and doc["options"]["endpoint"] == "https://8.8.8.8/v1"
+    assert dummy_chat[0][1]["api_key"] == "sk-secret-123" and dummy_chat[0][0].endpoint is not None
+
+
+def test_bad_bbq_flags_are_refused_before_anything_runs(tmp_path, shared_data, dummy_chat, capsys) -> None:
+    rc = main(["run", "bbq", "--model", "m", "--category", "Ages", "--bbq-dir", str(shared_data / "bbq"),
+               "--out", str(tmp_path / "x.json")])
+    assert rc == EXIT_USAGE and "Unknown BBQ category 'Ages'. Did you mean 'Age'?" in capsys.readouterr().err
+    rc = main(["run", "bbq", "--model", "m", "--bbq-dir", str(tmp_path / "none"), "--out", str(tmp_path / "x.json")])
+    assert rc == EXIT_USAGE and "does not exist" in capsys.readouterr().err
+    rc = main(["run", "bbq", "--model", "m", "--pairs", "x.csv", "--out", str(tmp_path / "x.json")])
+    assert rc == EXIT_USAGE and "--pairs does not apply to run bbq" in capsys.readouterr().err
+    assert not dummy_chat
+    assert MSG_COST.startswith("{measure}: ")
