@@ -92,3 +92,50 @@ def test_bad_bbq_flags_are_refused_before_anything_runs(tmp_path, shared_data, d
     assert rc == EXIT_USAGE and "--pairs does not apply to run bbq" in capsys.readouterr().err
     assert not dummy_chat
     assert MSG_COST.startswith("{measure}: ")
+
+
+# --------------------------------------------------------------------------- an audit cell
+def test_a_bbq_cell_runs_in_an_audit_beside_another_measure(tmp_path, shared_data, dummy_chat) -> None:
+    from biastest.audit import parse_grid, read_table, run_audit
+    from tests.audit_helpers import SPEC_A
+
+    options = {"n_items": 6, "bbq_dir": str(shared_data / "bbq"), "categories": ["Age", "SES"],
+               "n_resamples": 100, "n_permutations": 200}
+    doc = {"models": [{"name": "glove", "kind": "embeddings", "id": "glove-6b-50d"},
+                      {"name": "tiny", "kind": "chat", "id": "tiny-chat"}],
+           "specs": [SPEC_A], "methods": ["weat", "bbq"], "seeds": [5], "options": options}
+    out = tmp_path / "out"
+    summary = run_audit(parse_grid(doc, base=tmp_path), out, progress=False)
+    assert (summary.cells, summary.computed, summary.failed) == (2, 2, 0)
+    table = read_table(out).set_index("method")
+    row = table.loc["bbq"]
+    direct = run(BBQOptions.parse(model_id="tiny-chat", seed=5, n_items=6, bbq_dir=str(shared_data / "bbq"),
+                                  categories=["Age", "SES"], n_resamples=100),
+                 model=DummyChatLM(lambda request: "A", model_id="tiny-chat"))
+    assert row.status == "done" and row.kind == "chat" and row.seed == 5 and row.spec == MEASURE_TITLE
+    assert row.n == direct.n_requests == 12 and row.n_scored == 12
+    s = direct.overall.s_dis
+    assert (row.score, row.ci_low, row.ci_high) == (s.value, s.low, s.high) or s.value is None
+    assert "accuracy ambiguous" in row.note and table.loc["weat", "status"] == "done"
+    cell = json.loads((out / "cells" / f"{row.key}.json").read_text())
+    assert BBQResult.from_dict(cell["result"]).overall == direct.overall
+    # the data's identity is part of the cell: the key names the BBQ files' hash
+    plan = json.loads((out / "plan.json").read_text()) if (out / "plan.json").exists() else None
+    if plan is not None:
+        bbq_items = [i for i in plan["items"] if i["kind"] == "bbq"]
+        assert len(bbq_items) == 1 and len(bbq_items[0]["sha256"]) == 64
+
+
+def test_a_bbq_cell_without_its_data_fails_saying_why(tmp_path, dummy_chat) -> None:
+    from biastest.audit import parse_grid, read_table, run_audit
+    from tests.audit_helpers import SPEC_A
+
+    doc = {"models": [{"name": "tiny", "kind": "chat", "id": "tiny-chat"}], "specs": [SPEC_A],
+           "seeds": [1], "options": {"bbq_dir": str(tmp_path / "missing")}}
+    summary = run_audit(parse_grid(doc, base=tmp_path), tmp_path / "out", progress=False)
+    assert (summary.cells, summary.failed) == (1, 1)
+    row = read_table(tmp_path / "out").iloc[0]
+    assert row.method == "bbq" and "does not exist" in row.error and not dummy_chat
+
+
+MEASURE_TITLE = "BBQ: bias in question answering of a chat model (Parrish et al. 2022)"

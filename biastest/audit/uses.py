@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from biastest.measures import MEASURES, Measure
+from biastest.measures.bbq.data import bbq_fingerprint
+from biastest.measures.bbq.options import BBQOptions
+from biastest.measures.bbq.run import data_dir_of
 from biastest.measures.stereotype.run import StereotypeItems
 from biastest.measures.stereotype.score import methods_for_kind
 from biastest.measures.twoafc import TwoAFCItems
@@ -45,7 +48,8 @@ CELL_FIELDS = ("model_id", "source", "revision", "endpoint", "tokenizer", "seed"
                "n_replicates", "train_options")
 
 #: How messages name the models of each kind.
-KIND_WORDS = {"lm": "the language models", "vlm": "the vision-language models", "embeddings": "the embeddings"}
+KIND_WORDS = {"lm": "the language models", "vlm": "the vision-language models", "embeddings": "the embeddings",
+              "chat": "the chat models"}
 
 #: The ``statistic`` column of a row, per cell scope (lm-endpoint and vlm-endpoint read as lm and vlm).
 STATISTICS = {
@@ -55,6 +59,7 @@ STATISTICS = {
     "vlm-endpoint": "bias score (%, soft)",
     "weat": "WEAT effect size d",
     "2afc": "PSE per target word (no single score: see the cell file)",
+    "bbq": "BBQ s_DIS (disambiguated bias score, −1…1; accuracy and s_AMB in the note)",
 }
 #: What ``score`` holds for a vision-language model behind an endpoint that gave no probabilities.
 STATISTIC_VLM_HARD = "bias score (%, single answers)"
@@ -81,8 +86,9 @@ class AuditUse:
     ----------
     label : str, optional
         The method's name in the grid and the table (default the measure's name).
-    spec_type : {"bias", "twoafc"}
-        The specifications it takes (a bias specification, or a 2AFC one of target words and cue pairs).
+    spec_type : {"bias", "twoafc", "none"}
+        The specifications it takes (a bias specification, a 2AFC one of target words and cue pairs, or none: a
+        benchmark with its own items, run once per model and seed whatever the grid's specifications).
     items : callable
         ``items(records) -> Items``: the measure's items from :func:`items_for_kind`'s records.
     row : callable
@@ -95,6 +101,9 @@ class AuditUse:
         ``prepare(values) -> values``: the cell's identity made ready to run (e.g. a method read from the model).
     more : callable, optional
         ``more(measure, options, items) -> dict``: further documents of the cell (WEAT's MAC).
+    data_identity : callable, optional
+        A benchmark (``spec_type`` none): ``data_identity(options) -> {"sha256", "count", "source"}`` of the data
+        the cell will read (its key changes when the data does).
     """
 
     spec_type: str
@@ -105,6 +114,7 @@ class AuditUse:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     more: Callable[[Measure, Any, Any], dict[str, Any]] | None = None
+    data_identity: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
 
 
 # --------------------------------------------------------------------------- rows of the built-in measures
@@ -156,6 +166,31 @@ def _twoafc_row(r: dict[str, Any], row: dict[str, Any]) -> None:
                 "model_kind": "embeddings"})
 
 
+def _bbq_row(r: dict[str, Any], row: dict[str, Any]) -> None:
+    o = r["overall"]
+    s = o["s_dis"]
+
+    def num(e: dict[str, Any], percent: bool = False) -> str:
+        return "n/a" if e["value"] is None else (f"{100 * e['value']:.1f}%" if percent else f"{e['value']:+.3f}")
+
+    answered = o["outcomes"].get("answered", 0)
+    row.update({"score": s["value"], "ci_low": s["low"], "ci_high": s["high"], "ci_method": "cluster bootstrap",
+                "confidence": (r.get("provenance") or {}).get("options", {}).get("confidence"),
+                "n": r["n_requests"], "n_scored": answered, "n_excluded": r["n_requests"] - answered,
+                "clusters": "template", "n_clusters": s["n_clusters"], "model_kind": "chat",
+                "note": (f"accuracy ambiguous {num(o['accuracy_ambig'], True)}, disambiguated "
+                         f"{num(o['accuracy_disambig'], True)}; s_AMB {num(o['s_amb'])}; refused "
+                         f"{num(o['refusal_rate'], True)}, unparseable {num(o['unparseable_rate'], True)}"
+                         + (f"; s_DIS: {s['reason']}" if s["reason"] else ""))})
+
+
+def _bbq_identity(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The SHA-256 of the BBQ files a cell reads (the chosen categories' JSONL and the metadata file)."""
+    opts = BBQOptions.parse({"model_id": "-", "seed": 0, **{k: v for k, v in options.items()
+                                                           if k in ("bbq_dir", "categories")}})
+    return bbq_fingerprint(data_dir_of(opts), opts.categories)
+
+
 def _stereotype_prepare(values: dict[str, Any]) -> dict[str, Any]:
     """A method planned as ``auto`` (the kind could not be read then) is read now, or the cell fails saying why."""
     if values.get("method") != "auto":
@@ -179,6 +214,8 @@ BUILTIN_USES: dict[str, AuditUse] = {
                     row=_vlm_row, statistic=STATISTICS["vlm"]),
     "weat": AuditUse(spec_type="bias", items=lambda r: WEATItems(spec=r["spec"]), row=_weat_row,
                      statistic=STATISTICS["weat"], more=_weat_more),
+    "bbq": AuditUse(spec_type="none", items=lambda r: None, row=_bbq_row, statistic=STATISTICS["bbq"],
+                    data_identity=_bbq_identity),
     "twoafc": AuditUse(label="2afc", spec_type="twoafc", items=lambda r: TwoAFCItems(spec=r["spec"]),
                        row=_twoafc_row, statistic=STATISTICS["2afc"],
                        defaults={"noise_sigma": DEFAULT_NOISE_SIGMA}),

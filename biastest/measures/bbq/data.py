@@ -42,6 +42,7 @@ never a traceback. Windows line endings (``Religion.jsonl``) are read like any o
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import re
@@ -67,6 +68,7 @@ __all__ = [
     "BBQData",
     "BBQItem",
     "Dropped",
+    "bbq_fingerprint",
     "derive_target",
     "load_bbq",
 ]
@@ -516,6 +518,38 @@ def _category_items(folder: Path, category: str, meta: dict[tuple[str, int], _Me
     checks = {"n_items": len(lines), "n_target": len(items), "n_dropped": len(dropped), "n_official": n_official,
               "n_agree": n_agree, "disagree": disagree}
     return items, dropped, checks
+
+
+def bbq_fingerprint(folder: str | Path, categories: Iterable[str] | None = None) -> dict[str, Any]:
+    """SHA-256 of the files :func:`load_bbq` would read (the categories' JSONL files, then the metadata file).
+
+    Returns
+    -------
+    dict
+        ``sha256``, ``count`` (files), ``source`` (folder and file names).
+
+    Raises
+    ------
+    DataError
+        :data:`MSG_NO_FOLDER` or :data:`MSG_NO_CATEGORY_FILE`.
+    """
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        raise DataError(MSG_NO_FOLDER.format(path=folder))
+    names = [f"{c}.jsonl" for c in (tuple(categories) if categories is not None else CATEGORIES)]
+    for name in names:
+        if not (root / name).is_file():
+            raise DataError(MSG_NO_CATEGORY_FILE.format(path=folder, name=name, category=name.removesuffix(".jsonl")))
+    if (root / METADATA_FILE).is_file():
+        names.append(METADATA_FILE)
+    h = hashlib.sha256()
+    for name in names:
+        h.update(name.encode() + b"\0")
+        with (root / name).open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return {"sha256": h.hexdigest(), "count": len(names), "source": {"from": "bbq", "folder": str(root),
+                                                                    "files": names}}
 
 
 def load_bbq(folder: str | Path, categories: Iterable[str] | None = None, *, metadata: bool = True) -> BBQData:
