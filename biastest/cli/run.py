@@ -231,6 +231,8 @@ def legacy_name(measure: Measure) -> str:
 
 
 def _legacy_label(measure: Measure) -> str:
+    if measure.kind not in KINDS:  # a measure the earlier form never had (bbq): its own subcommand
+        return f"run {measure.name}"
     return legacy_name(measure) if measure.kind != "embeddings" else f"--test {legacy_name(measure)}"
 
 
