@@ -12,7 +12,8 @@ import json
 import pytest
 
 from biastest.cli import EXIT_OK, EXIT_USAGE, main
-from biastest.cli.run import MSG_NOT_CONFIRMED
+from biastest.cli import run as cli_run
+from biastest.cli.run import MSG_CONFIRM_NEEDED, MSG_NOT_CONFIRMED
 from biastest.measures import chat_common
 from biastest.measures.bbq import BBQOptions, BBQResult
 from biastest.measures.bbq.cost import MSG_COST
@@ -43,9 +44,9 @@ def test_run_bbq_writes_the_result_and_prints_the_cost_first(tmp_path, shared_da
     rc = main(argv)
     stdout, stderr = capsys.readouterr()
     assert rc == EXIT_OK, stderr
-    lines = stdout.splitlines()
-    assert lines[0].startswith("BBQ: 60 questions, 180 requests; about ") and "characters / 4" in lines[0]
-    assert lines[1].startswith("BBQ on tiny-chat: accuracy ambiguous")
+    assert stderr.startswith("This BBQ run asks 180 questions (60 BBQ questions × 3 order(s) × 1 sample(s)) of "
+                             "tiny-chat: about ") and "(estimate: characters/4)" in stderr
+    assert stdout.splitlines()[0].startswith("BBQ on tiny-chat: accuracy ambiguous")
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["test"] == "bbq" and doc["kind"] == "chat" and doc["seed"] == 3 and doc["spec"] is None
     assert doc["options"]["categories"] == ["Age", "SES"] and doc["options"]["n_items"] == 30
@@ -70,8 +71,13 @@ def test_a_hosted_endpoint_with_many_requests_asks_first(tmp_path, shared_data, 
             "--out", str(tmp_path / "x.json")]
     rc = main(base)
     stdout, stderr = capsys.readouterr()
-    assert rc == EXIT_USAGE and stderr.strip().endswith(MSG_NOT_CONFIRMED.format(n_requests=1100))
-    assert "1,100 requests" in stdout and not (tmp_path / "x.json").exists() and not dummy_chat
+    assert rc == EXIT_USAGE and stderr.strip().endswith(MSG_CONFIRM_NEEDED.format(requests=1100, limit=200))
+    assert "asks 1,100 questions" in stderr and not (tmp_path / "x.json").exists() and not dummy_chat
+    # someone at the terminal says no, then yes
+    monkeypatch.setattr(cli_run, "interactive", lambda: True)
+    monkeypatch.setattr(cli_run, "ask", lambda question: "n")
+    assert main(base) == EXIT_USAGE and capsys.readouterr().err.strip().endswith(MSG_NOT_CONFIRMED)
+    assert not dummy_chat
     rc = main([*base, "--yes"])
     stdout, stderr = capsys.readouterr()
     assert rc == EXIT_OK, stderr
@@ -91,7 +97,7 @@ def test_bad_bbq_flags_are_refused_before_anything_runs(tmp_path, shared_data, d
     rc = main(["run", "bbq", "--model", "m", "--pairs", "x.csv", "--out", str(tmp_path / "x.json")])
     assert rc == EXIT_USAGE and "--pairs does not apply to run bbq" in capsys.readouterr().err
     assert not dummy_chat
-    assert MSG_COST.startswith("{measure}: ")
+    assert MSG_COST.startswith("This BBQ run asks {requests:,} questions")
 
 
 # --------------------------------------------------------------------------- an audit cell

@@ -15,7 +15,13 @@ import pytest
 from biastest.errors import DataError, OptionError
 from biastest.measures import MEASURES, get_measure
 from biastest.measures.bbq import MEASURE, BBQItems, BBQOptions, BBQResult, report
-from biastest.measures.bbq.cost import CHARS_PER_TOKEN, CONFIRM_ABOVE, estimate_cost, is_hosted
+from biastest.measures.bbq.cost import (
+    CHARS_PER_TOKEN,
+    CONFIRM_ABOVE_REQUESTS,
+    TOKENS_PER_MESSAGE,
+    estimate_cost,
+    is_hosted,
+)
 from biastest.measures.bbq.data import ROLE_OTHER, ROLE_TARGET, ROLE_UNKNOWN, ROLES
 from biastest.measures.bbq.design import answer_orders, sample_items
 from biastest.measures.bbq.options import MSG_BAD_N_ITEMS, MSG_UNKNOWN_CONDITION
@@ -282,17 +288,21 @@ def test_the_cost_is_known_before_the_run() -> None:
     data = synthetic_items(seed=13)
     options = _options(order="rotations", samples=2)
     _, planned = plan(options, BBQItems(data))
-    cost = estimate_cost(planned, max_answer_tokens=options.max_answer_tokens)
-    assert cost.n_requests == 6 * len(data.items) and cost.n_items == len(data.items)
+    cost = estimate_cost(options, BBQItems(data))
+    assert cost.requests == len(planned) == 6 * len(data.items) and cost.questions == len(data.items)
     chars = sum(len(t.request.messages[0][1]) for t in planned)
-    assert cost.prompt_chars == chars and cost.prompt_tokens == math.ceil(chars / CHARS_PER_TOKEN)
-    assert cost.answer_tokens == cost.n_requests * options.max_answer_tokens
-    assert f"{cost.n_requests:,} requests" in cost.message()
-    assert cost.n_requests > CONFIRM_ABOVE
-    assert cost.confirmation("https://api.example.com/v1") is not None
-    assert cost.confirmation("http://127.0.0.1:8000/v1") is None and cost.confirmation(None) is None
-    assert not is_hosted("http://localhost:11434/v1") and not is_hosted("http://10.0.0.5/v1")
-    assert is_hosted("https://8.8.8.8/v1")
+    assert cost.prompt_chars == chars
+    assert cost.prompt_tokens == sum(math.ceil(len(t.request.messages[0][1]) / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE
+                                     for t in planned)
+    assert cost.answer_tokens == cost.requests * options.max_answer_tokens
+    assert cost.text.startswith(f"This BBQ run asks {cost.requests:,} questions ({len(data.items):,} BBQ questions × 3 "
+                                "order(s) × 2 sample(s)) of dummy:")
+    assert not cost.hosted and not cost.needs_confirmation and cost.per_category == dict.fromkeys(CATS, 2 * 3 * 64)
+    hosted = estimate_cost(_options(endpoint="https://8.8.8.8/v1"), BBQItems(data))
+    assert hosted.hosted and hosted.needs_confirmation == (hosted.requests > CONFIRM_ABOVE_REQUESTS)
+    assert estimate_cost(_options(endpoint="http://127.0.0.1:8000/v1"), BBQItems(data)).needs_confirmation is False
+    assert not is_hosted("http://localhost:11434/v1") and not is_hosted("http://10.0.0.5/v1") and not is_hosted(None)
+    assert is_hosted("https://8.8.8.8/v1") and is_hosted("https://api.example.com/v1")
 
 
 def test_bbq_is_registered() -> None:

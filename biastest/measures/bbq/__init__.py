@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from biastest.measures.base import Measure
 from biastest.measures.bbq import report
-from biastest.measures.bbq.cost import CostEstimate, estimate_cost
+from biastest.measures.bbq.cost import Cost, estimate_cost
 from biastest.measures.bbq.data import CATEGORIES, BBQData, BBQItem, load_bbq
 from biastest.measures.bbq.headless import cost, headless, prepare
 from biastest.measures.bbq.options import BBQOptions
@@ -39,7 +39,7 @@ __all__ = [
     "BBQOptions",
     "BBQResult",
     "BBQRow",
-    "CostEstimate",
+    "Cost",
     "Estimate",
     "GroupScores",
     "estimate_cost",

@@ -1,10 +1,17 @@
-"""What a BBQ run will cost before it runs: requests and an estimate of tokens.
+"""What a BBQ run will cost before it starts: requests and an estimate of tokens.
 
-Tokens are estimated as characters / 4 (rounded up; the usual rule of thumb for English text with the
-tokenizers of hosted models — an estimate, not a count): the prompt tokens are the characters of every
-message sent / 4, the answer tokens at most ``max_answer_tokens`` per request. A run through a **hosted**
-endpoint (one whose host is not this machine or a private network address) with more than
-:data:`CONFIRM_ABOVE` requests asks for confirmation first (the command line's ``--yes`` gives it).
+``requests = questions × orders (1, or 3 with rotations) × samples`` — the whole benchmark is 58,476 questions.
+Tokens are estimated, not counted (no tokenizer of a hosted model is at hand): **prompt tokens** ≈
+⌈characters / 4⌉ of each request's messages, summed — the usual rule of thumb for English text with BPE
+tokenizers (OpenAI's "about 4 characters per token") — plus 4 tokens per message for the chat format; **answer
+tokens** ≤ ``requests × max_answer_tokens`` (an upper bound). A response cache can make a rerun cost less; the
+estimate does not subtract it.
+
+A run at a **hosted** endpoint (:func:`is_hosted`: an address that is neither loopback nor private; any host name
+but ``localhost`` counts as hosted, since it is not resolved here) with more than
+:data:`CONFIRM_ABOVE_REQUESTS` requests asks for confirmation on the command line (``--yes`` confirms ahead).
+The names follow the forced-choice measure's (``Cost``, ``estimate_cost``, ``is_hosted``), so the command line
+reads both alike (``extra["cost"]``).
 """
 
 from __future__ import annotations
@@ -16,80 +23,103 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from biastest.remote import safe_base_url
+from biastest.measures.bbq.options import BBQOptions
+from biastest.measures.bbq.run import plan
+from biastest.remote.address import is_public_address
 
-__all__ = ["CHARS_PER_TOKEN", "CONFIRM_ABOVE", "MSG_COST", "MSG_CONFIRM", "CostEstimate", "estimate_cost",
-           "is_hosted", "needs_confirmation"]
+__all__ = ["CHARS_PER_TOKEN", "CONFIRM_ABOVE_REQUESTS", "MSG_COST", "TOKENS_PER_MESSAGE", "Cost", "estimate_cost",
+           "is_hosted"]
 
 #: Characters per token of the estimate.
 CHARS_PER_TOKEN = 4
-#: Requests to a hosted endpoint above which a run asks for confirmation.
-CONFIRM_ABOVE = 1_000
-
+#: Tokens the chat format adds per message (role markers), in the estimate.
+TOKENS_PER_MESSAGE = 4
+#: A hosted endpoint run with more requests than this asks for confirmation.
+CONFIRM_ABOVE_REQUESTS = 200
 MSG_COST = (
-    "{measure}: {n_items:,} questions, {n_requests:,} requests; about {prompt_tokens:,} prompt tokens and at most "
-    "{answer_tokens:,} answer tokens (tokens estimated as characters / {per})."
+    "This BBQ run asks {requests:,} questions ({questions:,} BBQ questions × {orders} order(s) × {samples} "
+    "sample(s)) of {model}{where}: about {prompt_tokens:,} prompt tokens and at most {answer_tokens:,} answer "
+    "tokens (estimate: characters/4)."
 )
-MSG_CONFIRM = (
-    "This run sends {n_requests:,} requests to the hosted endpoint {where} (more than {limit:,}), which may cost "
-    "money. Continue? [y/N] "
-)
+_LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
 
 
 @dataclass(frozen=True)
-class CostEstimate:
-    """Requests and estimated tokens of a run (see the module docstring)."""
+class Cost:
+    """The size of a run before it starts.
 
-    measure: str
-    n_items: int
-    n_requests: int
-    prompt_chars: int
+    Attributes
+    ----------
+    requests : int
+    prompt_tokens : int
+        Estimated (characters / 4, plus the chat format's tokens).
+    answer_tokens : int
+        Upper bound (``requests × max_answer_tokens``).
+    hosted : bool
+        The endpoint is neither loopback nor private.
+    needs_confirmation : bool
+        Hosted and more than ``limit`` requests.
+    text : str
+        :data:`MSG_COST`, filled.
+    limit : int
+        The number of requests above which a hosted run asks for confirmation.
+    questions : int
+        BBQ questions asked.
+    prompt_chars : int
+        Characters of every message sent.
+    per_category : dict
+        Requests per category.
+    """
+
+    requests: int
     prompt_tokens: int
     answer_tokens: int
+    hosted: bool
+    needs_confirmation: bool
+    text: str
+    limit: int = CONFIRM_ABOVE_REQUESTS
+    questions: int = 0
+    prompt_chars: int = 0
     per_category: dict[str, int] = field(default_factory=dict)
 
-    def message(self) -> str:
-        """:data:`MSG_COST` filled in."""
-        return MSG_COST.format(measure=self.measure, n_items=self.n_items, n_requests=self.n_requests,
-                               prompt_tokens=self.prompt_tokens, answer_tokens=self.answer_tokens,
-                               per=CHARS_PER_TOKEN)
-
-    def confirmation(self, endpoint: str | None, *, limit: int = CONFIRM_ABOVE) -> str | None:
-        """The question to ask before running (:data:`MSG_CONFIRM`), or None when no confirmation is needed."""
-        if not needs_confirmation(self, endpoint, limit=limit):
-            return None
-        return MSG_CONFIRM.format(n_requests=self.n_requests, where=safe_base_url(endpoint), limit=limit)
-
     def as_dict(self) -> dict[str, Any]:
-        return {"measure": self.measure, "n_items": self.n_items, "n_requests": self.n_requests,
-                "prompt_chars": self.prompt_chars, "prompt_tokens": self.prompt_tokens,
-                "answer_tokens": self.answer_tokens, "per_category": dict(self.per_category),
-                "chars_per_token": CHARS_PER_TOKEN}
-
-
-def estimate_cost(planned: list, *, max_answer_tokens: int, measure: str = "BBQ") -> CostEstimate:
-    """The cost of the planned trials (:func:`biastest.measures.bbq.run.plan`'s second value)."""
-    chars = sum(len(content) for t in planned for _, content in t.request.messages)
-    return CostEstimate(measure=measure, n_items=len({t.item.key for t in planned}), n_requests=len(planned),
-                        prompt_chars=chars, prompt_tokens=math.ceil(chars / CHARS_PER_TOKEN),
-                        answer_tokens=len(planned) * max_answer_tokens,
-                        per_category=dict(Counter(t.item.category for t in planned)))
+        return {"requests": self.requests, "prompt_tokens": self.prompt_tokens, "answer_tokens": self.answer_tokens,
+                "hosted": self.hosted, "needs_confirmation": self.needs_confirmation, "limit": self.limit,
+                "questions": self.questions, "prompt_chars": self.prompt_chars,
+                "per_category": dict(self.per_category), "chars_per_token": CHARS_PER_TOKEN}
 
 
 def is_hosted(endpoint: str | None) -> bool:
-    """Whether ``endpoint`` is elsewhere than this machine or a private network (None: a model in this process)."""
+    """Whether an endpoint is hosted elsewhere: not loopback, not a private address (None: a model here).
+
+    >>> is_hosted("http://127.0.0.1:8000/v1"), is_hosted("http://10.1.2.3/v1"), is_hosted("https://api.x.com/v1")
+    (False, False, True)
+    """
     if not endpoint:
         return False
-    host = (urlsplit(endpoint).hostname or "").lower()
-    if host in ("localhost", "") or host.endswith(".localhost"):
+    host = (urlsplit(str(endpoint).strip()).hostname or "").strip("[]").lower()
+    if host in _LOCAL_NAMES or host.endswith(".localhost"):
         return False
     try:
-        address = ipaddress.ip_address(host)
+        ipaddress.ip_address(host)
     except ValueError:
-        return True  # a name: assume it is hosted (asking costs one keystroke; not asking may cost money)
-    return not (address.is_loopback or address.is_private or address.is_link_local)
+        return True  # a name: not resolved here, so counted as hosted
+    return is_public_address(host)
 
 
-def needs_confirmation(cost: CostEstimate, endpoint: str | None, *, limit: int = CONFIRM_ABOVE) -> bool:
-    """A hosted endpoint and more than ``limit`` requests."""
-    return is_hosted(endpoint) and cost.n_requests > limit
+def estimate_cost(options: BBQOptions, items: Any = None, *, limit: int = CONFIRM_ABOVE_REQUESTS) -> Cost:
+    """Requests and estimated tokens of a run of ``options`` on ``items`` (see the module docstring)."""
+    _, planned = plan(options, items)
+    chars = sum(len(content) for t in planned for _, content in t.request.messages)
+    prompt_tokens = sum(math.ceil(len(content) / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE
+                        for t in planned for _, content in t.request.messages)
+    requests = len(planned)
+    questions = len({t.item.key for t in planned})
+    hosted = is_hosted(options.endpoint)
+    answer_tokens = requests * options.max_answer_tokens
+    where = f" at {urlsplit(options.endpoint).hostname}" if options.endpoint else ""
+    text = MSG_COST.format(requests=requests, questions=questions, orders=3 if options.order == "rotations" else 1,
+                           samples=options.samples, model=options.model_id, where=where, prompt_tokens=prompt_tokens,
+                           answer_tokens=answer_tokens)
+    return Cost(requests, prompt_tokens, answer_tokens, hosted, hosted and requests > limit, text, limit, questions,
+                chars, dict(Counter(t.item.category for t in planned)))

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from biastest.measures.base import Headless, Inputs
-from biastest.measures.bbq.cost import CostEstimate, estimate_cost
+from biastest.measures.bbq.cost import Cost, estimate_cost
 from biastest.measures.bbq.data import BBQData, load_bbq
 from biastest.measures.bbq.options import BBQOptions
 from biastest.measures.bbq.report import export_files, headline
-from biastest.measures.bbq.run import BBQItems, data_dir_of, plan, run
+from biastest.measures.bbq.run import BBQItems, data_dir_of, run
 from biastest.remote import mask_secret, safe_base_url
 
 __all__ = ["DEFAULT_SEED", "cost", "headless", "load_cached", "prepare"]
@@ -54,11 +54,10 @@ def _items(options: BBQOptions) -> BBQItems:
     return BBQItems(load_cached(data_dir_of(options), options.categories))
 
 
-def cost(values: Mapping[str, Any], inputs: Inputs | None = None) -> CostEstimate:
+def cost(values: Mapping[str, Any], inputs: Inputs | None = None) -> Cost:
     """The requests and tokens the run of ``values`` will cost (nothing is asked)."""
     options = BBQOptions.parse(prepare(values))
-    _, planned = plan(options, _items(options))
-    return estimate_cost(planned, max_answer_tokens=options.max_answer_tokens)
+    return estimate_cost(options, _items(options))
 
 
 def recorded_options(options: BBQOptions, api_key: str | None) -> dict[str, Any]:
