@@ -70,7 +70,7 @@ def test_a_hosted_endpoint_with_many_requests_asks_first(tmp_path, shared_data, 
             "--bbq-dir", str(shared_data / "bbq"), "--n-items", "100", "--seed", "1", "--bootstrap", "100",
             "--out", str(tmp_path / "x.json")]
     rc = main(base)
-    stdout, stderr = capsys.readouterr()
+    _, stderr = capsys.readouterr()
     assert rc == EXIT_USAGE and stderr.strip().endswith(MSG_CONFIRM_NEEDED.format(requests=1100, limit=200))
     assert "asks 1,100 questions" in stderr and not (tmp_path / "x.json").exists() and not dummy_chat
     # someone at the terminal says no, then yes
@@ -79,7 +79,7 @@ def test_a_hosted_endpoint_with_many_requests_asks_first(tmp_path, shared_data, 
     assert main(base) == EXIT_USAGE and capsys.readouterr().err.strip().endswith(MSG_NOT_CONFIRMED)
     assert not dummy_chat
     rc = main([*base, "--yes"])
-    stdout, stderr = capsys.readouterr()
+    _, stderr = capsys.readouterr()
     assert rc == EXIT_OK, stderr
     text = (tmp_path / "x.json").read_text(encoding="utf-8")
     assert "sk-secret-123" not in text
