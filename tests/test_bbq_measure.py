@@ -38,6 +38,7 @@ from biastest.measures.bbq.prompt import (
 from biastest.measures.bbq.run import MSG_NO_ITEMS, plan, run
 from biastest.measures.bbq.score import MSG_ALL_UNKNOWN_AMB, MSG_NONE_NON_UNKNOWN
 from biastest.models.dummy import DummyChatLM
+from biastest.stats.proportion import exact_interval
 from tests.bbq_helpers import CATS, FlakyChat, Planted, naive_scores, position_of_role, synthetic_items
 
 FIELDS = ("accuracy_ambig", "accuracy_disambig", "accuracy_ambig_strict", "accuracy_disambig_strict", "s_dis",
@@ -100,6 +101,11 @@ def test_always_the_biased_answer() -> None:
     result = run(_options(), BBQItems(data), model=DummyChatLM(planted))
     o = result.overall
     assert o.s_dis.value == 1.0 and o.accuracy_ambig.value == 0.0 and o.s_amb.value == 1.0
+    # a bootstrap of alike answers has no width; the exact interval says how sure n answers can make one
+    assert o.s_dis.low == o.s_dis.high == 1.0 and o.s_dis.exact_high == 1.0
+    lo, _ = exact_interval(o.s_dis.n, o.s_dis.n)
+    assert o.s_dis.exact_low == 2 * lo - 1 < 1.0
+    assert (o.accuracy_ambig.exact_low, o.accuracy_ambig.exact_high) == exact_interval(0, o.accuracy_ambig.n)
     assert o.accuracy_disambig.value == naive_scores(result.rows, planted)["accuracy_disambig"]
     assert o.choices["ambig"]["biased"] == o.outcomes["answered"] // 2
     _check_against_reference(result, planted)
@@ -140,6 +146,7 @@ def test_a_refusing_model_has_no_scores_only_a_refusal_rate() -> None:
     result = run(_options(), BBQItems(data), model=DummyChatLM(lambda r: "I cannot answer that."))
     o = result.overall
     assert o.refusal_rate.value == 1.0 and o.outcomes["refused"] == len(data.items)
+    assert (o.refusal_rate.exact_low, o.refusal_rate.exact_high) == exact_interval(len(data.items), len(data.items))
     assert o.accuracy_ambig.value is None and o.s_dis.value is None and o.s_amb.value is None
     assert o.accuracy_ambig_strict.value == 0.0 and o.accuracy_disambig_strict.value == 0.0
     assert o.position_shares == [None, None, None]

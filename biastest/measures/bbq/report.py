@@ -16,8 +16,8 @@ ESTIMATES = ("accuracy_ambig", "accuracy_disambig", "accuracy_ambig_strict", "ac
 
 
 def _estimate_cols(name: str, e: Estimate) -> dict[str, Any]:
-    return {name: e.value, f"{name}_low": e.low, f"{name}_high": e.high, f"{name}_n": e.n,
-            f"{name}_note": e.reason}
+    return {name: e.value, f"{name}_low": e.low, f"{name}_high": e.high, f"{name}_exact_low": e.exact_low,
+            f"{name}_exact_high": e.exact_high, f"{name}_n": e.n, f"{name}_note": e.reason}
 
 
 def _summary(g: GroupScores, result: BBQResult) -> dict[str, Any]:

@@ -24,6 +24,9 @@ class Estimate(BaseModel):
         Requests the number is computed over (its denominator).
     n_clusters : int
         Templates among them.
+    exact_low, exact_high : float or None
+        For a share (accuracy, a rate) and s_DIS (``2·share − 1``): the Clopper–Pearson interval over the requests,
+        as if independent — honest at 0 % and 100 %, where a bootstrap of alike answers has no width.
     reason : str
     """
 
@@ -32,6 +35,8 @@ class Estimate(BaseModel):
     high: float | None = None
     n: int = 0
     n_clusters: int = 0
+    exact_low: float | None = None
+    exact_high: float | None = None
     reason: str = ""
 
 

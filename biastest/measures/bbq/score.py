@@ -33,7 +33,9 @@ Intervals: cluster bootstrap over templates (``category/question_index``), ``num
 ±1: +1 biased, −1 counter-biased, over the non-unknown answers) and use
 :func:`biastest.stats.clusters.cluster_bootstrap_ci` (its percentile interval widened for few clusters);
 s_AMB, a product of two ratios over different requests, is resampled jointly here with the same draws and the
-same widening (:func:`cluster_ratio_ci`). Below
+same widening (:func:`cluster_ratio_ci`). Shares (accuracy, rates) and s_DIS also carry the exact
+Clopper–Pearson interval over requests (``exact_low``/``exact_high``; for s_DIS mapped by ``2·p − 1``), which
+ignores the templates but stays honest at 0 % and 100 %, where a bootstrap of alike answers has no width. Below
 :data:`~biastest.stats.clusters.MIN_CLUSTERS_FOR_INTERVAL` templates no interval is given. The point values are
 the formulas above on all the requests (computed in that order, so they equal a naive count exactly).
 """
@@ -61,6 +63,7 @@ from biastest.measures.bbq.prompt import (
 from biastest.measures.bbq.result import BBQRow, Estimate, GroupScores
 from biastest.models.chat_records import REPLY_ANSWERED
 from biastest.stats.clusters import MIN_CLUSTERS_FOR_INTERVAL, cluster_bootstrap_ci, small_cluster_factor
+from biastest.stats.proportion import exact_interval
 
 __all__ = [
     "CHOICES",
@@ -121,15 +124,21 @@ def _few(n_clusters: int) -> str:
 
 
 def _mean_estimate(value: float | None, values: Sequence[float], clusters: Sequence[str], reason: str, *,
-                   seed: int, n_resamples: int, confidence: float) -> Estimate:
-    """``value`` with the cluster bootstrap interval of the mean of ``values``."""
+                   seed: int, n_resamples: int, confidence: float, signed: bool = False) -> Estimate:
+    """``value`` with the cluster bootstrap interval of the mean of ``values`` and the exact interval of its share.
+
+    ``values`` are 0/1 (a share), or ±1 when ``signed`` (s_DIS = 2·share − 1: the exact interval is mapped so).
+    """
     n, n_clusters = len(values), len(set(clusters))
     if value is None:
         return Estimate(n=n, n_clusters=n_clusters, reason=reason)
+    k = sum(1 for v in values if v > 0)
+    lo, hi = exact_interval(k, n, confidence=confidence)
+    exact = {"exact_low": 2 * lo - 1, "exact_high": 2 * hi - 1} if signed else {"exact_low": lo, "exact_high": hi}
     if n_clusters < MIN_CLUSTERS_FOR_INTERVAL:
-        return Estimate(value=value, n=n, n_clusters=n_clusters, reason=reason or _few(n_clusters))
+        return Estimate(value=value, n=n, n_clusters=n_clusters, reason=reason or _few(n_clusters), **exact)
     ci = cluster_bootstrap_ci(values, clusters, seed=seed, n_resamples=n_resamples, confidence=confidence)
-    return Estimate(value=value, low=ci.low, high=ci.high, n=n, n_clusters=n_clusters, reason=reason)
+    return Estimate(value=value, low=ci.low, high=ci.high, n=n, n_clusters=n_clusters, reason=reason, **exact)
 
 
 def cluster_ratio_ci(counts: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], estimate: float, *,
@@ -226,7 +235,8 @@ def _condition_scores(rows: list[BBQRow], condition: str, kw: dict[str, Any]) ->
         value = None if not non_unknown else 2 * (n_biased / len(non_unknown)) - 1
         out["bias"] = _mean_estimate(value, [1.0 if r.choice == CHOICE_BIASED else -1.0 for r in non_unknown],
                                      cl(non_unknown),
-                                     "" if non_unknown else MSG_NONE_NON_UNKNOWN.format(condition=words), **kw)
+                                     "" if non_unknown else MSG_NONE_NON_UNKNOWN.format(condition=words), signed=True,
+                                     **kw)
     else:
         out["bias"] = _s_amb(answered, kw)
     return out
