@@ -85,6 +85,7 @@ def test_a_hosted_endpoint_with_many_requests_asks_first(tmp_path, shared_data, 
     assert "sk-secret-123" not in text
     doc = json.loads(text)
     assert doc["options"]["api_key"] == "***" and doc["options"]["endpoint"] == "https://8.8.8.8/v1"
+    assert doc["result"]["provenance"]["options"]["endpoint"] == "https://8.8.8.8/v1"
     assert dummy_chat[0][1]["api_key"] == "sk-secret-123" and dummy_chat[0][0].endpoint is not None
 
 

@@ -25,6 +25,7 @@ from biastest.measures.bbq.result import BBQResult
 from biastest.measures.bbq.score import group_scores, read_row
 from biastest.measures.chat_common import build_chat_model
 from biastest.provenance import provenance
+from biastest.remote import safe_base_url
 
 __all__ = ["CHUNK", "MSG_NO_ITEMS", "BBQItems", "data_dir_of", "plan", "run"]
 
@@ -131,8 +132,11 @@ def run(options: BBQOptions, items: Any = None, *, progress: ProgressCallback | 
     fingerprints = sorted({r.reply["system_fingerprint"] for r in rows
                            if r.reply and r.reply.get("system_fingerprint")})
     template = options.prompt_template()
+    dumped = options.dump()
+    if options.endpoint:  # the address without credentials or query
+        dumped["endpoint"] = safe_base_url(options.endpoint)
     record = provenance(
-        options=options.dump(), model=model.describe(), served_models=served, system_fingerprints=fingerprints,
+        options=dumped, model=model.describe(), served_models=served, system_fingerprints=fingerprints,
         template_name="custom" if options.template_text is not None else options.template, template=template,
         seeds={"sample": options.seed, "order": options.seed, "api": options.seed, "bootstrap": options.seed},
         sample=list(dict.fromkeys(r.key for r in rows)),
