@@ -133,6 +133,22 @@ def test_a_bbq_cell_runs_in_an_audit_beside_another_measure(tmp_path, shared_dat
         assert len(bbq_items) == 1 and len(bbq_items[0]["sha256"]) == 64
 
 
+def test_two_chat_models_on_bbq_make_an_audit_report(tmp_path, shared_data, dummy_chat) -> None:
+    from biastest.audit import parse_grid, run_audit
+    from biastest.audit.report import build_report
+    from tests.audit_helpers import SPEC_A
+
+    doc = {"models": [{"name": "one", "kind": "chat", "id": "tiny-chat"},
+                      {"name": "two", "kind": "chat", "id": "tiny-chat-2"}],
+           "specs": [SPEC_A], "seeds": [2],
+           "options": {"n_items": 4, "bbq_dir": str(shared_data / "bbq"), "categories": ["Religion"],
+                       "n_resamples": 100}}
+    summary = run_audit(parse_grid(doc, base=tmp_path), tmp_path / "out", progress=False)
+    assert (summary.cells, summary.computed) == (2, 2)
+    html = build_report(tmp_path / "out")
+    assert "tiny-chat-2" in html or "two" in html
+
+
 def test_a_bbq_cell_without_its_data_fails_saying_why(tmp_path, dummy_chat) -> None:
     from biastest.audit import parse_grid, read_table, run_audit
     from tests.audit_helpers import SPEC_A

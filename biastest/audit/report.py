@@ -58,6 +58,8 @@ MSG_NOT_COMPARED = "Not compared: {reason}"
 MSG_COMPARE_HEAD = "Compared on the same items: {items} (seed {seed})"
 MSG_NO_SCORE = "no single score per cell (a 2AFC cell has one PSE per target word): see the comparisons below"
 
+#: Measures whose cells are not compared with each other in the report (no comparison of theirs yet).
+UNCOMPARED = ("bbq",)
 FAMILIES = {"lm": "lm", "lm-endpoint": "lm", "vlm": "vlm", "vlm-endpoint": "vlm", "weat": "weat", "2afc": "2afc"}
 
 CSS = """
@@ -336,6 +338,9 @@ def _compare_group(docs: list[tuple[dict[str, Any], dict[str, Any]]], family: st
 
 
 def _family(doc: dict[str, Any] | None, row: Mapping[str, Any]) -> str:
+    measure = ((doc or {}).get("cell") or {}).get("measure")
+    if measure in UNCOMPARED:  # a measure of its own family, with no comparison
+        return measure
     scope = ((doc or {}).get("cell") or {}).get("scope")
     if scope in FAMILIES:
         return FAMILIES[scope]
@@ -432,7 +437,7 @@ def _comparisons(folder: Path, rows: list[dict[str, Any]], spec: str, figures: _
         groups.setdefault((_family(doc, r), r.get("items_sha256"), r.get("seed")), []).append((r, doc))
     out = []
     for (family, _items, seed), docs in groups.items():
-        if len(docs) < 2:
+        if len(docs) < 2 or family in UNCOMPARED:
             continue
         items_file = docs[0][0].get("items_file") or "the specification's words"
         head = MSG_COMPARE_HEAD.format(items=Path(str(items_file)).name, seed=_seed({"seed": seed}))
