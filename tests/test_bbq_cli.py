@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from biastest import settings
 from biastest.cli import EXIT_OK, EXIT_USAGE, main
 from biastest.cli import run as cli_run
 from biastest.cli.run import MSG_CONFIRM_NEEDED, MSG_NOT_CONFIRMED
@@ -61,6 +62,26 @@ def test_run_bbq_writes_the_result_and_prints_the_cost_first(tmp_path, shared_da
     assert rows[0]["row_type"] == "summary" and sum(r["row_type"] == "request" for r in rows) == 180
     ref, kw = dummy_chat[0]
     assert ref.model_id == "tiny-chat" and ref.endpoint is None and kw["seed"] == 3 and kw["api_key"] is None
+    assert kw["cache_dir"] == settings.data_dir() / "chat-cache"  # the response cache, by default
+
+
+def test_the_template_file_and_no_cache_flags(tmp_path, shared_data, dummy_chat, capsys) -> None:
+    own = tmp_path / "prompt.txt"
+    own.write_text("Q: {question}\nC: {context}\nA) {a}\nB) {b}\nC) {c}\nLetter?", encoding="utf-8")
+    out = tmp_path / "bbq.json"
+    rc = main(["run", "bbq", "--model", "m", "--bbq-dir", str(shared_data / "bbq"), "--category", "Religion",
+               "--n-items", "5", "--bootstrap", "100", "--template-file", str(own), "--no-cache", "--out", str(out)])
+    assert rc == EXIT_OK, capsys.readouterr().err
+    result = BBQResult.from_dict(json.loads(out.read_text(encoding="utf-8"))["result"])
+    assert result.template == own.read_text(encoding="utf-8") and result.template_name == "custom"
+    assert result.rows[0].request["messages"][0]["content"].startswith("Q: ")
+    assert dummy_chat[0][1]["cache_dir"] is None  # --no-cache: use_cache False
+    own.write_text("{context} only", encoding="utf-8")
+    rc = main(["run", "bbq", "--model", "m", "--bbq-dir", str(shared_data / "bbq"), "--template-file", str(own),
+               "--out", str(out)])
+    assert rc == EXIT_USAGE and "{question} appears 0 times" in capsys.readouterr().err
+    rc = main(["run", "bbq", "--model", "m", "--template-file", str(tmp_path / "none.txt"), "--out", str(out)])
+    assert rc == EXIT_USAGE and "cannot be read (FileNotFoundError)" in capsys.readouterr().err
 
 
 def test_a_hosted_endpoint_with_many_requests_asks_first(tmp_path, shared_data, dummy_chat, capsys,

@@ -22,7 +22,7 @@ from biastest.measures.base import Measure
 from biastest.measures.bbq import report
 from biastest.measures.bbq.cost import Cost, estimate_cost
 from biastest.measures.bbq.data import CATEGORIES, BBQData, BBQItem, load_bbq
-from biastest.measures.bbq.headless import cost, headless, prepare
+from biastest.measures.bbq.headless import CLI_FLAGS, cost, headless, prepare
 from biastest.measures.bbq.options import BBQOptions
 from biastest.measures.bbq.prompt import TEMPLATES, parse_reply
 from biastest.measures.bbq.result import BBQResult, BBQRow, Estimate, GroupScores
@@ -60,5 +60,5 @@ MEASURE = Measure(
     headless=headless,
     prepare=prepare,
     spec_type="none",
-    extra={"cost": cost},
+    extra={"cost": cost, "cli_flags": CLI_FLAGS},
 )

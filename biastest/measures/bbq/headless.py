@@ -13,18 +13,39 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from biastest.errors import UsageError
 from biastest.measures.base import Headless, Inputs
 from biastest.measures.bbq.cost import Cost, estimate_cost
 from biastest.measures.bbq.data import BBQData, load_bbq
 from biastest.measures.bbq.options import BBQOptions
+from biastest.measures.bbq.prompt import MAX_TEMPLATE_CHARS
 from biastest.measures.bbq.report import export_files, headline
 from biastest.measures.bbq.run import BBQItems, data_dir_of, run
 from biastest.remote import mask_secret, safe_base_url
 
-__all__ = ["DEFAULT_SEED", "cost", "headless", "load_cached", "prepare"]
+__all__ = ["CLI_FLAGS", "DEFAULT_SEED", "MSG_TEMPLATE_FILE", "cost", "headless", "load_cached", "prepare"]
 
 #: The seed of the apps' seed boxes.
 DEFAULT_SEED = 42
+MSG_TEMPLATE_FILE = "The prompt template file '{path}' cannot be read ({problem})."
+
+#: The command line's flags that are not options (read by :func:`prepare`): (flag, argparse keywords).
+CLI_FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("--template-file", {"metavar": "FILE", "help": "your own prompt template (UTF-8 text with {context}, "
+                         "{question}, {a}, {b}, {c} once each); recorded verbatim"}),
+    ("--no-cache", {"action": "store_true", "default": None,
+                    "help": "ask every question again (neither read nor write the response cache)"}),
+)
+
+
+def _read_template(path: str) -> str:
+    p = Path(path).expanduser()
+    try:
+        if p.stat().st_size > 4 * MAX_TEMPLATE_CHARS:
+            raise UsageError(MSG_TEMPLATE_FILE.format(path=path, problem="too large"))
+        return p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(MSG_TEMPLATE_FILE.format(path=path, problem=type(exc).__name__)) from None
 
 _CACHE: dict[tuple, BBQData] = {}
 
@@ -42,11 +63,18 @@ def load_cached(folder: Path, categories: tuple[str, ...]) -> BBQData:
 
 
 def prepare(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The command line's values in the options' terms (the apps' seed when none is given)."""
+    """The command line's values in the options' terms: the apps' seed when none is given, the text of
+    ``--template-file`` as ``template_text`` (checked by the options), ``--no-cache`` as ``use_cache=False``. It may be
+    applied twice (the command line applies it, then :func:`headless` does)."""
     given = {k: v for k, v in values.items() if v is not None}
     given.setdefault("seed", DEFAULT_SEED)
     if "model_id" in given:
         given["model_id"] = str(given["model_id"]).strip()
+    path = given.pop("template_file", None)
+    if path is not None:
+        given["template_text"] = _read_template(str(path))
+    if given.pop("no_cache", None):
+        given["use_cache"] = False
     return given
 
 

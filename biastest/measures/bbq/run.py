@@ -27,10 +27,12 @@ from biastest.measures.chat_common import build_chat_model
 from biastest.provenance import provenance
 from biastest.remote import safe_base_url
 
-__all__ = ["CHUNK", "MSG_NO_ITEMS", "BBQItems", "data_dir_of", "plan", "run"]
+__all__ = ["CACHE_FOLDER", "CHUNK", "MSG_NO_ITEMS", "BBQItems", "data_dir_of", "plan", "run"]
 
 #: Requests handed to the backend at once (a cancel takes effect between chunks).
 CHUNK = 256
+#: The response cache's folder under the data dir (``$BIASTEST_DATA_DIR``), the default of every run.
+CACHE_FOLDER = "chat-cache"
 
 MSG_NO_ITEMS = "No BBQ question is left to ask with these choices (categories {categories}, conditions {conditions})."
 MSG_PROGRESS_ASK = "Asking {done:,} of {total:,} BBQ requests"
@@ -110,7 +112,8 @@ def run(options: BBQOptions, items: Any = None, *, progress: ProgressCallback | 
     api_key : str, optional
         The endpoint's key for this run only (never recorded).
     cache_dir : Path, optional
-        The response cache's folder.
+        The response cache's folder, used when ``options.use_cache`` (default: :data:`CACHE_FOLDER` in the data
+        dir, so a rerun, a resumed audit or a second user asking the same question costs nothing).
 
     Raises
     ------
@@ -119,6 +122,7 @@ def run(options: BBQOptions, items: Any = None, *, progress: ProgressCallback | 
     """
     data, planned = plan(options, items)
     if model is None:
+        cache_dir = cache_dir if cache_dir is not None else settings.data_dir() / CACHE_FOLDER
         model = build_chat_model(options, api_key=api_key, cache_dir=cache_dir, cancel=cancel)
     replies, stop = _ask(model, [t.request for t in planned], progress=progress, cancel=cancel)
     if progress is not None:
