@@ -141,6 +141,42 @@ def test_a_position_only_model_is_measured_as_such() -> None:
     _check_against_reference(balanced, planted)
 
 
+def _planted_decision(item, shown, u):
+    """Disambiguated: biased 70 %, counter-biased 30 % (s_DIS 0.4); ambiguous: unknown 50 %, biased 35 %,
+    counter-biased 15 % (accuracy 0.5, s_AMB = 0.5·0.4 = 0.2); 10 % refusals everywhere."""
+    if u < 0.1:
+        return ("refuse",)
+    v = (u - 0.1) / 0.9
+    if item.condition == "disambig":
+        role = "biased" if v < 0.7 else "counter"
+    else:
+        role = "unknown" if v < 0.5 else "biased" if v < 0.85 else "counter"
+    index = {"unknown": item.unknown, "biased": item.biased,
+             "counter": item.other if item.biased == item.target else item.target}[role]
+    return ("answer", shown.index(item.answers[index]))
+
+
+def test_planted_probabilities_are_recovered_within_the_intervals() -> None:
+    """Ten replicates (seeds 0–9 of the items, the orders and the bootstrap; each request decides by its hash):
+    the 95 % intervals hold the planted s_DIS, ambiguous accuracy, s_AMB and refusal rate in at least 7 of 10
+    (P(fewer) < 0.001 at 95 % coverage), and the estimates average to the truth."""
+    truths = {"s_dis": 0.4, "accuracy_ambig": 0.5, "s_amb": 0.2, "refusal_rate": 0.1}
+    covered, values = Counter(), {k: [] for k in truths}
+    for seed in range(10):
+        data = synthetic_items(seed=100 + seed, templates=20)
+        planted = Planted(data, _planted_decision)
+        options = BBQOptions.parse(model_id="dummy", seed=seed, categories=list(CATS), n_resamples=500)
+        o = run(options, BBQItems(data), model=DummyChatLM(planted)).overall
+        for name, truth in truths.items():
+            e = getattr(o, name)
+            covered[name] += e.low <= truth <= e.high
+            values[name].append(e.value)
+    print("covered of 10:", dict(covered))
+    assert all(covered[name] >= 7 for name in truths), covered
+    for name, truth in truths.items():
+        assert abs(sum(values[name]) / 10 - truth) < 0.04, (name, values[name])
+
+
 def test_a_refusing_model_has_no_scores_only_a_refusal_rate() -> None:
     data = synthetic_items(seed=6)
     result = run(_options(), BBQItems(data), model=DummyChatLM(lambda r: "I cannot answer that."))
