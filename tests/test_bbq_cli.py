@@ -14,7 +14,7 @@ import pytest
 from biastest import settings
 from biastest.cli import EXIT_OK, EXIT_USAGE, main
 from biastest.cli import run as cli_run
-from biastest.cli.run import MSG_CONFIRM_NEEDED, MSG_NOT_CONFIRMED
+from biastest.cli.run import MSG_CONFIRM_NEEDED, MSG_NO_MODEL, MSG_NOT_CONFIRMED
 from biastest.measures import chat_common
 from biastest.measures.bbq import BBQOptions, BBQResult
 from biastest.measures.bbq.cost import MSG_COST
@@ -118,6 +118,9 @@ def test_bad_bbq_flags_are_refused_before_anything_runs(tmp_path, shared_data, d
     assert rc == EXIT_USAGE and "does not exist" in capsys.readouterr().err
     rc = main(["run", "bbq", "--model", "m", "--pairs", "x.csv", "--out", str(tmp_path / "x.json")])
     assert rc == EXIT_USAGE and "--pairs does not apply to run bbq" in capsys.readouterr().err
+    rc = main(["run", "bbq", "--out", str(tmp_path / "x.json")])
+    assert rc == EXIT_USAGE and capsys.readouterr().err.strip().endswith(
+        MSG_NO_MODEL.format(example="Qwen/Qwen2.5-0.5B-Instruct"))
     assert not dummy_chat
     assert MSG_COST.startswith("This BBQ run asks {requests:,} questions")
 
