@@ -18,6 +18,7 @@ from biastest.measures.bbq import MEASURE, BBQItems, BBQOptions, BBQResult, repo
 from biastest.measures.bbq.cost import (
     CHARS_PER_TOKEN,
     CONFIRM_ABOVE_REQUESTS,
+    MSG_BUDGET,
     TOKENS_PER_MESSAGE,
     estimate_cost,
     is_hosted,
@@ -343,7 +344,9 @@ def test_the_cost_is_known_before_the_run() -> None:
     assert not cost.hosted and not cost.needs_confirmation and cost.per_category == dict.fromkeys(CATS, 2 * 3 * 64)
     hosted = estimate_cost(_options(endpoint="https://8.8.8.8/v1"), BBQItems(data))
     assert hosted.hosted and hosted.needs_confirmation == (hosted.requests > CONFIRM_ABOVE_REQUESTS)
-    assert estimate_cost(_options(endpoint="http://127.0.0.1:8000/v1"), BBQItems(data)).needs_confirmation is False
+    local = estimate_cost(_options(endpoint="http://127.0.0.1:8000/v1", max_requests=100), BBQItems(data))
+    assert local.needs_confirmation is False and local.text.endswith(MSG_BUDGET.format(budget=100))
+    assert MSG_BUDGET not in cost.text
     assert not is_hosted("http://localhost:11434/v1") and not is_hosted("http://10.0.0.5/v1") and not is_hosted(None)
     assert is_hosted("https://8.8.8.8/v1") and is_hosted("https://api.example.com/v1")
 

@@ -27,8 +27,8 @@ from biastest.measures.bbq.options import BBQOptions
 from biastest.measures.bbq.run import plan
 from biastest.remote.address import is_public_address
 
-__all__ = ["CHARS_PER_TOKEN", "CONFIRM_ABOVE_REQUESTS", "MSG_COST", "TOKENS_PER_MESSAGE", "Cost", "estimate_cost",
-           "is_hosted"]
+__all__ = ["CHARS_PER_TOKEN", "CONFIRM_ABOVE_REQUESTS", "MSG_BUDGET", "MSG_COST", "TOKENS_PER_MESSAGE", "Cost",
+           "estimate_cost", "is_hosted"]
 
 #: Characters per token of the estimate.
 CHARS_PER_TOKEN = 4
@@ -40,6 +40,10 @@ MSG_COST = (
     "This BBQ run asks {requests:,} questions ({questions:,} BBQ questions × {orders} order(s) × {samples} "
     "sample(s)) of {model}{where}: about {prompt_tokens:,} prompt tokens and at most {answer_tokens:,} answer "
     "tokens (estimate: characters/4)."
+)
+MSG_BUDGET = (
+    " The request budget (--max-requests {budget:,}) is smaller: the run would stop early with the rest not asked; "
+    "raise it to ask everything."
 )
 _LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
 
@@ -121,5 +125,7 @@ def estimate_cost(options: BBQOptions, items: Any = None, *, limit: int = CONFIR
     text = MSG_COST.format(requests=requests, questions=questions, orders=3 if options.order == "rotations" else 1,
                            samples=options.samples, model=options.model_id, where=where, prompt_tokens=prompt_tokens,
                            answer_tokens=answer_tokens)
+    if options.endpoint and requests > options.max_requests:
+        text += MSG_BUDGET.format(budget=options.max_requests)
     return Cost(requests, prompt_tokens, answer_tokens, hosted, hosted and requests > limit, text, limit, questions,
                 chars, dict(Counter(t.item.category for t in planned)))
