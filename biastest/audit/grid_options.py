@@ -118,10 +118,13 @@ def default_measure(kind: str, spec_type: str) -> Measure | None:
 
 
 def model_measures(kind: str, listed: Sequence[str] | None) -> list[Measure]:
-    """The measures a model of ``kind`` may run: those listed for its kind, else its defaults."""
+    """The measures a model of ``kind`` may run: those listed for its kind, else its defaults (and benchmarks)."""
     chosen = _unique(measure_of(x) for x in (listed or ()))
     chosen = [m for m in chosen if m.kind == kind]
-    return chosen or _unique(m for t in ("bias", "twoafc") if (m := default_measure(kind, t)) is not None)
+    if chosen:
+        return chosen
+    defaults = [m for t in ("bias", "twoafc") if (m := default_measure(kind, t)) is not None]
+    return _unique([*defaults, *(m for m in audit_measures(kind) if use_of(m).spec_type == "none")])
 
 
 def _unique(measures) -> list[Measure]:

@@ -63,11 +63,17 @@ MSG_NO_SCORE = "no single score per cell (a 2AFC cell has one PSE per target wor
 
 
 def own_family(measure: Any) -> bool:
-    """True for a measure whose cells are compared with each other only, by the measure's own ``compare``: one
-    that brings its own audit use (``MEASURE.extra["audit"]``, e.g. forced-choice), not one the audit read before
-    the registry (:data:`~biastest.audit.uses.BUILTIN_USES`, compared by scope below)."""
+    """True for a measure whose cells are compared with each other only, by the measure's own ``compare`` (or not
+    at all when it has none, as BBQ): one that brings its own audit use (``MEASURE.extra["audit"]``, e.g.
+    forced-choice), not one the audit read before the registry (:data:`~biastest.audit.uses.BUILTIN_USES`,
+    compared by scope below)."""
     return (isinstance(measure, str) and measure in MEASURES and measure not in BUILTIN_USES
-            and use_of(MEASURES[measure]) is not None and MEASURES[measure].compare is not None)
+            and use_of(MEASURES[measure]) is not None)
+
+
+def uncompared(family: str) -> bool:
+    """A measure's own family whose cells are listed, not compared (it has no ``compare`` yet)."""
+    return own_family(family) and MEASURES[family].compare is None
 
 FAMILIES = {"lm": "lm", "lm-endpoint": "lm", "vlm": "vlm", "vlm-endpoint": "vlm", "weat": "weat", "2afc": "2afc"}
 
@@ -449,7 +455,7 @@ def _comparisons(folder: Path, rows: list[dict[str, Any]], spec: str, figures: _
         groups.setdefault((_family(doc, r), r.get("items_sha256"), r.get("seed")), []).append((r, doc))
     out = []
     for (family, _items, seed), docs in groups.items():
-        if len(docs) < 2:
+        if len(docs) < 2 or uncompared(family):
             continue
         items_file = docs[0][0].get("items_file") or "the specification's words"
         head = MSG_COMPARE_HEAD.format(items=Path(str(items_file)).name, seed=_seed({"seed": seed}))

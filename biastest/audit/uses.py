@@ -46,7 +46,8 @@ CELL_FIELDS = ("model_id", "source", "revision", "endpoint", "tokenizer", "seed"
                "n_replicates", "train_options")
 
 #: How messages name the models of each kind.
-KIND_WORDS = {"lm": "the language models", "vlm": "the vision-language models", "embeddings": "the embeddings"}
+KIND_WORDS = {"lm": "the language models", "vlm": "the vision-language models", "embeddings": "the embeddings",
+              "chat": "the chat models"}
 
 #: The ``statistic`` column of a row, per cell scope (lm-endpoint and vlm-endpoint read as lm and vlm).
 STATISTICS = {

@@ -90,7 +90,7 @@ __all__ = [
 #: The kinds of model (the ``--kind`` of earlier versions, and ``list-specs --kind``).
 KINDS = ("lm", "vlm", "embeddings")
 #: An example model per kind, for the message of a missing ``--model``.
-MODEL_EXAMPLES = {"lm": "gpt2", "vlm": "openai/clip-vit-base-patch32"}
+MODEL_EXAMPLES = {"lm": "gpt2", "vlm": "openai/clip-vit-base-patch32", "chat": "Qwen/Qwen2.5-0.5B-Instruct"}
 
 MSG_UNKNOWN_KIND = "Unknown kind of test '{value}'.{hint} Choose one of: {choices}."
 MSG_UNKNOWN_TEST = "Unknown embedding test '{value}'.{hint} Choose one of: {choices}."
@@ -169,6 +169,7 @@ INPUT_FLAGS: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
                                  "pickles: opening one RUNS THE CODE IN THE FILE. Only for files you made yourself "
                                  "or fully trust"}),
     ),
+    "chat": (),
 }
 YES_FLAG = ("--yes", {"action": "store_true", "default": None,
                       "help": "run without asking, even when a hosted endpoint is asked many questions"})
@@ -196,6 +197,11 @@ def _cost_of(measure: Measure) -> Callable[..., Any] | None:
     return Mapping.get(measure.extra, "cost")
 
 
+def _has_spec(measure: Measure) -> bool:
+    """A measure that tests a specification (a benchmark with its own items, ``spec_type`` none, does not)."""
+    return measure.spec_type != "none"
+
+
 def _flag_names(measure: Measure) -> set[str]:
     return {f.flag for f in flags_of(measure.Options)} | {flag for flag, _ in _extra_flags(measure)}
 
@@ -210,7 +216,8 @@ def add_run_parser(sub: Any) -> None:
     for m in cli_measures():
         p = measures.add_parser(m.name, aliases=list(m.aliases), help=m.title, description=m.title,
                                 allow_abbrev=False)
-        p.add_argument("spec", metavar="SPEC", help="predefined specification name (list-specs) or JSON file path")
+        if _has_spec(m):
+            p.add_argument("spec", metavar="SPEC", help="predefined specification name (list-specs) or JSON file path")
         p.add_argument("--out", required=True, help="result JSON file to write")
         p.add_argument("--csv", help="also write the per-item table as CSV (as the app's download)")
         p.add_argument("--progress", action="store_true", help="print progress to stderr")
@@ -233,6 +240,8 @@ def legacy_name(measure: Measure) -> str:
 
 
 def _legacy_label(measure: Measure) -> str:
+    if measure.kind not in KINDS:  # a measure the earlier form never had (bbq): its own subcommand
+        return f"run {measure.name}"
     return legacy_name(measure) if measure.kind != "embeddings" else f"--test {legacy_name(measure)}"
 
 
@@ -420,6 +429,8 @@ def load_inputs(args: argparse.Namespace, spec: Any, measure: Measure) -> Inputs
             images, root = images_from_store(args.store, spec)
             data = {"from": "store", "store": str(root), "n_images": len(images)}
         return Inputs(spec=spec, images=tuple(images), image_root=root, data=data)
+    if measure.kind == "chat":
+        return Inputs(spec=spec, data={"from": "the measure's own data (see the result's provenance)"})
     return Inputs(spec=spec, data={"from": "specification"}, trust_pickle=bool(args.trust_gensim_file))
 
 
@@ -487,7 +498,7 @@ def document(measure: Measure, spec: Any, run: Headless, data: Mapping[str, Any]
         "kind": measure.kind,
         "test": run.test,
         "seed": run.options.get("seed"),
-        "spec": spec.to_dict(),
+        "spec": spec.to_dict() if spec is not None else None,
         "options": run.options,
         "data": dict(data),
         "result": run.result.to_dict(),
@@ -511,8 +522,9 @@ def cmd_run(args: argparse.Namespace, flags_given: list[Flag], legacy: Legacy | 
     csv_path = output_path(args.csv, "CSV file") if args.csv else None
     if csv_path is not None and csv_path.resolve() == out_path.resolve():
         raise UsageError(MSG_SAME_OUTPUT.format(path=args.out))
-    spec = load_spec(args.spec)
-    check_spec(spec, measure, legacy)
+    spec = load_spec(args.spec) if _has_spec(measure) else None
+    if spec is not None:
+        check_spec(spec, measure, legacy)
     api_key = endpoint_key(args, values, measure) if _takes_endpoint(measure) else None
     if measure.kind == "embeddings":
         embedding_values(values)
