@@ -22,7 +22,7 @@ def sign_test(n_plus: int, n_minus: int) -> float | None:
     None when ``n₊ + n₋ == 0`` (nothing to test). Computed from the binomial distribution function; equal to
     ``scipy.stats.binomtest(n₊, n₊ + n₋, 0.5).pvalue`` (the distribution is symmetric).
     """
-    from scipy.stats import binom
+    from scipy.stats import binom  # late: scipy.stats is slow to import (~0.6 s)
 
     n_plus, n_minus = int(n_plus), int(n_minus)
     n = n_plus + n_minus
