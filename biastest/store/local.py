@@ -45,6 +45,7 @@ and :mod:`biastest.store.folding` (the case folding of the word index).
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import io
 import json
 import logging
@@ -542,8 +543,6 @@ class DatasetStore:
         return IMAGE_FORMATS[fmt], width, height
 
     def _put_image_file(self, data: bytes, ext: str) -> tuple[str, str]:
-        import hashlib
-
         sha = hashlib.sha256(data).hexdigest()
         rel = f"images/{sha}.{ext}"
         target = self.root / rel
