@@ -61,6 +61,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from PIL import Image, UnidentifiedImageError
 
 from biastest import __version__, settings
 from biastest.errors import DataError, StoreError
@@ -515,8 +516,6 @@ class DatasetStore:
 
     # ------------------------------------------------------------ images
     def _validate_image(self, data: bytes, image_term: str) -> tuple[str, int, int]:
-        from PIL import Image, UnidentifiedImageError
-
         if not isinstance(image_term, str) or not image_term.strip():
             raise DataError(MSG_IMAGE_NO_TERM)
         if not isinstance(data, bytes | bytearray | memoryview):
