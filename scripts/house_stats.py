@@ -60,6 +60,7 @@ ASSUMED: dict[str, tuple[str, str]] = {
     "report": ("models/generate/store", "shared tables, figures and exports the measures' reports use"),
     "paths": ("stats/spec/records", "resolving names read from data under their folder"),
     "specs": ("stats/spec/records", "the spec library, beside spec.py"),
+    "continuum": ("stats/spec/records", "stimulus continua (names placed by α) and their CSV loader"),
     "options": ("stats/spec/records", "option bounds and their messages"),
     "remote": ("stats/spec/records", "the one outbound client, below models and generate"),
     "public": ("errors/provenance", "the public-mode decision, read by every layer"),

@@ -3,7 +3,7 @@
 * torch, transformers, diffusers and accelerate are imported only in
   ``biastest/models/`` (the one package that touches models);
 * gradio is imported only in ``biastest/ui/`` and the app files ``app_*.py``;
-* importing the library's core (metrics, runner, stats, spec) does not load gradio.
+* importing the library's core (measures, runner, stats, spec, models) does not load gradio.
 * ray (an optional extra) is imported only by ``biastest/audit/ray_runner.py``.
 
 Every ``import`` and ``from ... import`` counts wherever it stands (module

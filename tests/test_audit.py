@@ -103,7 +103,7 @@ def _grid(**over):
         (_grid(methods=["causal_sum"]), g.MSG_UNKNOWN_METHOD.format(
             value="causal_sum", where="the grid's methods", hint=" Did you mean 'causal-sum'?",
             choices="pll-unmodified, mean-logprob-modified, template-mask, causal-sum, causal-diff-span, vlm, 2afc, "
-                    "weat")),
+                    "weat, forced-choice")),
         (_grid(methods=["bayes"]), g.MSG_BAYES_NOT_IN_AUDIT.format(where="the grid's methods")),
         (_grid(methods=["weat", "weat"]), g.MSG_DUPLICATE_ITEM.format(value="weat", key="methods",
                                                                        where="the grid's methods")),
@@ -168,7 +168,7 @@ def test_option_and_spec_mistakes_keep_the_library_message_and_say_where(tmp_pat
     with pytest.raises(OptionError) as info:
         parse_grid(_grid(models=[{**both[0], "options": {"clusters": "image-term"}}]), base=tmp_path)
     assert info.value.message == g.MSG_IN_ENTRY.format(
-        where="model 1 ('l') options (for the language models)", message=lm_clusters.MSG_BAD_CLUSTERS.format(
+        where="model 1 ('l') options (for the stereotype test)", message=lm_clusters.MSG_BAD_CLUSTERS.format(
             value="image-term", choices=", ".join(lm_clusters.CLUSTERINGS)))
     mixed = parse_grid(_grid(models=[{**both[0], "options": {"clusters": "template"}}, both[1]],
                              options={"clusters": "image"}), base=tmp_path)  # each model's own wins

@@ -1,7 +1,8 @@
 """Every model backend satisfies its protocol (biastest.models.protocols), and the factory picks the right one.
 
-In-process backends are tiny models built from configurations (tests/lm_helpers.py, tests/vlm_helpers.py); the
-endpoint backends talk to the HTTP stubs on 127.0.0.1 (tests/completions_stub.py, tests/chat_images_stub.py); the
+In-process backends are tiny models built from configurations (tests/lm_helpers.py, tests/vlm_helpers.py,
+tests/generate_helpers.py for an instruct model with a chat template); the endpoint backends talk to the HTTP stubs on
+127.0.0.1 (tests/completions_stub.py, tests/chat_images_stub.py, tests/chat_stub.py); the
 dummies (biastest.models.dummy) give reproducible answers. Positive controls: an object missing any one member of
 a protocol is not an instance of it, and an ``isinstance`` check sends no request to an endpoint.
 """
@@ -19,23 +20,38 @@ from biastest import public
 from biastest.models import dummy as D
 from biastest.models import protocols as P
 from biastest.models.cache import ModelCache
+from biastest.models.chat_records import REPLY_ANSWERED, ChatRequest
 from biastest.models.embeddings import InMemoryEmbeddings, KeyedVectorsEmbeddings, WordEmbeddings
+from biastest.models.endpoint_chat import EndpointChatLM
 from biastest.models.endpoint_lm import EndpointCausalLM
 from biastest.models.endpoint_vlm import EndpointVLM
-from biastest.models.factory import EndpointRef, ModelRef, language_model, vision_language_model, word_vectors
+from biastest.models.factory import (
+    EndpointRef,
+    ModelRef,
+    chat_model,
+    language_model,
+    vision_language_model,
+    word_vectors,
+)
 from biastest.models.lm import CausalLanguageModel, MaskedLanguageModel, MaskedQuery
+from biastest.models.local_chat import LocalChatLM
+from biastest.models.response_cache import CachedChatLM
 from biastest.models.vlm import ClipLikeModel, GenerativeVLM, VQAClassifierModel
 from biastest.remote import RetryPolicy
 from biastest.spec import BiasSpec
 from tests import lm_helpers as H
 from tests import vlm_helpers as V
 from tests.chat_images_stub import ChatImagesStub
+from tests.chat_stub import ChatStub
 from tests.completions_stub import CompletionsStub
+from tests.generate_helpers import build_tiny_gpt2 as build_tiny_chat_gpt2
 
 SEED = 5
 print(f"test seed: {SEED}")
 SERVED_LM = "tiny-gpt2"
 SERVED_VLM = "tiny-llava"
+SERVED_CHAT = "tiny-chat"
+CHAT_TEMPLATE = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
 KEY = "sk-protocol-test-secret"
 FAST = RetryPolicy(max_retries=1, initial_delay=0.01, factor=1.0, max_delay=0.05, jitter=0.0)
 SPEC = BiasSpec.from_terms(group1="red", group2="blue", stereotype1="doctor", antistereotype1="nurse",
@@ -43,7 +59,7 @@ SPEC = BiasSpec.from_terms(group1="red", group2="blue", stereotype1="doctor", an
 
 LANGUAGE = (P.CausalLM, P.TextCausalLM, P.MaskedLM)
 VISION = (P.ContrastiveVLM, P.AnswerClassifierVLM, P.AnswerGeneratorVLM, P.ChatVLM)
-ALL = (*LANGUAGE, *VISION, P.WordVectors)
+ALL = (*LANGUAGE, *VISION, P.ChatLM, P.WordVectors)
 
 
 def _satisfies(obj) -> set[type]:
@@ -105,6 +121,17 @@ def test_in_process_vision_language_models_satisfy_their_protocol(base, clip_dir
         assert model.describe()["model_id"] == model.model_id and model.describe()["model_kind"] == model.kind
 
 
+def test_the_in_process_chat_model_satisfies_the_chat_protocol(base, tmp_path):
+    folder = build_tiny_chat_gpt2(base / "chat", chat_template=CHAT_TEMPLATE, n_positions=128)
+    chat = chat_model(ModelRef(str(folder), device="cpu"))
+    cached = chat_model(ModelRef(str(folder), device="cpu"), cache_dir=tmp_path)
+    assert type(chat) is LocalChatLM and _satisfies(chat) == {P.ChatLM} and isinstance(chat, P.ModelBackend)
+    assert type(cached) is CachedChatLM and _satisfies(cached) == {P.ChatLM} and isinstance(cached, P.ModelBackend)
+    (reply,) = chat.chat([ChatRequest.ask("Who is a nurse?", max_tokens=3)])
+    assert reply.status == REPLY_ANSWERED and isinstance(reply.text, str) and chat.stop_message is None
+    assert chat.describe()["model_id"] == chat.model_id and chat.describe()["model_kind"] == chat.kind == "chat"
+
+
 def test_embedding_backends_satisfy_word_vectors(tmp_path):
     path = tmp_path / "vectors.txt"
     path.write_text("2 3\nnurse 0.1 0.2 0.3\npilot 0.3 0.2 0.1\n", encoding="utf-8")
@@ -161,6 +188,17 @@ def test_the_endpoint_vision_language_model_satisfies_the_chat_protocol(vlm_serv
     assert KEY not in json.dumps(vlm.describe()) + repr(vlm)
 
 
+def test_the_endpoint_chat_model_satisfies_the_chat_protocol():
+    with ChatStub(lambda messages, seed: "A", served_name=SERVED_CHAT) as stub:
+        ref = ModelRef(SERVED_CHAT, endpoint=EndpointRef(stub.base_url, max_requests=20, time_limit=30.0))
+        chat = chat_model(ref, api_key=KEY, retry=FAST)
+        assert type(chat) is EndpointChatLM and _satisfies(chat) == {P.ChatLM}
+        assert stub.count() == 0  # the check looked at the members; it asked the server nothing
+        (reply,) = chat.chat([ChatRequest.ask("Who is a nurse? Answer A or B.", seed=SEED)])
+        assert reply.text == "A" and reply.served_model == SERVED_CHAT and chat.stop_message is None
+        assert KEY not in json.dumps(chat.describe()) + repr(chat)
+
+
 def test_a_reference_dump_holds_no_key_and_no_credentials():
     ref = ModelRef("served", endpoint=EndpointRef("http://user:pw@127.0.0.1:8000/v1?api_key=x", tokenizer=False))
     dumped = json.dumps(ref.dump())
@@ -184,6 +222,8 @@ DUMMIES = {
 
 
 def _dummy(proto):
+    if proto is P.ChatLM:  # answers by a planted rule, not by a seed
+        return D.DummyChatLM(lambda request: request.messages[-1][1][:1])
     return D.DummyWordVectors(["nurse", "pilot"], seed=SEED) if proto is P.WordVectors else DUMMIES[proto](seed=SEED)
 
 
@@ -191,7 +231,9 @@ def _dummy(proto):
 def test_each_protocol_has_a_dummy_that_satisfies_it(proto):
     obj = _dummy(proto)
     assert isinstance(obj, proto)
-    if proto is not P.WordVectors:
+    if proto is P.ChatLM:
+        assert isinstance(obj, P.ModelBackend) and [r.text for r in obj.chat([ChatRequest.ask("Nurse?")])] == ["N"]
+    elif proto is not P.WordVectors:
         assert isinstance(obj, P.ModelBackend) and obj.describe()["seed"] == SEED
 
 
@@ -265,3 +307,4 @@ def test_an_isinstance_check_reads_no_property():
 def test_backends_satisfy_their_protocols_by_structure_not_inheritance():
     assert P.WordVectors not in WordEmbeddings.__mro__ and P.CausalLM not in D.DummyCausalLM.__mro__
     assert P.CausalLM not in CausalLanguageModel.__mro__ and P.ChatVLM not in EndpointVLM.__mro__
+    assert P.ChatLM not in EndpointChatLM.__mro__ and P.ChatLM not in LocalChatLM.__mro__

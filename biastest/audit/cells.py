@@ -1,4 +1,4 @@
-"""Run one audit cell with the runners the apps and the command line use, and read its table row.
+"""Run one audit cell with its measure, as the apps and the command line run it, and read its table row.
 
 :func:`run_cell` takes a cell as plain values (:meth:`biastest.audit.plan.Cell.task`)
 and the frozen items, finds the cell's measure in :data:`biastest.measures.MEASURES`,

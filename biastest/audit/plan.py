@@ -20,11 +20,11 @@ to draw the items again.
 A cell's **key** is a content hash (SHA-256, first 20 hex digits) of: the
 model's identity (its id, revision and endpoint; a local folder's file names,
 sizes and modification times — not its label), the specification's content,
-the items' hash, the method, the seed, the options that apply to the cell
-(defaults filled in, so writing a default or leaving it out is the same cell),
+the items' hash, the method, the seed, the cell's options (its measure's options
+dump less the cell's own fields, so writing a default or leaving it out is the same cell),
 the library versions (:func:`biastest.provenance.library_versions`) and a hash
-of biastest's computing code (:func:`code_fingerprint`: metrics, models,
-runners, statistics …), so a changed metric never reuses an old cell.
+of biastest's computing code (:func:`code_fingerprint`: :data:`COMPUTING_CODE`, the measures,
+models, statistics …), so a changed measure never reuses an old cell.
 The same key means the same computation: a rerun skips it.
 
 Nothing here loads a model (the kind of a language model — masked or causal —

@@ -33,7 +33,9 @@ from typing import Any
 import pandas as pd
 
 from biastest import __version__
+from biastest.audit.uses import BUILTIN_USES, use_of
 from biastest.errors import DataError
+from biastest.measures import MEASURES
 from biastest.measures.stereotype.compare import compare_stereotype
 from biastest.measures.twoafc.compare import compare_twoafc
 from biastest.measures.vlm import compare_vlm
@@ -65,6 +67,15 @@ PROBLEM_NOT_TEXT = "not text"
 MSG_NOT_COMPARED = "Not compared: {reason}"
 MSG_COMPARE_HEAD = "Compared on the same items: {items} (seed {seed})"
 MSG_NO_SCORE = "no single score per cell (a 2AFC cell has one PSE per target word): see the comparisons below"
+
+
+
+def own_family(measure: Any) -> bool:
+    """True for a measure whose cells are compared with each other only, by the measure's own ``compare``: one
+    that brings its own audit use (``MEASURE.extra["audit"]``, e.g. forced-choice), not one the audit read before
+    the registry (:data:`~biastest.audit.uses.BUILTIN_USES`, compared by scope below)."""
+    return (isinstance(measure, str) and measure in MEASURES and measure not in BUILTIN_USES
+            and use_of(MEASURES[measure]) is not None and MEASURES[measure].compare is not None)
 
 FAMILIES = {"lm": "lm", "lm-endpoint": "lm", "vlm": "vlm", "vlm-endpoint": "vlm", "weat": "weat", "2afc": "2afc"}
 
@@ -327,10 +338,16 @@ def _compare_group(docs: list[tuple[dict[str, Any], dict[str, Any]]], family: st
         return compare_vlm(results, seed=seed, labels=labels, score=score)
     if family == "weat":
         return compare_weat(results, seed=seed, labels=labels)
+    if own_family(family):
+        clusters = results[0].get("clusters") if isinstance(results[0], Mapping) else None
+        return MEASURES[family].compare(results, seed=seed, labels=labels, clusters=clusters or None)
     return compare_twoafc(results, seed=seed, labels=labels)
 
 
 def _family(doc: dict[str, Any] | None, row: Mapping[str, Any]) -> str:
+    measure = ((doc or {}).get("cell") or {}).get("measure")
+    if own_family(measure):  # a measure of a kind's models that is not that kind's default: its own family
+        return measure
     scope = ((doc or {}).get("cell") or {}).get("scope")
     if scope in FAMILIES:
         return FAMILIES[scope]

@@ -1,8 +1,9 @@
 """How an audit uses a measure: which specifications it takes, its items, its defaults and its table row.
 
-A measure of :data:`biastest.measures.MEASURES` runs in an audit when it has an :class:`AuditUse`: the
-measure brings one in ``MEASURE.extra["audit"]`` (a new measure does, e.g. the toy measure of
-``tests/test_toy_measure.py``), or, for the measures that were audited before the registry existed, the
+A measure of :data:`biastest.measures.MEASURES` runs in an audit when it has an
+:class:`~biastest.measures.base.AuditUse` (a record of the measures' layer, so a measure's folder can hold its
+own): the measure brings one in ``MEASURE.extra["audit"]`` (a new measure does, e.g. forced-choice and the toy
+measure of ``tests/test_toy_measure.py``), or, for the measures that were audited before the registry existed, the
 audit's own :data:`BUILTIN_USES` reads their results into the table as before. ``extra["audit"] = False``
 keeps a measure out of audits (the Bayesian measures: no single score per cell); ``extra["audit_refusal"]``
 then says why, with ``{where}`` for the place in the grid.
@@ -13,11 +14,11 @@ Everything else — the measure's name, aliases, kind of model, options with the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from biastest.measures import MEASURES, Measure
+from biastest.measures.base import AuditUse
 from biastest.measures.stereotype.run import StereotypeItems
 from biastest.measures.stereotype.score import methods_for_kind
 from biastest.measures.twoafc import TwoAFCItems
@@ -71,40 +72,6 @@ def items_for_kind(kind: str, spec: Any, content: Mapping[str, Any] | None) -> d
         return {"images": [TestImage.from_row(r) for r in content["images"]], "image_root": content["image_root"],
                 "spec": spec}
     return {"spec": spec}
-
-
-@dataclass(frozen=True)
-class AuditUse:
-    """What an audit needs of a measure beyond its record.
-
-    Attributes
-    ----------
-    label : str, optional
-        The method's name in the grid and the table (default the measure's name).
-    spec_type : {"bias", "twoafc"}
-        The specifications it takes (a bias specification, or a 2AFC one of target words and cue pairs).
-    items : callable
-        ``items(records) -> Items``: the measure's items from :func:`items_for_kind`'s records.
-    row : callable
-        ``row(result, row)``: fill a table row (``score``, ``ci_low`` …) from the result's ``to_dict()``.
-    statistic : str
-        What the ``score`` column holds.
-    defaults : mapping
-        Defaults of a headless run that differ from the options' own (a single model's 2AFC needs noise).
-    prepare : callable, optional
-        ``prepare(values) -> values``: the cell's identity made ready to run (e.g. a method read from the model).
-    more : callable, optional
-        ``more(measure, options, items) -> dict``: further documents of the cell (WEAT's MAC).
-    """
-
-    spec_type: str
-    items: Callable[[dict[str, Any]], Any]
-    row: Callable[[dict[str, Any], dict[str, Any]], None]
-    statistic: str
-    label: str | None = None
-    defaults: Mapping[str, Any] = field(default_factory=dict)
-    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    more: Callable[[Measure, Any, Any], dict[str, Any]] | None = None
 
 
 # --------------------------------------------------------------------------- rows of the built-in measures

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,10 +63,13 @@ __all__ = [
     "KINDS",
     "MSG_2AFC_NEEDS_TWOAFC_SPEC",
     "MSG_BAD_KEY_ENV",
+    "MSG_CONFIRM_NEEDED",
+    "MSG_CONFIRM_PROMPT",
     "MSG_KEY_ENV_UNSET",
     "MSG_NEEDS_ENDPOINT",
     "MSG_NOT_WITH_ENDPOINT",
     "MSG_NO_ENDPOINT_MODEL",
+    "MSG_NOT_CONFIRMED",
     "MSG_NO_MODEL",
     "MSG_OPTION_NOT_FOR_RUN",
     "MSG_SAME_OUTPUT",
@@ -125,6 +129,12 @@ MSG_KEY_ENV_UNSET = (
     "The environment variable named by --api-key-env is not set or is empty. Set it to the endpoint's key first "
     "(export NAME=…), then run again."
 )
+MSG_CONFIRM_NEEDED = (
+    "This run asks a hosted endpoint {requests:,} questions (more than {limit:,}); it may cost money. Run it again "
+    "with --yes to confirm."
+)
+MSG_CONFIRM_PROMPT = "Ask {requests:,} questions of the hosted endpoint? [y/N] "
+MSG_NOT_CONFIRMED = "Not confirmed: nothing was asked."
 MSG_TOO_FEW_REPLICATES = "Give at least two replicate embedding files (--replicate FILE, once per file); got {count}."
 
 _KEY_ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
@@ -160,6 +170,8 @@ INPUT_FLAGS: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
                                  "or fully trust"}),
     ),
 }
+YES_FLAG = ("--yes", {"action": "store_true", "default": None,
+                      "help": "run without asking, even when a hosted endpoint is asked many questions"})
 API_KEY_FLAG = ("--api-key-env", {"metavar": "VAR", "help": "name of the environment variable that holds the "
                                   "endpoint's key (never the key itself)"})
 
@@ -169,7 +181,19 @@ def _dest(flag: str) -> str:
 
 
 def _extra_flags(measure: Measure) -> list[tuple[str, dict[str, Any]]]:
-    return [*INPUT_FLAGS[measure.kind], *([API_KEY_FLAG] if _takes_endpoint(measure) else [])]
+    return [*INPUT_FLAGS[measure.kind], *([API_KEY_FLAG] if _takes_endpoint(measure) else []),
+            *_own_flags(measure), *([YES_FLAG] if _cost_of(measure) is not None else [])]
+
+
+def _own_flags(measure: Measure) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """Flags a measure declares that are not options (``extra["cli_flags"]``); its ``prepare`` reads them."""
+    return tuple(Mapping.get(measure.extra, "cli_flags", ()))
+
+
+def _cost_of(measure: Measure) -> Callable[..., Any] | None:
+    """The measure's cost before a run (``extra["cost"]``: ``cost(values, inputs)`` with ``text`` and
+    ``needs_confirmation``), or None."""
+    return Mapping.get(measure.extra, "cost")
 
 
 def _flag_names(measure: Measure) -> set[str]:
@@ -400,6 +424,41 @@ def load_inputs(args: argparse.Namespace, spec: Any, measure: Measure) -> Inputs
 
 
 # --------------------------------------------------------------------------- the run
+#: How the command line asks for a confirmation (tests replace these).
+ask: Callable[[str], str] = input
+
+
+def interactive() -> bool:
+    """Whether a person can answer on stdin."""
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def confirm_cost(cost: Any, yes: bool, err: Callable[[str], None]) -> None:
+    """Print the run's cost; a run that needs confirmation goes on only with ``--yes`` or a "y" typed at the prompt.
+
+    Raises
+    ------
+    UsageError
+        :data:`MSG_CONFIRM_NEEDED` (no ``--yes`` and no one to ask), :data:`MSG_NOT_CONFIRMED` (the answer was not
+        yes).
+    """
+    err(cost.text)
+    if not cost.needs_confirmation or yes:
+        return
+    limit = getattr(cost, "limit", None) or 0
+    if not interactive():
+        raise UsageError(MSG_CONFIRM_NEEDED.format(requests=cost.requests, limit=limit))
+    try:
+        answer = ask(MSG_CONFIRM_PROMPT.format(requests=cost.requests))
+    except EOFError:
+        answer = ""
+    if answer.strip().lower() not in ("y", "yes"):
+        raise UsageError(MSG_NOT_CONFIRMED)
+
+
 def _default_headless(measure: Measure) -> Callable[..., Headless]:
     """A measure without its own headless run: its options checked, ``run(options, inputs)``, its CSV rows."""
 
@@ -441,6 +500,9 @@ def cmd_run(args: argparse.Namespace, flags_given: list[Flag], legacy: Legacy | 
     """Run one measure as the command line asked (flags already parsed and refused where they do not apply)."""
     measure = MEASURES.get_measure(args.measure)
     values = given_values(args, flags_given)
+    for flag, _ in _own_flags(measure):
+        if getattr(args, _dest(flag), None) is not None:
+            values[_dest(flag)] = getattr(args, _dest(flag))
     if measure.prepare is not None:
         values = measure.prepare(values)
     check_bounds(values)
@@ -455,6 +517,8 @@ def cmd_run(args: argparse.Namespace, flags_given: list[Flag], legacy: Legacy | 
     if measure.kind == "embeddings":
         embedding_values(values)
     inputs = load_inputs(args, spec, measure)
+    if _cost_of(measure) is not None:
+        confirm_cost(_cost_of(measure)(values, inputs), bool(getattr(args, "yes", None)), err)
     headless = measure.headless or _default_headless(measure)
     run = headless(values, inputs, api_key=api_key, progress=printing_progress(args.progress, err))
     write_atomic(out_path, lambda p: write_json(document(measure, spec, run, inputs.data), p))

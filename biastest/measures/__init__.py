@@ -2,15 +2,16 @@
 
 A measure's folder holds its options, scoring, result, summary, run, report and
 comparison (see ``docs/DESIGN.md``, "Adding a measure"). The command line's
-``run <measure>`` subcommands, the audit grid's methods and the apps' lists of
-tests are made from :data:`MEASURES`; nothing else lists measures by hand.
+``run <measure>`` subcommands and the audit grid's methods are made from
+:data:`MEASURES`; the apps (``biastest/ui``) still give each of their measures
+a place of its own.
 
 Adding a measure is one folder and one line below.
 """
 
 from __future__ import annotations
 
-from biastest.measures import bayes, posterior, stereotype, twoafc, vlm, weat
+from biastest.measures import bayes, forced_choice, posterior, stereotype, twoafc, vlm, weat
 from biastest.measures.base import Measure, MeasureRegistry, OptionsBase, ResultBase
 
 __all__ = ["MEASURES", "Measure", "MeasureRegistry", "OptionsBase", "ResultBase", "get_measure"]
@@ -23,6 +24,7 @@ MEASURES = MeasureRegistry([
     weat.MEASURE,
     bayes.MEASURE,
     posterior.MEASURE,
+    forced_choice.MEASURE,
 ])
 
 

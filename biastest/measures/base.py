@@ -56,6 +56,7 @@ from biastest.options import BOUNDS, check_option
 
 __all__ = [
     "KINDS",
+    "AuditUse",
     "Headless",
     "Inputs",
     "MSG_BAD_RESULT_FILE",
@@ -330,6 +331,45 @@ class Headless:
 
 # --------------------------------------------------------------------------- the measure record
 @dataclass(frozen=True)
+class AuditUse:
+    """What an audit needs of a measure beyond its record: ``MEASURE.extra["audit"]``, read by the audit.
+
+    It lives here, below the audit, so a measure's own folder can say how an audit runs it (the audit,
+    :mod:`biastest.audit.uses`, reads it; a measure may not import the audit).
+
+    Attributes
+    ----------
+    label : str, optional
+        The method's name in the grid and the table (default the measure's name).
+    spec_type : {"bias", "twoafc"}
+        The specifications it takes (a bias specification, or a 2AFC one of target words and cue pairs).
+    items : callable
+        ``items(records) -> Items``: the measure's items from the audit's frozen records of a cell
+        (:func:`biastest.audit.uses.items_for_kind`: ``pairs`` and ``spec``, or ``images``, ``image_root`` and ``spec``,
+        or ``spec``).
+    row : callable
+        ``row(result, row)``: fill a table row (``score``, ``ci_low`` …) from the result's ``to_dict()``.
+    statistic : str
+        What the ``score`` column holds.
+    defaults : mapping
+        Defaults of a headless run that differ from the options' own (a single model's 2AFC needs noise).
+    prepare : callable, optional
+        ``prepare(values) -> values``: the cell's identity made ready to run (e.g. a method read from the model).
+    more : callable, optional
+        ``more(measure, options, items) -> dict``: further documents of the cell (WEAT's MAC).
+    """
+
+    spec_type: str
+    items: Callable[[dict[str, Any]], Any]
+    row: Callable[[dict[str, Any], dict[str, Any]], None]
+    statistic: str
+    label: str | None = None
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    more: Callable[[Measure, Any, Any], dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
 class Measure:
     """One measure: what the CLI, the audit grid and the apps need to know of it.
 
@@ -366,6 +406,13 @@ class Measure:
     spec_type : {"bias", "twoafc"}
         The kind of specification it tests (a bias specification of groups and attributes, or a 2AFC one of
         targets and cue pairs).
+    label : str
+        Its short name in the apps' lists and section titles (``"WEAT / MAC"``); its ``name`` when left empty.
+    choices : mapping of str to tuple of str
+        Option name → the values the apps offer for it, in the order they show them (the stereotype measure's
+        scoring ``method``, the vision-language measure's ``combine``); the options check every value anyway.
+    extra : mapping
+        What one caller alone reads (the audit's ``methods`` variants, ``audit``/``cli`` switches, WEAT's MAC).
     """
 
     name: str
@@ -381,11 +428,18 @@ class Measure:
     headless: Callable[..., Headless] | None = None
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     spec_type: str = "bias"
+    label: str = ""
+    choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"measure {self.name!r}: kind {self.kind!r} is not one of {KINDS}")
+        if not self.label:
+            object.__setattr__(self, "label", self.name)  # frozen: the one place the record fills itself in
+        for option in self.choices:
+            if option not in self.Options.model_fields:
+                raise ValueError(f"measure {self.name!r}: choices name {option!r}, not one of its options")
 
 
 class MeasureRegistry(Mapping[str, Measure]):

@@ -1,6 +1,6 @@
 """What the word-embedding measures' headless runs share: loading the embedding the user named.
 
-A run records the embedding by its source name; with ``--trust-gensim-file`` (command line only) the runner
+A run records the embedding by its source name; with ``--trust-gensim-file`` (command line only) the measure's run
 receives the embedding loaded with the opt-in instead (gensim's own files are pickles).
 """
 

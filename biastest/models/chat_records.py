@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ChatReply", "ChatRequest", "REPLY_ANSWERED", "REPLY_FAILED", "ROLES"]
+__all__ = ["ChatReply", "ChatRequest", "REPLY_ANSWERED", "REPLY_FAILED", "ROLES", "sampling_seed"]
 
 #: The roles a message may have.
 ROLES = ("system", "user", "assistant")
@@ -159,3 +159,26 @@ class ChatReply:
             error=str(data.get("error", "")),
             extra=dict(data.get("extra") or {}),
         )
+
+
+def sampling_seed(request: ChatRequest) -> int | None:
+    """The seed a backend samples ``request`` with: its ``seed`` for sample 0, one derived from (seed, sample) else.
+
+    Two samples of one question must differ, so each sample after the first
+    is sampled with its own seed: the first 31 bits of SHA-256 of
+    ``"{seed}:{sample}"`` (a non-negative 32-bit integer, which every server
+    that takes a seed accepts). None when the request has no seed and is the
+    first sample (the backend's default); an unseeded later sample derives
+    from seed 0.
+
+    Examples
+    --------
+    >>> sampling_seed(ChatRequest.ask("q", seed=7)), sampling_seed(ChatRequest.ask("q"))
+    (7, None)
+    >>> sampling_seed(ChatRequest.ask("q", seed=7, sample=1)) == sampling_seed(ChatRequest.ask("q", seed=7, sample=2))
+    False
+    """
+    if request.sample == 0:
+        return request.seed
+    text = f"{0 if request.seed is None else int(request.seed)}:{int(request.sample)}"
+    return int.from_bytes(hashlib.sha256(text.encode("ascii")).digest()[:4], "big") >> 1

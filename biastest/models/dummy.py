@@ -36,6 +36,7 @@ __all__ = [
     "DummyAnswerClassifierVLM",
     "DummyAnswerGeneratorVLM",
     "DummyCausalLM",
+    "DummyChatLM",
     "DummyChatVLM",
     "DummyContrastiveVLM",
     "DummyMaskedLM",

@@ -19,9 +19,15 @@ function                                     in this process                    
                                              ``VQAClassifierModel``                     (:class:`~.protocols.ChatVLM`)
                                              (``AnswerClassifierVLM``),
                                              ``GenerativeVLM`` (``AnswerGeneratorVLM``)
+:func:`chat_model`                           ``LocalChatLM`` (an instruct model and     ``EndpointChatLM``
+                                             its chat template,                         (``ChatLM``, the OpenAI
+                                             :class:`~.protocols.ChatLM`)               chat protocol)
 :func:`word_vectors`                         any embedding source                       —
                                              (:class:`~.protocols.WordVectors`)
 ===========================================  =========================================  ==========================
+
+:func:`chat_model` with ``cache_dir`` puts either behind the response cache
+(:class:`~biastest.models.response_cache.CachedChatLM`, also a ``ChatLM``).
 
 In-process models load once per process through the shared
 :data:`~biastest.models.cache.MODEL_CACHE` (the key: adapter kind, id, revision,
@@ -52,10 +58,12 @@ from __future__ import annotations
 
 import threading
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from biastest.models.cache import MODEL_CACHE, ModelCache
 from biastest.models.embeddings import WordEmbeddings, load_embeddings
+from biastest.models.endpoint_chat import EndpointChatLM
 from biastest.models.endpoint_lm import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_REQUESTS,
@@ -65,16 +73,19 @@ from biastest.models.endpoint_lm import (
 )
 from biastest.models.endpoint_vlm import EndpointVLM
 from biastest.models.lm import detect_model_kind, load_language_model
+from biastest.models.local_chat import LocalChatLM
 from biastest.models.protocols import (
     AnswerClassifierVLM,
     AnswerGeneratorVLM,
     CausalLM,
+    ChatLM,
     ChatVLM,
     ContrastiveVLM,
     MaskedLM,
     TextCausalLM,
     WordVectors,
 )
+from biastest.models.response_cache import CachedChatLM
 from biastest.models.vlm import load_vlm
 from biastest.remote import RetryPolicy, RunLimits, safe_base_url
 
@@ -83,6 +94,7 @@ __all__ = [
     "LanguageBackend",
     "ModelRef",
     "VisionLanguageBackend",
+    "chat_model",
     "language_model",
     "language_model_kind",
     "vision_language_model",
@@ -269,6 +281,47 @@ def vision_language_model(ref: ModelRef, *, api_key: str | None = None, cache: M
     end = ref.endpoint
     return EndpointVLM(end.base_url, ref.model_id, api_key=api_key, concurrency=end.concurrency,
                        limits=end.limits(), retry=retry, seed=seed, cancel=cancel)
+
+
+def chat_model(ref: ModelRef, *, api_key: str | None = None, cache_dir: Path | None = None,
+               retry: RetryPolicy | None = None, seed: int = 0, cancel: threading.Event | None = None) -> ChatLM:
+    """The model that answers which ``ref`` names: in this process or at its endpoint, behind the response cache.
+
+    Parameters
+    ----------
+    ref : ModelRef
+        In this process: an instruct model with a chat template (``device`` and
+        ``dtype`` apply; ``kind`` is not used). Behind an endpoint: the name it
+        serves, at an OpenAI-compatible chat endpoint (``tokenizer`` is not used).
+    api_key : str, optional
+        The endpoint's key, held by the backend's client for this run only.
+    cache_dir : Path, optional
+        The response cache's folder
+        (:func:`~biastest.models.response_cache.default_cache_dir` for the data
+        dir); None asks every question.
+    retry, seed, cancel :
+        As :func:`language_model` (a model in this process looks at ``cancel``
+        before each question).
+
+    Returns
+    -------
+    LocalChatLM, EndpointChatLM, or either in a CachedChatLM
+
+    Raises
+    ------
+    ModelLoadError, ModelKindError
+        In this process: no such model, not a text-generation model, no chat template.
+    OptionError, PolicyError
+        No served name, a bad endpoint address or one that public mode refuses.
+    """
+    if ref.endpoint is None:
+        model: ChatLM = LocalChatLM(ref.model_id, revision=ref.revision, device=ref.device, dtype=ref.dtype,
+                                    cancel=cancel)
+    else:
+        end = ref.endpoint
+        model = EndpointChatLM(end.base_url, ref.model_id, api_key=api_key, concurrency=end.concurrency,
+                               limits=end.limits(), retry=retry, seed=seed, cancel=cancel)
+    return model if cache_dir is None else CachedChatLM(model, cache_dir)
 
 
 def word_vectors(source: str | WordEmbeddings, *, cache: ModelCache | None = None,

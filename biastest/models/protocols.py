@@ -37,7 +37,10 @@ protocol                          requests                                      
                                   ``generate_answers``                           ``dummy.DummyAnswerGeneratorVLM``
 :class:`ChatVLM`                  ``ask`` (one chat answer per image)            ``endpoint_vlm.EndpointVLM``,
                                                                                  ``dummy.DummyChatVLM``
-:class:`ChatLM`                   ``chat`` (one raw text answer per request)     ``dummy.DummyChatLM``
+:class:`ChatLM`                   ``chat`` (one raw text answer per request)     ``endpoint_chat.EndpointChatLM``,
+                                                                                 ``local_chat.LocalChatLM``,
+                                                                                 ``response_cache.CachedChatLM``,
+                                                                                 ``dummy.DummyChatLM``
 :class:`WordVectors`              ``vectors``, ``lookup_report``,                ``embeddings.WordEmbeddings`` and
                                   ``vocabulary``, ``matrix``, ``describe``       its backends, ``DummyWordVectors``
 ================================  =============================================  ===================================

@@ -13,7 +13,9 @@ these primitives and never touches torch or transformers itself:
 3. :func:`encode_prompt` — chat messages to token ids: through the chat
    template (with the generation prompt) when the tokenizer has one, else the
    message contents joined by blank lines and a final new line.
-4. :func:`generate` — the new text after the prompt. Each call runs under
+4. :func:`generate` — the new text after the prompt (:func:`generate_scored`
+   also gives the new token ids, why it stopped and each step's top
+   log-probabilities, for :class:`~biastest.models.local_chat.LocalChatLM`). Each call runs under
    ``torch.random.fork_rng`` with ``torch.manual_seed(seed)``, so the same seed
    gives the same answer and the global generator is left untouched; one lock
    per process serialises generation so concurrent users cannot interleave
@@ -36,13 +38,16 @@ from pathlib import Path
 from typing import Any
 
 from biastest.errors import GenerationError, ModelKindError, ModelLoadError
+from biastest.models.base import select_dtype
 from biastest.models.cache import MODEL_CACHE
 
 __all__ = [
     "EncodedPrompt",
+    "GeneratedText",
     "TextModelBundle",
     "encode_prompt",
     "generate",
+    "generate_scored",
     "load_text_model",
     "resolve_model_location",
 ]
@@ -154,7 +159,7 @@ class EncodedPrompt:
         return int(self.input_ids.shape[1])
 
 
-def _load_text_model(model: str, revision: str | None, device: str) -> TextModelBundle:
+def _load_text_model(model: str, revision: str | None, device: str, dtype: str | None = None) -> TextModelBundle:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer  # late: heavy
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES  # late: heavy
 
@@ -177,8 +182,11 @@ def _load_text_model(model: str, revision: str | None, device: str) -> TextModel
         tokenizer = AutoTokenizer.from_pretrained(location, revision=revision)
     except (OSError, ValueError, TypeError):
         raise ModelLoadError(MSG_NO_TOKENIZER.format(model=model), model=model) from None
+    weights: dict[str, Any] = {}
+    if dtype is not None:
+        weights["dtype"] = select_dtype(dtype, device=device, config=config)
     try:
-        lm = AutoModelForCausalLM.from_pretrained(location, revision=revision)
+        lm = AutoModelForCausalLM.from_pretrained(location, revision=revision, **weights)
     except OSError:
         raise ModelLoadError(MSG_LOAD_FAILED.format(model=model, problem="weights missing or unreadable"),
                              model=model) from None
@@ -196,7 +204,8 @@ def _load_text_model(model: str, revision: str | None, device: str) -> TextModel
                            has_chat_template=has_chat, max_length=max_length)
 
 
-def load_text_model(model: str, *, revision: str | None = None, device: str = "cpu") -> TextModelBundle:
+def load_text_model(model: str, *, revision: str | None = None, device: str = "cpu",
+                    dtype: str | None = None) -> TextModelBundle:
     """Load (once per process) a causal LM and its tokenizer.
 
     Parameters
@@ -207,6 +216,10 @@ def load_text_model(model: str, *, revision: str | None = None, device: str = "c
         Hub revision (branch, tag or commit).
     device : str
         ``cpu``, ``cuda`` ...
+    dtype : str, optional
+        ``auto``, ``float32``, ``float16`` or ``bfloat16``
+        (:func:`~biastest.models.base.select_dtype`); None loads the weights
+        as ``from_pretrained`` does by default.
 
     Returns
     -------
@@ -219,8 +232,8 @@ def load_text_model(model: str, *, revision: str | None = None, device: str = "c
     ModelKindError
         The model cannot generate text (e.g. BERT, CLIP).
     """
-    return MODEL_CACHE.get(("text-generation", model, revision, device),
-                           lambda: _load_text_model(model, revision, device))
+    key: tuple[Any, ...] = ("text-generation", model, revision, device) + (() if dtype is None else (dtype,))
+    return MODEL_CACHE.get(key, lambda: _load_text_model(model, revision, device, dtype))
 
 
 def encode_prompt(bundle: TextModelBundle, messages: Sequence[Mapping[str, str]]) -> EncodedPrompt:
@@ -286,6 +299,72 @@ def generate(
     GenerationError
         The model failed while generating (:data:`MSG_GENERATION_FAILED`).
     """
+    return generate_scored(bundle, prompt, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+                           seed=seed, device=device).text
+
+
+@dataclass(frozen=True)
+class GeneratedText:
+    """What :func:`generate_scored` wrote.
+
+    Attributes
+    ----------
+    text : str
+        The decoded new tokens, special tokens removed.
+    token_ids : tuple of int
+        The new tokens as generated (an end token included).
+    finish_reason : {"stop", "length"}
+        ``stop`` when the model wrote its end token (or stopped before the
+        limit), ``length`` when ``max_new_tokens`` ended it.
+    top_logprobs : tuple of dict or None
+        With ``top_logprobs > 0``: per new token, the ``k`` most likely tokens'
+        text → ``log P`` under the model itself (the softmax of its logits,
+        before temperature and ``top_p``), the chosen token's included.
+    """
+
+    text: str
+    token_ids: tuple[int, ...]
+    finish_reason: str
+    top_logprobs: tuple[dict[str, float], ...] | None = None
+
+
+def _alternatives(tokenizer: Any, logits: Any, chosen: int, k: int) -> dict[str, float]:
+    """The ``k`` most likely tokens' text → log P at one step (the chosen token's added), highest first."""
+    import torch  # late: heavy
+
+    logp = torch.log_softmax(logits.double(), dim=-1)
+    values, ids = torch.topk(logp, min(k, logp.shape[-1]))
+    out: dict[str, float] = {}
+    for value, token in zip(values.tolist(), ids.tolist(), strict=True):
+        out.setdefault(tokenizer.decode([token]), float(value))
+    out.setdefault(tokenizer.decode([chosen]), float(logp[chosen]))
+    return out
+
+
+def generate_scored(
+    bundle: TextModelBundle,
+    prompt: EncodedPrompt,
+    *,
+    max_new_tokens: int,
+    temperature: float,
+    top_p: float = 1.0,
+    seed: int | None,
+    device: str = "cpu",
+    top_logprobs: int = 0,
+    top_k: int | None = None,
+) -> GeneratedText:
+    """:func:`generate` with the new token ids, why it stopped and, where asked, each step's top log-probabilities.
+
+    The generation is :func:`generate`'s (the same seeding and lock, so the
+    same seed writes the same text); ``top_logprobs`` only reads the model's
+    logits at each step as well. ``top_k`` (sampling only) overrides the
+    model's generation configuration (0: no top-k cut); None keeps it.
+
+    Raises
+    ------
+    GenerationError
+        The model failed while generating (:data:`MSG_GENERATION_FAILED`).
+    """
     import torch  # late: heavy
 
     input_ids = prompt.input_ids.to(device)
@@ -295,13 +374,28 @@ def generate(
     kwargs: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": bundle.tokenizer.pad_token_id}
     if temperature > 0:
         kwargs.update(do_sample=True, temperature=temperature, top_p=top_p)
+        if top_k is not None:
+            kwargs["top_k"] = top_k
     else:
         kwargs.update(do_sample=False)
+    if top_logprobs > 0:
+        kwargs.update(return_dict_in_generate=True, output_logits=True)
     try:
         with _GENERATE_LOCK, torch.random.fork_rng(devices=[]), torch.inference_mode():
             torch.manual_seed(0 if seed is None else int(seed))
             out = bundle.model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
     except (RuntimeError, ValueError, IndexError) as exc:
         raise GenerationError(MSG_GENERATION_FAILED.format(model=bundle.name, problem=type(exc).__name__)) from None
-    new_tokens = out[0, input_ids.shape[1]:]
-    return bundle.tokenizer.decode(new_tokens, skip_special_tokens=True)
+    sequences = out.sequences if top_logprobs > 0 else out
+    new_tokens = [int(t) for t in sequences[0, input_ids.shape[1]:].tolist()]
+    eos = bundle.model.generation_config.eos_token_id
+    ends = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
+    if ends and any(t in ends for t in new_tokens):  # a padded tail after the end token is not part of the answer
+        new_tokens = new_tokens[: next(i for i, t in enumerate(new_tokens) if t in ends) + 1]
+    finish = "length" if len(new_tokens) >= max_new_tokens and not (new_tokens and new_tokens[-1] in ends) else "stop"
+    logprobs = None
+    if top_logprobs > 0:
+        logprobs = tuple(_alternatives(bundle.tokenizer, out.logits[i][0], token, top_logprobs)
+                         for i, token in enumerate(new_tokens))
+    text = bundle.tokenizer.decode(new_tokens, skip_special_tokens=True)
+    return GeneratedText(text=text, token_ids=tuple(new_tokens), finish_reason=finish, top_logprobs=logprobs)

@@ -2,7 +2,9 @@
 
 No gradio here and no per-user data: the dataset store is built once per
 process (like the model cache) and every function takes the user's inputs
-as arguments and returns typed records. The CLI calls the same runners.
+as arguments and returns typed records. The command line and the audit load
+their inputs with :mod:`biastest.inputs` and run the same measures
+(:data:`biastest.measures.MEASURES`).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from typing import Any
 
 import gradio as gr
 
-from biastest import settings, workdir
+from biastest import public, settings, workdir
 from biastest.errors import (
     BiastestError,
     DataError,
@@ -29,6 +29,9 @@ from biastest.errors import (
     PolicyError,
     SpecError,
 )
+from biastest.measures import MEASURES
+from biastest.options import check_option
+from biastest.runner.services import shared_dataset
 
 __all__ = [
     "CSS",
@@ -42,6 +45,8 @@ __all__ = [
     "gated_tabs_reset",
     "gradio_cache_policy",
     "launch_kwargs",
+    "measure_label",
+    "offered",
     "option_value",
     "progress_callback",
     "session_export_dir",
@@ -137,14 +142,30 @@ def option_value(name: str, value: Any) -> int | float:
 
     Text is read as a number first; anything else (None, NaN, ±inf, out of bounds) gets the option's message.
     """
-    from biastest.options import check_option
-
     if isinstance(value, str):
         try:
             value = float(value.strip())
         except ValueError:
             pass
     return check_option(name, value)
+
+
+def measure_label(name: str) -> str:
+    """How the apps name the measure ``name`` (or an alias) in lists and titles (its registry record's ``label``).
+
+    >>> measure_label("2afc")
+    '2AFC psychophysics'
+    """
+    return MEASURES.get_measure(name).label
+
+
+def offered(name: str, option: str) -> tuple[str, ...]:
+    """The values the apps offer for ``option`` of the measure ``name``, in order (its registry record's ``choices``).
+
+    >>> offered("vlm", "combine")
+    ('sum-prob', 'mean-embedding')
+    """
+    return tuple(MEASURES.get_measure(name).choices[option])
 
 
 def escape(text: Any) -> str:
@@ -161,14 +182,10 @@ def launch_kwargs() -> dict[str, Any]:
     7860). Makes and prints the process's public-mode decision
     (:func:`biastest.public.configure`) for that host.
     """
-    from biastest import public
-
     host, port = settings.bind_host(), settings.bind_port()
     policy = public.configure(host=host, quiet=True)
     print(policy.describe(), flush=True)
     workdir.remove_on_sigterm()
-    from biastest.runner.services import shared_dataset
-
     print(shared_dataset().summary(), flush=True)  # pulls start in the background; nothing waits for them
     return {
         "server_name": host,

@@ -29,10 +29,27 @@ from typing import Any
 
 import gradio as gr
 
+from biastest import public
 from biastest.errors import DataError
+from biastest.measures import twoafc as twoafc_measure
+from biastest.measures import weat as weat_measure
+from biastest.measures.stereotype import run as lm_run
+from biastest.measures.stereotype.compare import compare_stereotype
+from biastest.measures.stereotype.result import StereotypeResult
+from biastest.measures.stereotype.score import get_method
+from biastest.measures.twoafc.compare import compare_twoafc
+from biastest.measures.vlm import VLMItems, VLMOptions, compare_vlm
+from biastest.measures.vlm import run as vlm_run
+from biastest.measures.vlm.options import DEFAULT_PROMPT_TEMPLATE, DEFAULT_QUESTION
+from biastest.measures.weat.compare import compare_weat
+from biastest.models.embeddings import SAFE_EMBEDDING_SUFFIXES
+from biastest.records import SentencePair
 from biastest.report import compare as rep
 from biastest.report.text import md_escape
-from biastest.ui.common import USER_MISTAKES, progress_callback, session_export_dir, user_errors
+from biastest.spec import BiasSpec, TwoAFCSpec
+from biastest.stats.compare import model_labels
+from biastest.ui.common import USER_MISTAKES, offered, progress_callback, session_export_dir, user_errors
+from biastest.ui.model_picker import build_model_picker
 
 __all__ = [
     "MAX_MODELS",
@@ -239,7 +256,6 @@ def _check_room(n_now: int) -> None:
 # --------------------------------------------------------------------------- language models
 def lm_pairs(result) -> list:
     """The sentence pairs of a result (every one, scored or not), rebuilt with their ids, to test another model on."""
-    from biastest.records import SentencePair
 
     spec_name = (result.spec or {}).get("name", "") if isinstance(result.spec, dict) else ""
     return [
@@ -258,7 +274,6 @@ def _lm_key(result) -> list[Any]:
 
 def _lm_models(state: Any):
     """The first result and the added ones (dicts) that were tested on its items."""
-    from biastest.measures.stereotype.result import StereotypeResult
 
     if not isinstance(state, dict) or not state.get("result"):
         raise DataError(MSG_RUN_FIRST)
@@ -277,10 +292,6 @@ def lm_add_core(state: Any, model_id: Any, method: Any, *, progress=None, slot: 
         No run yet, no model, a method that does not exist, the same model and method twice, too many models, a
         model a public server may not load.
     """
-    from biastest import public
-    from biastest.measures.stereotype import run as lm_run
-    from biastest.measures.stereotype.score import get_method
-    from biastest.spec import BiasSpec
 
     base, added = _lm_models(state)
     model = str(model_id or "").strip()
@@ -305,8 +316,6 @@ def lm_view(state: Any, clusters: Any = None) -> tuple:
 
     ``clusters`` is step 3's choice of the pairs that lean together (default: the first result's own).
     """
-    from biastest.measures.stereotype.compare import compare_stereotype
-    from biastest.measures.stereotype.result import StereotypeResult
 
     try:
         base, added = _lm_models(state)
@@ -324,7 +333,6 @@ def lm_view(state: Any, clusters: Any = None) -> tuple:
 def build_lm_compare(*, method_choices: Sequence[tuple[str, str]], default_method: str = "causal-sum"
                      ) -> CompareSection:
     """Lay out the language-model app's comparison (inside step 3)."""
-    from biastest.ui.model_picker import build_model_picker
 
     def inputs() -> list[Any]:
         with gr.Row():
@@ -379,9 +387,7 @@ def _vlm_models(session: Any):
 
 def vlm_add_core(session: Any, model_id: Any, *options: Any, progress=None, slot: threading.Lock | None = None):
     """Score another vision-language model on the first run's images with its settings; (session, model, n)."""
-    from biastest import public
-    from biastest.measures.vlm import VLMItems, VLMOptions, run
-    from biastest.measures.vlm.options import DEFAULT_PROMPT_TEMPLATE, DEFAULT_QUESTION
+    # late: biastest.ui.vqa's __init__ imports this module (a real import cycle through the package)
     from biastest.ui.vqa.session import _copy, _spec, session_root
 
     base, added = _vlm_models(session)
@@ -399,18 +405,18 @@ def vlm_add_core(session: Any, model_id: Any, *options: Any, progress=None, slot
     with _slot(slot):
         options = VLMOptions.parse(
             model_id=model, prompt_template=settings.get("prompt_template") or DEFAULT_PROMPT_TEMPLATE,
-            question=settings.get("question") or DEFAULT_QUESTION, combine=settings.get("combine") or "sum-prob",
+            question=settings.get("question") or DEFAULT_QUESTION,
+            combine=settings.get("combine") or offered("vlm", "combine")[0],
             seed=base.seed, batch_size=settings.get("batch_size") or 16,
             n_resamples=settings.get("n_resamples") or 10_000,
         )
-        result = run(options, VLMItems(images, session_root(new), _spec(new)), progress=progress)
+        result = vlm_run(options, VLMItems(images, session_root(new), _spec(new)), progress=progress)
     new["compare"] = {"base": _vlm_key(base), "results": [*added, result]}
     return new, model, 2 + len(added)
 
 
 def vlm_view(score: Any, cluster_by: Any, session: Any) -> tuple:
     """The comparison of the first run and the added models on the ``score`` ("soft"/"hard") and clusters."""
-    from biastest.measures.vlm import compare_vlm
 
     try:
         base, added = _vlm_models(session)
@@ -426,7 +432,6 @@ def vlm_view(score: Any, cluster_by: Any, session: Any) -> tuple:
 
 def build_vlm_compare() -> CompareSection:
     """Lay out the vision-language app's comparison (inside step 3)."""
-    from biastest.ui.model_picker import build_model_picker
 
     def inputs() -> list[Any]:
         picker = build_model_picker("vlm", label="Model to add (Hugging Face Hub id or local folder)",
@@ -470,7 +475,6 @@ def source_label(source: str) -> str:
 
 def _embedding_key(session: dict[str, Any]) -> list[Any]:
     """The first run's identity: the test, the embedding, the seed, when it ran and its target words."""
-    from biastest.spec import TwoAFCSpec
 
     twoafc = isinstance(session.get("spec"), TwoAFCSpec)
     result = session.get("result") if twoafc else session.get("weat") or session.get("result")
@@ -480,8 +484,6 @@ def _embedding_key(session: dict[str, Any]) -> list[Any]:
 
 
 def _embedding_models(session: Any):
-    from biastest.spec import TwoAFCSpec
-
     if not isinstance(session, dict) or session.get("result") is None or session.get("spec") is None:
         raise DataError(MSG_RUN_FIRST)
     twoafc = isinstance(session["spec"], TwoAFCSpec)
@@ -494,8 +496,7 @@ def _embedding_models(session: Any):
 def embedding_add_core(session: Any, choice: Any, upload: Any, path: Any, *options: Any, allow_paths: bool = False,
                        progress=None, slot: threading.Lock | None = None):
     """Run the session's test on another embedding; returns (session, its label, number of embeddings)."""
-    from biastest.measures import twoafc as twoafc_measure
-    from biastest.measures import weat as weat_measure
+    # late: biastest.ui.psychophysics's __init__ imports this module (a real import cycle through the package)
     from biastest.ui.psychophysics.spec import embedding_source_id
 
     twoafc, base, added = _embedding_models(session)
@@ -519,15 +520,11 @@ def embedding_add_core(session: Any, choice: Any, upload: Any, path: Any, *optio
 
 
 def _unique(labels: list[str]) -> list[str]:
-    from biastest.stats.compare import model_labels
-
     return model_labels(labels)
 
 
 def embedding_view(statistic: Any, session: Any) -> tuple:
     """The comparison of the session's embedding and the added ones (WEAT d, or the 2AFC ``statistic``)."""
-    from biastest.measures.twoafc.compare import compare_twoafc
-    from biastest.measures.weat.compare import compare_weat
 
     try:
         twoafc, base, added = _embedding_models(session)
@@ -552,7 +549,7 @@ def embedding_view(statistic: Any, session: Any) -> tuple:
 
 def build_embedding_compare(*, allow_paths: bool) -> CompareSection:
     """Lay out the word-embedding app's comparison (inside step 3)."""
-    from biastest.models.embeddings import SAFE_EMBEDDING_SUFFIXES
+    # late: biastest.ui.psychophysics's __init__ imports this module (a real import cycle through the package)
     from biastest.ui.psychophysics.spec import SOURCE_PATH, SOURCE_UPLOAD, source_choices
 
     def inputs() -> list[Any]:

@@ -19,6 +19,7 @@ from typing import Any
 
 import gradio as gr
 
+from biastest.store.shared import ITEM_FAILED, ITEM_LOCAL, ITEM_PUSHED, ITEM_QUEUED
 from biastest.ui.common import escape
 
 __all__ = [
@@ -60,8 +61,6 @@ def panel_markdown(dataset, items: Sequence[PanelItem], *, none_saved: str, head
     """
     if dataset is None:
         return ""
-    from biastest.store.shared import ITEM_FAILED, ITEM_LOCAL, ITEM_PUSHED, ITEM_QUEUED
-
     text = escape(dataset.summary())
     if not items:
         return text + "\n\n" + escape(none_saved)

@@ -19,10 +19,19 @@ import logging
 import sys
 from dataclasses import dataclass
 
-from biastest import settings, workdir
+from biastest import public, settings, workdir
 from biastest.errors import SettingsError
 
 settings.turn_off_telemetry()  # before gradio and huggingface_hub load: they read these variables then
+
+# Below the call above on purpose: these load gradio and huggingface_hub, which read the telemetry variables.
+import gradio as gr  # noqa: E402
+import uvicorn  # noqa: E402
+from fastapi import FastAPI  # noqa: E402
+from fastapi.responses import HTMLResponse  # noqa: E402
+
+from biastest.runner.services import shared_dataset  # noqa: E402
+from biastest.ui.common import CSS, MAX_UPLOAD, THEME  # noqa: E402
 
 __all__ = ["APPS", "AppEntry", "available_apps", "build_server", "configure_queue", "main"]
 
@@ -122,12 +131,6 @@ h1{{margin-bottom:.25rem}} p{{margin:.25rem 0}} .net{{font-size:.9em;color:#4755
 
 def build_server(entries: list[AppEntry] | None = None):
     """A FastAPI app with the index page and every available app mounted."""
-    import gradio as gr
-    from fastapi import FastAPI
-    from fastapi.responses import HTMLResponse
-
-    from biastest.ui.common import CSS, MAX_UPLOAD, THEME
-
     entries = available_apps() if entries is None else entries
     app = FastAPI(title="biastest")
     page = _index_html(entries)
@@ -159,19 +162,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     entries = available_apps()
     if not entries:
-        print("No app is available in this checkout yet (expected biastest/ui/gpt.py, vqa.py or psychophysics.py).")
+        print("No app is available in this checkout yet (expected the packages biastest/ui/gpt, biastest/ui/vqa "
+              "or biastest/ui/psychophysics).")
         return 2
-    import uvicorn
-
-    from biastest import public
-
     logging.basicConfig(level=logging.INFO)
     policy = public.configure(host=args.host, quiet=True)
     print(policy.describe(), flush=True)
     app = build_server(entries)
     workdir.remove_on_sigterm()  # the working folder goes at exit (atexit) and on SIGTERM
-    from biastest.runner.services import shared_dataset
-
     print(shared_dataset().summary(), flush=True)  # pulls start in the background; nothing waits for them
     print(f"biastest: serving {', '.join('/' + e.key for e in entries)} at http://{args.host}:{args.port}/")
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")

@@ -10,6 +10,7 @@ import gradio as gr
 from biastest.errors import SpecError
 from biastest.spec import BiasSpec
 from biastest.specs import get_spec, list_specs
+from biastest.ui.common import user_errors
 
 __all__ = ["CUSTOM", "SpecInputs", "build_spec_inputs", "fill_from_library", "spec_from_inputs", "spec_summary"]
 
@@ -132,8 +133,6 @@ def wire_validation(inputs: SpecInputs, *, concurrency_id: str) -> None:
     pending one run, so answers cannot overtake each other (a stale
     "is empty" message after a valid spec was typed).
     """
-    from biastest.ui.common import user_errors
-
     gr.on(
         [box.blur for box in inputs.term_boxes],
         user_errors(validate_message),

@@ -24,7 +24,7 @@ __all__ = ["BAYES_MODELS", "MEASURE", "BayesItems", "BayesOptions", "BayesResult
 #: Why an audit does not run this measure (its grid's ``methods`` refuses it with these words).
 MSG_BAYES_NOT_IN_AUDIT = (
     "The bayes test ({where}) gives posterior contrasts per word, not one score per cell for an audit's table. "
-    "Run it on its own: python -m biastest run SPEC --kind embeddings --test bayes."
+    "Run it on its own: python -m biastest run bayes SPEC."
 )
 
 MEASURE = Measure(
@@ -38,5 +38,6 @@ MEASURE = Measure(
     compare=None,
     card="docs/measures/bayes.md",
     headless=headless,
+    label="Bayesian estimate with control groups",
     extra={"audit": False, "audit_refusal": MSG_BAYES_NOT_IN_AUDIT},
 )

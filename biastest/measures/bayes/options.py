@@ -1,6 +1,6 @@
 """The Bayesian estimate's options: embedding, model, sampler settings, interval mass and retry bounds.
 
-Defaults are the app's, the command line's and the runner's (one place: here). Every sampler setting
+Defaults are the app's, the command line's and the measure's run's (one place: here). Every sampler setting
 named in :data:`biastest.options.BOUNDS` (``seed``, ``draws``, ``tune``, ``chains``, ``hdi_prob``,
 ``time_limit``) is checked with the project's bound messages before any embedding loads; an unknown
 model gives :data:`~biastest.measures.bayes.score.MSG_UNKNOWN_MODEL`.

@@ -119,7 +119,7 @@ HDI_PROB = 0.89
 """Default probability mass of the highest posterior density intervals (the seed's 89%; option ``hdi_prob``)."""
 
 DEFAULT_DRAWS = 2000
-"""Draws kept per chain in the first attempt (the app, the command line and the runner use this)."""
+"""Draws kept per chain in the first attempt (the app, the command line and the measure's run use this)."""
 DEFAULT_TUNE = 1000
 """Tuning (warm-up) steps per chain in the first attempt."""
 DEFAULT_CHAINS = 2

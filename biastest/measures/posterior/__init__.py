@@ -27,5 +27,6 @@ MEASURE = Measure(
     report=report,
     compare=None,
     card="docs/measures/posterior.md",
+    label="Posterior of embeddings given a sentiment classifier",
     extra={"cli": False, "audit": False},  # no spec: it samples from a classifier trained on a lexicon (the app)
 )

@@ -1,6 +1,6 @@
 """The posterior sampler's options: embedding, seed, sampler settings, classifier and word-table settings.
 
-The defaults are the runner's (the app sets its own, smaller draws and tuning in its controls);
+The defaults are the measure's run's (the app sets its own, smaller draws and tuning in its controls);
 ``seed``, ``draws``, ``tune`` and ``chains`` are checked with the project's bound messages before the
 embedding loads.
 

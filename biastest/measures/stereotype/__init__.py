@@ -65,5 +65,7 @@ MEASURE = Measure(
     card="docs/measures/stereotype.md",
     headless=headless,
     prepare=prepare,
+    label="Stereotype score",
+    choices={"method": tuple(METHODS)},
     extra={"methods": tuple(METHODS)},
 )

@@ -213,7 +213,7 @@ def check_lm_endpoint(endpoint: LMEndpoint, method: str) -> LMEndpoint:
         No address (:data:`MSG_NEED_ENDPOINT_URL`), one that is not a web address, no served model name, or a
         budget or time limit out of bounds (:mod:`biastest.options`).
     PolicyError
-        Public mode and the address is not public (:func:`biastest.public.check_outbound_url`).
+        Public mode and the address is not public (:func:`biastest.remote.check_outbound_url`).
     MethodError
         A masked-LM method (it needs the model in this process), or an unknown one.
     """

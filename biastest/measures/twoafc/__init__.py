@@ -48,4 +48,5 @@ MEASURE = Measure(
     headless=headless,
     prepare=prepare,
     spec_type="twoafc",
+    label="2AFC psychophysics",
 )

@@ -158,4 +158,6 @@ MEASURE = Measure(
     aliases=("vqa",),
     card="docs/measures/vlm.md",
     headless=headless,
+    label="Vision-language bias score",
+    choices={"combine": tuple(COMBINE_CHOICES)},
 )

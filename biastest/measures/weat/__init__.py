@@ -41,5 +41,6 @@ MEASURE = Measure(
     compare=compare_weat,
     card="docs/measures/weat.md",
     headless=headless,
+    label="WEAT / MAC",
     extra={"mac": {"Options": MACOptions, "run": run_mac, "Result": MACResult}},
 )

@@ -39,7 +39,11 @@ The package: :mod:`~biastest.stats.psychometric.model` (Ψ, the fit records,
 the data checks, separation), :mod:`~biastest.stats.psychometric.batch`
 (many GLM fits at once by Fisher scoring) and
 :mod:`~biastest.stats.psychometric.fit` (single and many fits with bootstrap
-intervals, fits to proportions, percentile intervals).
+intervals, fits to proportions, percentile intervals) and
+:mod:`~biastest.stats.psychometric.guess_lapse` (fits with a symmetric
+guess/lapse rate q, ψ = q/2 + (1 − q)·Ψ, for subjects with a position habit;
+PSE, JND) and :mod:`~biastest.stats.psychometric.shift` (the PSE shift
+between contexts with its bootstrap interval).
 """
 
 from __future__ import annotations
@@ -50,6 +54,13 @@ from biastest.stats.psychometric.fit import (
     fit_psychometric_many,
     fit_psychometric_proportions,
     percentile_interval,
+)
+from biastest.stats.psychometric.guess_lapse import (
+    GuessLapseFit,
+    fit_guess_lapse,
+    guess_lapse_from_position_share,
+    guess_lapse_function,
+    jnd_from_scale,
 )
 from biastest.stats.psychometric.model import (
     MSG_BAD_BOOTSTRAP,
@@ -64,6 +75,7 @@ from biastest.stats.psychometric.model import (
     psychometric_function,
     separation_status,
 )
+from biastest.stats.psychometric.shift import PSEShift, pse_shift
 
 __all__ = [
     "PsychometricFit",
@@ -75,6 +87,13 @@ __all__ = [
     "fit_psychometric_proportions",
     "percentile_interval",
     "separation_status",
+    "GuessLapseFit",
+    "PSEShift",
+    "fit_guess_lapse",
+    "guess_lapse_function",
+    "guess_lapse_from_position_share",
+    "jnd_from_scale",
+    "pse_shift",
     "SIGMOIDS",
     "MSG_BAD_SIGMOID",
     "MSG_BAD_DATA_SHAPE",

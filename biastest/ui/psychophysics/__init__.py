@@ -32,7 +32,13 @@ from typing import Any
 import gradio as gr
 
 from biastest.ui import compare
-from biastest.ui.common import end_session_files_on_unload, gated_tabs_reset, gradio_cache_policy, user_errors
+from biastest.ui.common import (
+    end_session_files_on_unload,
+    gated_tabs_reset,
+    gradio_cache_policy,
+    measure_label,
+    user_errors,
+)
 from biastest.ui.psychophysics import bayes, data, posterior, results, spec
 from biastest.ui.psychophysics.bayes import (
     BAYES_DEFAULTS,
@@ -186,11 +192,9 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
             with gr.Tab("3 · Results", id="results", interactive=False, elem_id="tab-results") as tab3:
                 step3 = results.build()
                 compare_ui = compare.build_embedding_compare(allow_paths=allow_paths)
-                with gr.Accordion("Bayesian estimate with control groups", open=False, elem_id="bayes-section"):
+                with gr.Accordion(measure_label("bayes"), open=False, elem_id="bayes-section"):
                     bayes_ui = bayes.build()
-                with gr.Accordion(
-                    "Posterior of embeddings given a sentiment classifier", open=False, elem_id="posterior-section"
-                ):
+                with gr.Accordion(measure_label("posterior"), open=False, elem_id="posterior-section"):
                     post_ui = posterior.build()
                 new3 = gr.Button("New bias test", variant="secondary", elem_id="new-test-3")
 

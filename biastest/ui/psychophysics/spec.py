@@ -14,7 +14,10 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from biastest import public
 from biastest.errors import EmbeddingError
+from biastest.measures import MEASURES
+from biastest.models import catalog
 from biastest.models.embeddings import (
     SAFE_EMBEDDING_SUFFIXES,
     LookupReport,
@@ -25,11 +28,35 @@ from biastest.models.embeddings import (
 )
 from biastest.spec import BiasSpec, TwoAFCSpec, parse_terms
 from biastest.specs import get_spec, get_twoafc_spec, list_specs
-from biastest.ui.common import USER_MISTAKES, escape, progress_callback, unlock_step, user_errors, warn_inline
+from biastest.ui.common import (
+    USER_MISTAKES,
+    escape,
+    measure_label,
+    progress_callback,
+    unlock_step,
+    user_errors,
+    warn_inline,
+)
 from biastest.ui.psychophysics.state import Section, file_path, new_session
 
-KIND_TWOAFC = "2AFC psychophysics"
-KIND_WEAT = "WEAT / MAC"
+KIND_TWOAFC = measure_label("twoafc")
+KIND_WEAT = measure_label("weat")
+
+
+def _test_kinds() -> tuple[str, ...]:
+    """Step 1's "Which test?": per kind of specification, the label of the first embedding measure testing it.
+
+    In :data:`biastest.measures.MEASURES`' order: 2AFC (targets and cue pairs), then WEAT / MAC (groups and
+    attributes, which step 3's Bayesian estimate and posterior sampler reuse).
+    """
+    first: dict[str, str] = {}
+    for m in MEASURES.values():
+        if m.kind == "embeddings":
+            first.setdefault(m.spec_type, m.label)
+    return tuple(first.values())
+
+
+TEST_KINDS = _test_kinds()
 CUSTOM = "Custom (type your own words)"
 SOURCE_UPLOAD = "upload"
 SOURCE_PATH = "path"
@@ -70,8 +97,6 @@ _PAIR_SPLIT = re.compile(r"[\n,;]")
 # --------------------------------------------------------------------------- the embedding source
 def paths_allowed() -> bool:
     """Server paths follow the process's one public-mode decision (:mod:`biastest.public`)."""
-    from biastest import public
-
     return public.current().server_paths
 
 
@@ -83,9 +108,7 @@ def source_choices(*, allow_paths: bool) -> list[tuple[str, str]]:
     offline (:func:`biastest.models.catalog.suggestions`); then an upload and, where allowed, a typed path. This
     app loads nothing from the Hub.
     """
-    from biastest.models.catalog import suggestions
-
-    out = [(s.label, s.value) for s in suggestions("embeddings", public=not allow_paths)]
+    out = [(s.label, s.value) for s in catalog.suggestions("embeddings", public=not allow_paths)]
     out.append(("Upload an embedding file (word2vec, GloVe, fastText)", SOURCE_UPLOAD))
     if allow_paths:
         out.append(("A file on this server (type its path)", SOURCE_PATH))
@@ -403,7 +426,7 @@ def build(*, allow_paths: bool) -> Section:
     """Step 1's controls (call inside its tab); “New bias test” resets each to its value here."""
     sec = Section()
     sec.add("kind", gr.Radio(
-        [KIND_TWOAFC, KIND_WEAT],
+        list(TEST_KINDS),
         value=KIND_TWOAFC,
         label="Which test?",
         info="2AFC: target words judged between cue pairs. WEAT/MAC: two target and two attribute lists.",

@@ -20,8 +20,14 @@ import gradio as gr
 
 from biastest import public
 from biastest.errors import DataError, OptionError, StoreError
+from biastest.generate.images import (
+    LocalDiffusionGenerator,
+    OpenAICompatibleImageGenerator,
+    OpenAIImageGenerator,
+    generate_images,
+)
 from biastest.generate.prompts import IMAGE_PROMPTS
-from biastest.runner.services import GENERATION_MAX_SECONDS, IMAGE_REQUEST_TIMEOUT, generation_limits
+from biastest.runner.services import GENERATION_MAX_SECONDS, IMAGE_REQUEST_TIMEOUT, generation_limits, shared_dataset
 from biastest.ui.common import (
     USER_MISTAKES,
     escape,
@@ -122,12 +128,6 @@ def _size(value: str | None) -> tuple[int, int]:
 def make_generator(source: str, *, api_key: str | None, base_url: str | None, model: str | None,
                    local_model: str | None, size: str | None):
     """The image generator the user chose (the key goes into the client only)."""
-    from biastest.generate.images import (
-        LocalDiffusionGenerator,
-        OpenAICompatibleImageGenerator,
-        OpenAIImageGenerator,
-    )
-
     wh = _size(size)
     model = (model or "").strip()
     if source == GEN_OPENAI:
@@ -184,8 +184,6 @@ def generate_core(
     The run ends early when ``cancel`` is set (the Stop button) or after ``max_seconds``; the images made before
     that are added to the session all the same, and the report says why the run stopped and how many were kept.
     """
-    from biastest.generate.images import generate_images
-
     new = _copy(session)
     spec = _spec(new)
     target = _int_in(per_term, name="Images per term", low=1, high=MAX_PER_TERM_GENERATE)
@@ -261,8 +259,6 @@ class VQAApp:
             return self._store
 
     def _shared_dataset(self):
-        from biastest.runner.services import shared_dataset
-
         ds = shared_dataset()
         self._dataset = ds
         return ds

@@ -20,7 +20,7 @@ run's requests only: it is never put in the session, a file, a log or a result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,6 @@ from biastest.measures.vlm import VLMItems, VLMOptions, run
 from biastest.measures.vlm import report as rep
 from biastest.measures.vlm import report_figures as figs
 from biastest.measures.vlm.options import (
-    COMBINE_CHOICES,
     DEFAULT_CLUSTERS,
     DEFAULT_PROMPT_TEMPLATE,
     DEFAULT_QUESTION,
@@ -41,9 +40,12 @@ from biastest.measures.vlm.options import (
     check_clusters,
 )
 from biastest.models.catalog import CATALOGS
+from biastest.models.endpoint_lm import MSG_NEED_ENDPOINT_URL, MSG_NO_MODEL_NAME, check_endpoint_url
+from biastest.remote import safe_base_url
 from biastest.ui.common import (
     USER_MISTAKES,
     escape,
+    offered,
     option_value,
     progress_callback,
     session_export_dir,
@@ -63,6 +65,7 @@ __all__ = [
     "MODEL_WHERE_CHOICES",
     "ModelSection",
     "ResultsTab",
+    "RunInputs",
     "build_model_section",
     "build_results_tab",
     "image_detail",
@@ -70,6 +73,7 @@ __all__ = [
     "results_view",
     "run_core",
     "run_handler",
+    "run_inputs",
     "wire_run",
 ]
 
@@ -116,38 +120,49 @@ def _templates(selected: Any, custom: str | None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def run_core(
-    session: dict[str, Any],
-    model_id: str | None,
-    templates: Any,
-    custom_template: str | None,
-    combine: str | None,
-    question: str | None,
-    seed: Any,
-    batch_size: Any,
-    n_resamples: Any,
-    where: str | None = MODEL_HERE,
-    endpoint_url: str | None = None,
-    endpoint_model: str | None = None,
-    endpoint_key: str | None = None,
-    clusters: str | None = DEFAULT_CLUSTERS,
-    *,
-    progress=None,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RunInputs:
+    """What step 2 sets for a run: the Run button's inputs after the session, in the order the event passes them.
+
+    The endpoint's fields come after the settings of a model on this server, then step 3's clusters, so a call
+    through the API that names a model on this server keeps its order. ``endpoint_key`` is left out of the record's
+    ``repr``: it goes to the run's requests only.
+    """
+
+    model_id: str | None
+    templates: Any
+    custom_template: str | None
+    combine: str | None
+    question: str | None
+    seed: Any
+    batch_size: Any
+    n_resamples: Any
+    where: str | None = MODEL_HERE
+    endpoint_url: str | None = None
+    endpoint_model: str | None = None
+    endpoint_key: str | None = field(default=None, repr=False)
+    clusters: str | None = DEFAULT_CLUSTERS
+
+
+def run_core(session: dict[str, Any], *values: Any, progress=None) -> dict[str, Any]:
+    """:func:`run_inputs` with step 2's values given in the Run button's order (:class:`RunInputs`' fields)."""
+    return run_inputs(session, RunInputs(*values), progress=progress)
+
+
+def run_inputs(session: dict[str, Any], inputs: RunInputs, *, progress=None) -> dict[str, Any]:
     """Run the test on the session's images; returns the session with its result.
 
-    With ``where`` :data:`MODEL_ENDPOINT` the model is the one served at ``endpoint_url`` under
+    With ``inputs.where`` :data:`MODEL_ENDPOINT` the model is the one served at ``endpoint_url`` under
     ``endpoint_model`` (``model_id``, the templates, ``combine`` and ``batch_size`` do not apply); the address and
     the name are checked before anything is read or sent, and ``endpoint_key`` goes to the run's requests only.
     ``clusters`` is step 3's choice of the pictures that lean together (:data:`CLUSTER_CHOICES`), checked first.
     """
-    clusters = check_clusters(clusters or DEFAULT_CLUSTERS)
+    clusters = check_clusters(inputs.clusters or DEFAULT_CLUSTERS)
     new = _copy(session)
     spec = _spec(new)
-    if where == MODEL_ENDPOINT:
-        return _run_endpoint(new, spec, endpoint_url, endpoint_model, endpoint_key, question, seed, n_resamples,
-                             clusters, progress=progress)
-    model_id = (model_id or "").strip()
+    if inputs.where == MODEL_ENDPOINT:
+        return _run_endpoint(new, spec, inputs, clusters, progress=progress)
+    model_id = (inputs.model_id or "").strip()
     if not model_id:
         raise MethodError(MSG_NO_MODEL.format(example=MODEL_SUGGESTIONS[0]))
     model_id = public.check_model_reference(model_id)  # a public server loads Hub models only
@@ -155,12 +170,12 @@ def run_core(
         raise DataError(MSG_NO_IMAGES_YET)
     settings = {
         "model_id": model_id,
-        "prompt_template": _templates(templates, custom_template),
-        "question": (question or "").strip() or DEFAULT_QUESTION,
-        "combine": combine or COMBINE_CHOICES[0],
-        "seed": option_value("seed", seed),
-        "batch_size": option_value("batch_size", batch_size),
-        "n_resamples": option_value("n_resamples", n_resamples),
+        "prompt_template": _templates(inputs.templates, inputs.custom_template),
+        "question": (inputs.question or "").strip() or DEFAULT_QUESTION,
+        "combine": inputs.combine or offered("vlm", "combine")[0],
+        "seed": option_value("seed", inputs.seed),
+        "batch_size": option_value("batch_size", inputs.batch_size),
+        "n_resamples": option_value("n_resamples", inputs.n_resamples),
         "clusters": clusters,
     }
     result = run(VLMOptions.parse(settings), VLMItems(list(new["images"]), session_root(new), spec), progress=progress)
@@ -168,30 +183,26 @@ def run_core(
     return new
 
 
-def _run_endpoint(new: dict[str, Any], spec, url: str | None, name: str | None, key: str | None, question: str | None,
-                  seed: Any, n_resamples: Any, clusters: str = DEFAULT_CLUSTERS, *, progress=None) -> dict[str, Any]:
-    """:func:`run_core` for a model behind an endpoint (the key reaches the runner only, never ``new``)."""
-    from biastest.models.endpoint_lm import MSG_NEED_ENDPOINT_URL, MSG_NO_MODEL_NAME, check_endpoint_url
-    from biastest.remote import safe_base_url
-
-    url = str(url or "").strip()
+def _run_endpoint(new: dict[str, Any], spec, inputs: RunInputs, clusters: str, *, progress=None) -> dict[str, Any]:
+    """:func:`run_inputs` for a model behind an endpoint (the key reaches the runner only, never ``new``)."""
+    url = str(inputs.endpoint_url or "").strip()
     if not url:
         raise OptionError(MSG_NEED_ENDPOINT_URL)
     url = check_endpoint_url(url)  # a web address, and in public mode a public one: before anything is sent
-    name = str(name or "").strip()
+    name = str(inputs.endpoint_model or "").strip()
     if not name:
         raise OptionError(MSG_NO_MODEL_NAME)
     if not new["images"]:
         raise DataError(MSG_NO_IMAGES_YET)
     settings = {
         "model_id": name,
-        "question": (question or "").strip() or DEFAULT_QUESTION,
-        "seed": option_value("seed", seed),
-        "n_resamples": option_value("n_resamples", n_resamples),
+        "question": (inputs.question or "").strip() or DEFAULT_QUESTION,
+        "seed": option_value("seed", inputs.seed),
+        "n_resamples": option_value("n_resamples", inputs.n_resamples),
         "clusters": clusters,
     }
     result = run(VLMOptions.parse(settings, endpoint=url), VLMItems(list(new["images"]), session_root(new), spec),
-                 progress=progress, api_key=str(key or "").strip() or None)
+                 progress=progress, api_key=str(inputs.endpoint_key or "").strip() or None)
     new.update(result=result, settings={**settings, "endpoint": safe_base_url(url)})
     return new
 
@@ -271,20 +282,16 @@ def recluster_handler(session, clusters):
 
 
 @user_errors
-def run_handler(session, model_id, templates, custom_template, combine, question, seed, batch_size, n_resamples,
-                where=MODEL_HERE, endpoint_url=None, endpoint_model=None, endpoint_key=None, clusters=DEFAULT_CLUSTERS,
-                progress=gr.Progress()):
+def run_handler(session, *values, progress=gr.Progress()):
     """Step 2 → results: run, render, unlock the results tab; a mistake the user can fix stays inline in step 2.
 
-    The endpoint's fields come last, with defaults, then step 3's clusters, so a call through the API that names
-    a model on this server keeps its order. What an endpoint answers that keeps it from answering (another model,
-    a refused key, a server that keeps failing) is shown next to the button; a run a limit stopped keeps what was
-    answered and says so.
+    ``values`` are step 2's inputs in the Run button's order (:class:`RunInputs`: the endpoint's fields come last,
+    with defaults, then step 3's clusters, so a call through the API that names a model on this server keeps its
+    order). What an endpoint answers that keeps it from answering (another model, a refused key, a server that
+    keeps failing) is shown next to the button; a run a limit stopped keeps what was answered and says so.
     """
     try:
-        new = run_core(session, model_id, templates, custom_template, combine, question, seed, batch_size,
-                       n_resamples, where, endpoint_url, endpoint_model, endpoint_key, clusters,
-                       progress=progress_callback(progress))
+        new = run_inputs(session, RunInputs(*values), progress=progress_callback(progress))
     except (*USER_MISTAKES, EndpointError) as exc:  # an endpoint's answer: what to check is in the message
         return (session, warn_inline(exc), *(gr.skip(),) * 11)
     tabs, tab3 = unlock_step("results")
@@ -417,7 +424,7 @@ def build_model_section() -> ModelSection:
                 info="{T1} and {T2} are replaced by the two lists of target terms.", elem_id="question")
     with gr.Accordion("Settings", open=False):
         with gr.Row():
-            combine = gr.Radio(list(COMBINE_CHOICES), value=COMBINE_CHOICES[0],
+            combine = gr.Radio(list(offered("vlm", "combine")), value=offered("vlm", "combine")[0],
                                label="Several terms in a concept (CLIP-like)",
                                info="sum-prob: add their probabilities; mean-embedding: average their "
                                     "text embeddings first.", elem_id="combine")
@@ -432,7 +439,7 @@ def build_model_section() -> ModelSection:
         new_btn = gr.Button("New bias test", elem_id="new-test-2")
     resets = [
         (model_id, picker.default), (templates, [DEFAULT_PROMPT_TEMPLATE]), (custom_template, ""),
-        (question, DEFAULT_QUESTION), (combine, COMBINE_CHOICES[0]), (seed, 0), (batch, 16), (n_boot, 10_000),
+        (question, DEFAULT_QUESTION), (combine, offered("vlm", "combine")[0]), (seed, 0), (batch, 16), (n_boot, 10_000),
         (run_md, ""), (where, MODEL_HERE), (here_box, gr.Column(visible=True)),
         (endpoint_box, gr.Column(visible=False)), (endpoint_url, ""), (endpoint_model, ""), (endpoint_key, ""),
     ]
@@ -495,6 +502,13 @@ def build_results_tab(session: gr.State) -> ResultsTab:
 def wire_run(session: gr.State, model: ModelSection, results: ResultsTab, tabs: gr.Tabs, tab3: gr.Tab) -> None:
     """Run button → :func:`run_handler` → the results tab (one model run at a time per process)."""
     # step 3's clusters come after the endpoint's fields: the API order of the earlier inputs is unchanged
-    model.run_btn.click(run_handler, [session, *model.inputs, results.clusters],
+    model.run_btn.click(_run_event, [session, *model.inputs, results.clusters],
                         [session, model.run_md, tabs, tab3, *results.outputs],
-                        concurrency_id="vqa-model", concurrency_limit=1)
+                        api_name="run_handler", concurrency_id="vqa-model", concurrency_limit=1)
+
+
+def _run_event(session, progress=gr.Progress(), *values):
+    """:func:`run_handler` as the Run button calls it: Gradio passes the inputs positionally and puts its progress
+    tracker at the index of the parameter whose default is a ``gr.Progress`` (a positional one, hence before
+    ``values``)."""
+    return run_handler(session, *values, progress=progress)

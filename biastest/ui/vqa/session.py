@@ -30,6 +30,7 @@ from biastest.measures.vlm import report as rep
 from biastest.models.images import normalise_image_bytes
 from biastest.records import TestImage
 from biastest.spec import BiasSpec
+from biastest.store import retrieve_images
 from biastest.ui.common import current_session_id, escape
 from biastest.ui.spec_step import spec_from_inputs, spec_summary
 
@@ -306,8 +307,6 @@ def store_counts(store, spec: BiasSpec | None) -> dict[str, int] | None:
     """Pictures per image term in the shared store (None without a store)."""
     if store is None or spec is None:
         return None
-    from biastest.store import retrieve_images
-
     return dict(retrieve_images(store, list(spec.group_terms)).per_term)
 
 
@@ -343,8 +342,6 @@ def retrieve_from_store(session: dict[str, Any], store, per_term: Any, *,
     image terms) says where they come from
     (:meth:`~biastest.store.shared.SharedDataset.found_line`); its line opens the report.
     """
-    from biastest.store import retrieve_images
-
     new = _copy(session)
     spec = _spec(new)
     limit = _int_in(per_term, name="Pictures per term", low=1, high=MAX_SESSION_IMAGES)

@@ -1,27 +1,8 @@
-"""The language-model app (``app_gpt.py``): BiasTestGPT rebuilt so its numbers can be trusted.
+"""The language-model app's constants, session state and event handlers (the layout is :mod:`.layout`).
 
-Step 1 — a bias specification (library or four term boxes). Step 2 — test
-sentence pairs: found in the dataset, imported from a file (BiasTestGPT,
-CrowS-Pairs, StereoSet) or generated (OpenAI key, an OpenAI-compatible
-endpoint, or a local model); an editable table; the model to test — on this
-server (a list that says where each model comes from: this machine, or the
-Hub when online; :mod:`biastest.ui.model_picker`) or behind an endpoint
-(address, served name, a key for this session only) — and the scoring
-method. Step 3 — results: the score with its interval, per-term bars,
-a per-pair grid with hover, a plain-language reading, CSV and JSON downloads, and “Compare with another model”
-(:mod:`biastest.ui.compare`: more models on the same pairs, compared pair by pair).
-
-All per-user data lives in ``gr.State``; the model cache and the store are
-process-wide services.
-
-Messages: a mistake the user fixes by editing an input (:data:`USER_MISTAKES`) is shown next to the button that
-met it (``⚠️`` + the escaped message) with a yellow toast; what editing cannot fix (a model that cannot be
-loaded, an unexpected error) is a red error, and the button's message box then says so (:data:`MSG_FAILED`). Each
-action of step 2 clears the messages of the others, which described an earlier table. Every pair in the table is
-checked as generated pairs are (:func:`report.row_problems`): pairs added that fail are left unticked,
-and a run with a kept row that fails is refused, naming the rows. The run checks all its inputs at once and only
-then waits for the model, which one test uses at a time (a run that waited for a Gradio concurrency slot first
-left a mistake unanswered, and silent, for as long as another user's test took).
+Every handler takes and returns plain values (and Gradio updates), so tests call them without a browser; the
+app's own module, :mod:`biastest.ui.gpt`, re-exports them. The scoring methods offered are the stereotype
+measure's, as :data:`biastest.measures.MEASURES` lists them (:func:`method_choices`).
 """
 
 from __future__ import annotations
@@ -37,42 +18,32 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from biastest import public
 from biastest.errors import BiastestError, DataError, EndpointError, GenerationError, SpecError
+from biastest.generate.prompts import SENTENCE_PROMPTS
 from biastest.measures.stereotype import report
 from biastest.measures.stereotype import run as lm_run
 from biastest.measures.stereotype.clusters import check_clusters
 from biastest.measures.stereotype.result import StereotypeResult
-from biastest.measures.stereotype.score import METHODS, get_method
+from biastest.measures.stereotype.score import get_method
 from biastest.measures.stereotype.summary import with_clusters
 from biastest.models.catalog import CATALOGS
+from biastest.options import check_option
 from biastest.records import SentencePair
 from biastest.report.text import md_escape
 from biastest.runner import services
 from biastest.spec import BiasSpec
-from biastest.ui import compare
 from biastest.ui.common import USER_MISTAKES as COMMON_USER_MISTAKES
 from biastest.ui.common import (
-    end_session_files_on_unload,
     gated_tabs_reset,
-    gradio_cache_policy,
+    offered,
     progress_callback,
     session_export_dir,
     unlock_step,
     user_errors,
 )
-from biastest.ui.dataset_panel import build_dataset_panel, panel_markdown
-from biastest.ui.model_picker import build_model_picker
-from biastest.ui.spec_step import (
-    CUSTOM,
-    build_spec_inputs,
-    fill_from_library,
-    spec_from_inputs,
-    spec_summary,
-    wire_validation,
-)
-from biastest.ui.stop import StopControl, time_limit_hint
-
-__all__ = ["SUGGESTED_MODELS", "build_demo", "dataset_panel"]
+from biastest.ui.dataset_panel import panel_markdown
+from biastest.ui.spec_step import spec_from_inputs, spec_summary
 
 log = logging.getLogger("biastest.ui.gpt")
 
@@ -112,7 +83,16 @@ Does a language model find stereotyped sentences more likely than their counterp
 and see in what share of the pairs the model prefers the stereotyped sentence (50 % = no preference),
 with an uncertainty interval and every pair inspectable."""
 
-METHOD_HELP = "\n".join(f"- **{m.name}** ({', '.join(m.kinds)} models): {m.summary}" for m in METHODS.values())
+#: The scoring method step 2 starts with (GPT-style models; the list also offers the masked-LM ones).
+DEFAULT_METHOD = "causal-sum"
+
+
+def scoring_methods() -> list[Any]:
+    """The stereotype measure's scoring methods, in the order :data:`biastest.measures.MEASURES` offers them."""
+    return [get_method(name) for name in offered("stereotype", "method")]
+
+
+METHOD_HELP = "\n".join(f"- **{m.name}** ({', '.join(m.kinds)} models): {m.summary}" for m in scoring_methods())
 
 MSG_NO_SPEC = "Complete step 1 first: the bias specification is missing."
 MSG_FOUND = "{where} Found {n_pairs} sentence pairs for this specification."
@@ -213,8 +193,6 @@ def testing_line(spec: BiasSpec) -> str:
 
 
 def _seed(value: Any) -> int:
-    from biastest.options import check_option
-
     try:
         f = float(value)
     except (TypeError, ValueError):
@@ -390,8 +368,6 @@ def run_test(model_id, method, seed, state, table, progress=gr.Progress(), *, sl
     Outputs: run message, state, tabs, results tab, summary, reading, attribute bars, group bars, pair grid, CSV and
     JSON downloads.
     """
-    from biastest import public
-
     skip = (gr.skip(),) * (RUN_OUTPUTS - 1)
     try:
         spec = _spec(state)
@@ -502,289 +478,26 @@ def model_where_visibility(where: str) -> tuple[Any, Any]:
 
 
 def _model_info() -> str:
-    from biastest import public
-
     if public.current().server_paths:
         return "Pick one, or type a Hugging Face Hub id or the folder of a saved model."
     return "Pick one, or type a Hugging Face Hub id."
 
 
 def method_info(method: str) -> str:
-    m = METHODS.get(method)
-    if m is None:
+    """The chosen method's title, summary, formula and reference ("" for a name the measure does not offer)."""
+    if method not in offered("stereotype", "method"):
         return ""
+    m = get_method(method)
     return f"**{m.title}** — {m.summary} *Formula:* `{m.formula}`. *Reference:* {m.reference}."
 
 
-# ------------------------------------------------------------------ layout
 def prompt_info(name: str) -> str:
     """The description shown beside the prompt dropdown."""
-    from biastest.generate.prompts import SENTENCE_PROMPTS
-
     prompt = SENTENCE_PROMPTS.get(name)
     return "" if prompt is None else md_escape(prompt.description)
 
 
 def method_choices() -> list[tuple[str, str]]:
     """(short label, name) of every scoring method: the name and the kind of model it applies to."""
-    return [(f"{m.name} ({'/'.join(m.kinds)} models)", m.name) for m in METHODS.values()]
+    return [(f"{m.name} ({'/'.join(m.kinds)} models)", m.name) for m in scoring_methods()]
 
-
-#: Widths of the pairs table's columns (in the order of :data:`report.PAIR_HEADERS`): wide enough for
-#: each header's longest word, so headers wrap between words; sentences wrap within their columns.
-TABLE_COLUMN_WIDTHS = ["80px", "130px", "130px", "300px", "150px", "300px", "120px", "130px", "260px"]
-
-
-def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, dataset=None) -> gr.Blocks:
-    """Build the language-model app (no queue, no launch).
-
-    Parameters
-    ----------
-    generation_seconds : float
-        Time limit of one sentence-generation run (the Stop button ends a run sooner; both keep what was made).
-    dataset : SharedDataset, optional
-        The store and shared dataset that step 2 reads, writes and shows. Default: the process's
-        (:func:`biastest.runner.services.shared_dataset`, started on first use).
-    """
-    stops = StopControl()
-    model_slot = threading.Lock()  # one test scores at a time; its inputs are checked before it waits here
-
-    def generate_handler(kind, api_key, base_url, model, per_attribute, prompt, seed, state, table,
-                         request: gr.Request, progress=gr.Progress()):
-        with stops.running(request) as cancel:
-            return generate(kind, api_key, base_url, model, per_attribute, prompt, seed, state, table,
-                            progress=progress, cancel=cancel, max_seconds=generation_seconds, dataset=dataset)
-
-    def find_handler(state, table):
-        return find_sentences(state, table, dataset=dataset)
-
-    def show_panel_handler(state):
-        return panel_handler(state, dataset=dataset)
-
-    def refresh_panel_handler(state):
-        return refresh_handler(state, dataset=dataset)
-
-    def run_handler(model_id, method, seed, state, table, model_where, endpoint_url, endpoint_model, endpoint_key,
-                    clusters="auto", progress=gr.Progress()):
-        # the key lives in this call only: it is passed to the runner, never put in the session's state
-        endpoint = (lm_run.LMEndpoint(endpoint_url, endpoint_model, endpoint_key) if model_where == MODEL_ENDPOINT
-                    else None)
-        # a model behind an endpoint does not use this server's model slot: it does not wait for a local test
-        return run_test(model_id, method, seed, state, table, progress=progress,
-                        slot=model_slot if endpoint is None else None, endpoint=endpoint, clusters=clusters)
-
-    with gr.Blocks(title="biastest · language models", delete_cache=gradio_cache_policy()) as demo:
-        state = gr.State(_fresh_state())
-        gr.Markdown(INTRO)
-        with gr.Tabs(selected="spec") as tabs:
-            with gr.Tab("1 · Bias specification", id="spec"):
-                inputs = build_spec_inputs()
-                next_btn = gr.Button("Next: test sentences ▶", variant="primary", elem_id="spec-next")
-            with gr.Tab("2 · Test sentences", id="data", interactive=False) as tab_data:
-                testing = gr.Markdown("", elem_id="data-testing")
-                show_panel, _, wire_panel = build_dataset_panel(
-                    visible=True, session=state, panel_fn=show_panel_handler, refresh_fn=refresh_panel_handler)
-                with gr.Row():
-                    find_btn = gr.Button("Find sentences in the dataset", elem_id="data-find")
-                find_msg = gr.Markdown("", elem_id="data-find-message")
-                coverage = gr.Markdown("", elem_id="data-coverage")
-                with gr.Accordion("Import sentence pairs from a file", open=False):
-                    with gr.Row():
-                        upload = gr.File(label="CSV or JSON file", file_types=[".csv", ".json"], elem_id="import-file")
-                        fmt = gr.Dropdown(
-                            choices=list(services.IMPORT_FORMATS),
-                            value="auto",
-                            label="File format",
-                            info="BiasTestGPT pairs or sentences CSV, CrowS-Pairs CSV, StereoSet JSON",
-                        )
-                    import_btn = gr.Button("Import", elem_id="import-run")
-                    import_msg = gr.Markdown("", elem_id="import-message")
-                with gr.Accordion("Generate new sentences with a language model", open=False):
-                    gr.Markdown(
-                        "Sentences are written for each (group term, attribute term), kept only if they are one "
-                        "sentence containing both terms, and paired by swapping the group term. An API key is used "
-                        "for this session only and is never stored. "
-                        + time_limit_hint(generation_seconds),
-                        elem_classes=["bt-hint"],
-                    )
-                    with gr.Row():
-                        gen_kind = gr.Radio(
-                            choices=[(desc, k) for k, desc in services.text_generator_choices()],
-                            value="openai",
-                            label="Generator",
-                        )
-                    with gr.Row():
-                        api_key = gr.Textbox(
-                            label="OpenAI API key", type="password", placeholder="sk-…", elem_id="gen-api-key"
-                        )
-                        base_url = gr.Textbox(
-                            label="Endpoint address (compatible servers)",
-                            placeholder="http://…/v1",
-                            elem_id="gen-base-url",
-                        )
-                        gen_model = gr.Textbox(label="Generator model", value="gpt-4o-mini", elem_id="gen-model")
-                    with gr.Row():
-                        per_attr = gr.Number(
-                            label="Sentences per attribute term",
-                            value=2,
-                            precision=0,
-                            minimum=1,
-                            elem_id="gen-per-attribute",
-                        )
-                        with gr.Column():
-                            prompt = gr.Dropdown(
-                                choices=[(name, name) for _, name in services.sentence_prompt_choices()],
-                                value="with-context",
-                                label="Prompt",
-                                elem_id="gen-prompt",
-                            )
-                            prompt_md = gr.Markdown(prompt_info("with-context"), elem_id="gen-prompt-info",
-                                                    elem_classes=["bt-hint"])
-                        gen_seed = gr.Number(label="Seed", value=42, precision=0)
-                    with gr.Row():
-                        gen_btn = gr.Button("Generate", elem_id="gen-run")
-                        gen_stop = StopControl.button("gen-stop")
-                    gen_msg = gr.Markdown("", elem_id="gen-message")
-                gr.Markdown(
-                    "**Test sentence pairs.** Edit any cell to fix a sentence; untick *Keep* to leave a pair out. "
-                    "A pair's two sentences must differ only in the group term (and the words that agree with it).",
-                    elem_classes=["bt-hint"],
-                )
-                table = gr.Dataframe(
-                    value=report.pairs_to_table([]),
-                    datatype=["bool", "str", "str", "str", "str", "str", "str", "str", "str"],
-                    interactive=True,
-                    wrap=True,
-                    column_widths=TABLE_COLUMN_WIDTHS,
-                    max_height=420,
-                    elem_id="pairs-table",
-                )
-                model_where = gr.Radio(MODEL_WHERE_CHOICES, value=MODEL_HERE, label="Where the model to test runs",
-                                       elem_id="model-where")
-                with gr.Row():
-                    with gr.Column() as model_here_box:
-                        picker = build_model_picker("lm", label="Model to test", info=_model_info(),
-                                                    elem_id="model-id", note_id="model-note")
-                        model = picker.dropdown
-                    with gr.Column(visible=False) as model_endpoint_box:
-                        endpoint_url = gr.Textbox("", label="Endpoint address", placeholder="http://localhost:8000/v1",
-                                                  elem_id="endpoint-url")
-                        endpoint_model = gr.Textbox(
-                            "", label="Served model name", placeholder="meta-llama/Llama-3.1-8B",
-                            info="As the server lists it (vLLM: the model or --served-model-name; llama.cpp: --alias).",
-                            elem_id="endpoint-model")
-                        endpoint_key = gr.Textbox("", label="API key (optional; this session only, never stored)",
-                                                  type="password", elem_id="endpoint-key")
-                        gr.Markdown(MSG_ENDPOINT_HINT, elem_id="endpoint-hint", elem_classes=["bt-hint"])
-                    with gr.Column():
-                        method = gr.Dropdown(
-                            choices=method_choices(),
-                            value="causal-sum",
-                            label="Scoring method",
-                            elem_id="method",
-                        )
-                        method_md = gr.Markdown(method_info("causal-sum"), elem_id="method-info",
-                                                elem_classes=["bt-hint"])
-                    seed = gr.Number(label="Seed (intervals)", value=42, precision=0, elem_id="seed")
-                with gr.Accordion("What the scoring methods do", open=False):
-                    gr.Markdown(METHOD_HELP)
-                run_btn = gr.Button("Run the test ▶", variant="primary", elem_id="data-run")
-                run_msg = gr.Markdown("", elem_id="run-message", min_height=40)
-                restart2 = gr.Button("New bias test", elem_id="restart-data")
-            with gr.Tab("3 · Results", id="results", interactive=False) as tab_results:
-                clusters = gr.Dropdown(choices=CLUSTER_CHOICES, value="auto", label="Pairs that lean together",
-                                       info=CLUSTER_INFO, elem_id="clusters")
-                summary = gr.Markdown("", elem_id="results-summary", elem_classes=["bt-score"])
-                reading = gr.Markdown("", elem_id="results-reading")
-                grid = gr.Plot(label="Every pair", elem_id="pair-grid")
-                with gr.Row():
-                    attr_plot = gr.Plot(label="Per attribute term", elem_id="attribute-bars")
-                    group_plot = gr.Plot(label="Per group term", elem_id="group-bars")
-                with gr.Row():
-                    dl_csv = gr.DownloadButton("Download pairs (CSV)", visible=False, elem_id="download-csv")
-                    dl_json = gr.DownloadButton("Download result (JSON)", visible=False, elem_id="download-json")
-                compare_ui = compare.build_lm_compare(method_choices=method_choices())
-                restart3 = gr.Button("New bias test", variant="secondary", elem_id="restart")
-
-        spec_boxes = [inputs.library, *inputs.term_boxes]
-        # .input, not .change: only the user's pick fills the boxes. 'New bias test' sets the dropdown back to Custom;
-        # a .change would then empty the boxes again after the reset, wiping what a user typed meanwhile.
-        inputs.library.input(user_errors(fill_from_library), inputs.library, [*inputs.term_boxes, inputs.message])
-        wire_validation(inputs, concurrency_id="gpt-spec-validate")
-        next_btn.click(
-            confirm_spec,
-            [*spec_boxes, state],
-            [state, inputs.message, tabs, tab_data, testing, table, find_msg, coverage, import_msg, gen_msg, run_msg],
-        )
-        failed = []  # (event, its message box): a red error also ends in a message next to the button
-        failed.append((find_btn.click(find_handler, [state, table],
-                                      [table, find_msg, coverage, import_msg, gen_msg, run_msg]), find_msg))
-        failed.append((import_btn.click(import_file, [upload, fmt, state, table],
-                                        [table, find_msg, import_msg, gen_msg, run_msg]), import_msg))
-        generation = stops.wire(
-            demo,
-            generate_btn=gen_btn,
-            stop_btn=gen_stop,
-            fn=generate_handler,
-            inputs=[gen_kind, api_key, base_url, gen_model, per_attr, prompt, gen_seed, state, table],
-            outputs=[table, find_msg, coverage, import_msg, gen_msg, run_msg, state],
-            api_name="generate_sentences",
-            concurrency_id="generation",
-        )
-        failed.append((generation, gen_msg))
-        show_panel(generation)
-        wire_panel()
-        method.change(method_info, method, method_md, show_progress="hidden")
-        prompt.change(prompt_info, prompt, prompt_md, show_progress="hidden")
-        # an edit of the table makes the last run message (e.g. a row to fix) stale
-        table.input(lambda: "", None, run_msg, queue=False, show_progress="hidden")
-        # The run checks its inputs at once and only then waits for the model (``model_slot``), saying so in step 2:
-        # waiting for a Gradio concurrency slot first left a zero-pair run silent behind other users' tests.
-        model_where.change(model_where_visibility, model_where, [model_here_box, model_endpoint_box], queue=False,
-                           show_progress="hidden")
-        running = run_btn.click(
-            run_handler,
-            # the endpoint's fields come last: a call through the API that names a model on this server (model,
-            # method, seed, table) keeps working, the rest taking their defaults
-            [model, method, seed, state, table, model_where, endpoint_url, endpoint_model, endpoint_key, clusters],
-            [run_msg, state, tabs, tab_results, summary, reading, attr_plot, group_plot, grid, dl_csv, dl_json],
-            api_name="run_test",
-            concurrency_id="gpt-run",
-            concurrency_limit=4,
-            show_progress_on=[run_msg],
-        )
-        failed.append((running, run_msg))
-        compare.wire_lm_compare(compare_ui, state, slot=model_slot, clusters=clusters,
-                                clear_on=[run_btn, restart2, restart3])
-        clusters.input(recluster, [clusters, state], [state, summary, reading, attr_plot, group_plot, dl_csv, dl_json],
-                       concurrency_id="gpt-recluster", show_progress_on=[summary])
-        for event, box in failed:  # Gradio 6.31 runs ``.failure`` listeners (not ``.then``) after an error
-            event.failure(lambda: MSG_FAILED, None, box, queue=False, show_progress="hidden")
-        reset_outputs = [
-            state,
-            tabs,
-            tab_data,
-            tab_results,
-            table,
-            testing,
-            find_msg,
-            coverage,
-            import_msg,
-            gen_msg,
-            run_msg,
-            summary,
-            reading,
-            attr_plot,
-            group_plot,
-            grid,
-            dl_csv,
-            dl_json,
-        ]
-        for btn in (restart2, restart3):
-            restarted = btn.click(restart, None, reset_outputs)
-            show_panel(restarted)
-            restarted.then(
-                lambda: ("", "", "", "", "", CUSTOM), None, [*inputs.term_boxes, inputs.message, inputs.library]
-            )
-        end_session_files_on_unload(demo)
-    return demo
