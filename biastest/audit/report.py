@@ -19,14 +19,20 @@ specification names, methods, options, error messages) is HTML-escaped; text ins
 
 from __future__ import annotations
 
+import csv
 import html
 import json
 import math
+import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from biastest import __version__
 from biastest.audit.uses import BUILTIN_USES, use_of
 from biastest.errors import DataError
 from biastest.measures import MEASURES
@@ -34,6 +40,8 @@ from biastest.measures.stereotype.compare import compare_stereotype
 from biastest.measures.twoafc.compare import compare_twoafc
 from biastest.measures.vlm import compare_vlm
 from biastest.measures.weat.compare import compare_weat
+from biastest.paths import resolve_under
+from biastest.provenance import utc_now
 from biastest.report import compare as rep
 from biastest.stats import compare as cmp_stats
 
@@ -95,8 +103,6 @@ def _rows(folder: Path) -> list[dict[str, Any]]:
         raise DataError(MSG_NO_AUDIT.format(path=folder))
     if parquet.is_file():
         try:
-            import pandas as pd
-
             frame = pd.read_parquet(parquet)
             return _checked([{k: _clean(v) for k, v in r.items()} for r in frame.to_dict("records")], parquet)
         except DataError:
@@ -104,8 +110,6 @@ def _rows(folder: Path) -> list[dict[str, Any]]:
         except Exception as exc:  # an unreadable Parquet file: the CSV holds the same rows
             if not csv_path.is_file():
                 raise DataError(MSG_BAD_TABLE.format(path=parquet, problem=type(exc).__name__)) from None
-    import csv
-
     try:
         with csv_path.open(encoding="utf-8", newline="") as fh:
             rows = list(csv.DictReader(fh))
@@ -137,8 +141,6 @@ def _bad_value(column: str, value: Any) -> str | None:
 
 def _checked(rows: list[dict[str, Any]], path: Path) -> list[dict[str, Any]]:
     """``rows`` when every value fits its column and every key names a cell file inside the folder."""
-    from biastest.paths import resolve_under
-
     cells = path.parent / "cells"
     for i, row in enumerate(rows, start=1):
         for column, value in row.items():
@@ -174,13 +176,8 @@ def _clean(value: Any) -> Any:
         pass
     if hasattr(value, "item") and callable(value.item):
         value = value.item()
-    try:
-        import pandas as pd
-
-        if value is pd.NA:
-            return None
-    except ImportError:
-        pass
+    if value is pd.NA:
+        return None
     return value
 
 
@@ -192,8 +189,6 @@ def _cell(folder: Path, key: str) -> dict[str, Any] | None:
     DataError
         :data:`~biastest.paths.MSG_UNSAFE_NAME` (a key that leaves the folder, a link) or :data:`MSG_BAD_CELL`.
     """
-    from biastest.paths import resolve_under
-
     path = resolve_under(folder / "cells", f"{key}.json", source="the results table")
     if path.is_symlink():
         raise DataError(MSG_BAD_CELL.format(path=path, problem="it is a symbolic link, which is not followed"))
@@ -376,9 +371,6 @@ def build_report(folder: str | Path) -> str:
     DataError
         :data:`MSG_NO_AUDIT` (no results table) or :data:`MSG_NO_RESULTS` (an empty one).
     """
-    from biastest import __version__
-    from biastest.provenance import utc_now
-
     folder = Path(folder)
     rows = _rows(folder)
     if not rows:
@@ -493,9 +485,6 @@ def _methods_html() -> str:
 
 def write_report(folder: str | Path, path: str | Path | None = None) -> Path:
     """Write :func:`build_report`'s HTML to ``path`` (default ``DIR/report.html``) atomically; returns the path."""
-    import os
-    import tempfile
-
     folder = Path(folder)
     text = build_report(folder)
     target = Path(path) if path is not None else folder / "report.html"
