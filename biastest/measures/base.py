@@ -357,6 +357,9 @@ class AuditUse:
         ``prepare(values) -> values``: the cell's identity made ready to run (e.g. a method read from the model).
     more : callable, optional
         ``more(measure, options, items) -> dict``: further documents of the cell (WEAT's MAC).
+    default : bool
+        Whether a model of the measure's kind runs it when the grid lists no method (False: only when listed, as
+        for a measure that needs a model that answers).
     """
 
     spec_type: str
@@ -367,6 +370,7 @@ class AuditUse:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     more: Callable[[Measure, Any, Any], dict[str, Any]] | None = None
+    default: bool = True
 
 
 @dataclass(frozen=True)

@@ -37,4 +37,4 @@ def audit_row(r: dict[str, Any], row: dict[str, Any]) -> None:
 
 #: The measure's use in an audit (``MEASURE.extra["audit"]``); never a model's default (a chat model is listed).
 AUDIT_USE = AuditUse(spec_type="twoafc", items=lambda r: TwoAFCChatItems(r["spec"]), row=audit_row,
-                     statistic=STATISTIC)
+                     statistic=STATISTIC, default=False)
