@@ -15,7 +15,7 @@ from biastest.audit import parse_grid, read_table, run_audit
 from biastest.audit.plan import MSG_SKIP_TWOAFC_SPEC, make_plan
 from biastest.cli import EXIT_OK, EXIT_USAGE, main
 from biastest.cli import run as cli_run
-from biastest.cli.run import MSG_CONFIRM_NEEDED, MSG_OPTION_NOT_FOR_RUN
+from biastest.cli.run import MSG_CONFIRM_NEEDED, MSG_OPTION_NOT_FOR_RUN, MSG_UNKNOWN_MODEL_KIND, model_kind_argv
 from biastest.measures.chat_twoafc import TwoAFCChatItems, TwoAFCChatOptions, TwoAFCChatResult, run_twoafc_chat
 from biastest.measures.forced_choice.cost import CONFIRM_ABOVE_REQUESTS
 from biastest.models import factory
@@ -133,3 +133,16 @@ def test_an_audit_cell_runs_it(tmp_path, spec_file, built) -> None:
     grid.pop("options")
     plan = make_plan(parse_grid(grid, base=tmp_path), tmp_path / "out2")
     assert not plan.cells and plan.skipped[0]["reason"] == MSG_SKIP_TWOAFC_SPEC.format(spec="small occupations")
+
+
+def test_run_twoafc_with_model_kind_chat_is_twoafc_chat(tmp_path, spec_file, built, capsys) -> None:
+    argv = ["run", "2afc", str(spec_file), "--model", "chat-x", "--model-kind", "chat", "--seed", "5"]
+    assert model_kind_argv(argv) == ["run", "twoafc-chat", str(spec_file), "--model", "chat-x", "--seed", "5"]
+    assert model_kind_argv(["run", "twoafc", "S", "--model-kind=embedding"]) == ["run", "twoafc", "S"]
+    assert model_kind_argv(["run", "S", "--kind", "lm"]) == ["run", "S", "--kind", "lm"]
+    rc = main([*argv, "--bootstrap", "200", "--out", str(tmp_path / "r.json")])
+    assert rc == EXIT_OK, capsys.readouterr().err
+    assert json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["test"] == "twoafc-chat"
+    rc = main(["run", "twoafc", str(spec_file), "--model-kind", "chatt", "--out", str(tmp_path / "x.json")])
+    assert rc == EXIT_USAGE and MSG_UNKNOWN_MODEL_KIND.format(
+        value="chatt", hint=" Did you mean 'chat'?", choices="embedding, chat") in capsys.readouterr().err

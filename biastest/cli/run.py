@@ -78,12 +78,14 @@ __all__ = [
     "MSG_TOO_FEW_REPLICATES",
     "MSG_UNKNOWN_FLAG",
     "MSG_UNKNOWN_KIND",
+    "MSG_UNKNOWN_MODEL_KIND",
     "MSG_UNKNOWN_TEST",
     "add_run_parser",
     "cli_measures",
     "cmd_run",
     "legacy_argv",
     "legacy_name",
+    "model_kind_argv",
     "refuse_other_flags",
 ]
 
@@ -93,6 +95,7 @@ KINDS = ("lm", "vlm", "embeddings")
 MODEL_EXAMPLES = {"lm": "gpt2", "vlm": "openai/clip-vit-base-patch32"}
 
 MSG_UNKNOWN_KIND = "Unknown kind of test '{value}'.{hint} Choose one of: {choices}."
+MSG_UNKNOWN_MODEL_KIND = "Unknown --model-kind '{value}' for this measure.{hint} Choose one of: {choices}."
 MSG_UNKNOWN_TEST = "Unknown embedding test '{value}'.{hint} Choose one of: {choices}."
 MSG_NO_MODEL = "Give the model to test with --model (a Hugging Face Hub id such as {example}, or a local folder)."
 MSG_SPEC_NOT_FOR_KIND = (
@@ -303,6 +306,40 @@ def legacy_argv(argv: Sequence[str]) -> tuple[list[str], Legacy | None]:
         spec_type = "twoafc" if spec is not None and isinstance(load_spec(spec), TwoAFCSpec) else "bias"
         measure = next(m for m in of_kind if m.spec_type == spec_type)
     return ["run", measure.name, *rest], Legacy(measure)
+
+
+# --------------------------------------------------------------------------- --model-kind: a measure's variants
+#: How ``--model-kind`` names a measure's own kind of model.
+MODEL_KIND_WORDS = {"embeddings": "embedding", "lm": "lm", "vlm": "vlm"}
+
+
+def model_kind_argv(argv: Sequence[str]) -> list[str]:
+    """``run <measure> … --model-kind K`` rewritten as ``run <variant> …``; other command lines unchanged.
+
+    A measure declares itself the ``K`` variant of another with ``extra["model_kind"] = (other, K)`` (``twoafc-chat``
+    is ``("twoafc", "chat")``, so ``run twoafc SPEC --model-kind chat`` runs it); no table lists variants. The
+    measure's own kind (``embedding`` for ``twoafc``) keeps the measure.
+
+    Raises
+    ------
+    UsageError
+        :data:`MSG_UNKNOWN_MODEL_KIND` (with "did you mean").
+    """
+    args = list(argv)
+    if len(args) < 2 or args[0] != "run" or not any(a == "--model-kind" or a.startswith("--model-kind=")
+                                                    for a in args[2:]):
+        return args
+    try:
+        base = MEASURES.get_measure(args[1])
+    except BiastestError:
+        return args  # not a measure's name: the earlier form or argparse says what is wrong
+    rest = args[2:]
+    value = _pop_flag(rest, "--model-kind") or ""
+    variants = {m.extra["model_kind"][1]: m for m in cli_measures()
+                if tuple(Mapping.get(m.extra, "model_kind", ()))[:1] == (base.name,)}
+    own = MODEL_KIND_WORDS.get(base.kind, base.kind)
+    kind = check_choice(value, [own, *variants], MSG_UNKNOWN_MODEL_KIND)
+    return ["run", base.name if kind == own else variants[kind].name, *rest]
 
 
 # --------------------------------------------------------------------------- checks before anything loads
