@@ -19,6 +19,7 @@ from biastest.errors import DataError, OptionError, SpecError
 from biastest.inputs import load_spec
 from biastest.measures import get_measure
 from biastest.measures.chat_twoafc import (
+    KIND_TWOAFC_CHAT,
     TwoAFCChatItems,
     TwoAFCChatOptions,
     TwoAFCChatResult,
@@ -205,10 +206,10 @@ def test_a_compare_between_models_on_the_same_targets(planted, occupations) -> N
     order = run_twoafc_chat(options(), TwoAFCChatItems(occupations), model=DummyChatLM(lambda r: "B"))
     cmp = compare_twoafc_chat([planted, order.to_dict()], seed=1, n_resamples=300)
     pair = cmp.pairs[0]
-    diffs = [t.p_cue1_rate.estimate - 50.0 for t in planted.targets]
-    assert pair.n_targets == 60 and pair.mean_difference == pytest.approx(np.mean(diffs))
-    assert pair.low <= pair.mean_difference <= pair.high and pair.profile_r is None and not cmp.warnings
-    assert cmp.models[1]["position_bias"] == 0.0
+    diffs = [t.p_cue1_rate.estimate - 50.0 for t in planted.targets]  # a naive mean of the paired differences
+    assert cmp.kind == KIND_TWOAFC_CHAT and cmp.n_items == 60
+    assert pair.difference == pytest.approx(np.mean(diffs)) and pair.ci_low <= pair.difference <= pair.ci_high
+    assert cmp.models[1].estimate == pytest.approx(50.0)
 
 
 def test_the_measure_is_registered_and_refuses_a_bias_spec() -> None:

@@ -13,6 +13,7 @@ import pytest
 from biastest import public
 from biastest.audit import parse_grid, read_table, run_audit
 from biastest.audit.plan import MSG_SKIP_TWOAFC_SPEC, make_plan
+from biastest.audit.report import build_report
 from biastest.cli import EXIT_OK, EXIT_USAGE, main
 from biastest.cli import run as cli_run
 from biastest.cli.run import MSG_CONFIRM_NEEDED, MSG_OPTION_NOT_FOR_RUN, MSG_UNKNOWN_MODEL_KIND, model_kind_argv
@@ -128,6 +129,8 @@ def test_an_audit_cell_runs_it(tmp_path, spec_file, built) -> None:
     assert planted.n == 288 and planted.statistic.startswith("Pearson r")
     assert order.status == "done" and pd.isna(order.score)  # empty: not defined
     assert "not defined" in order.note and "position bias 100.0%" in order.note
+    html = build_report(out)  # the report compares the two cells by the measure's own compare
+    assert "2 models on the same 12 items" in html and "Measure: P(cue 1 | target)" in html
     # a model of kind lm runs it only when listed
     grid.pop("methods")
     grid.pop("options")

@@ -21,7 +21,7 @@ from __future__ import annotations
 from biastest.measures.base import Measure
 from biastest.measures.chat_twoafc import report
 from biastest.measures.chat_twoafc.audit import AUDIT_USE
-from biastest.measures.chat_twoafc.compare import TwoAFCChatComparison, compare_twoafc_chat
+from biastest.measures.chat_twoafc.compare import KIND_TWOAFC_CHAT, compare_twoafc_chat
 from biastest.measures.chat_twoafc.cost import estimate_cost
 from biastest.measures.chat_twoafc.headless import CLI_FLAGS, cost, headless, prepare
 from biastest.measures.chat_twoafc.labour import labour_validation
@@ -32,13 +32,13 @@ from biastest.measures.chat_twoafc.run import run as run_twoafc_chat
 from biastest.measures.chat_twoafc.templates import TEMPLATES, ChatTemplate, custom_template, get_template
 
 __all__ = [
+    "KIND_TWOAFC_CHAT",
     "MEASURE",
     "TEMPLATES",
     "ChatTemplate",
     "CueAsk",
     "LabourValidation",
     "TargetRecord",
-    "TwoAFCChatComparison",
     "TwoAFCChatItems",
     "TwoAFCChatOptions",
     "TwoAFCChatResult",

@@ -1,117 +1,76 @@
-"""Chat models against each other on the same targets and cue pairs.
+"""Chat models against each other on the same targets: the house's paired comparison of P(cue 1 | target).
 
-For each model: P(cue 1) overall, the position bias and the correlation with % women (as measured). For each pair
-of models (A, B), on the targets both answered parseably: the **mean difference** of P(cue 1 | target), A − B, in
-percentage points, with a percentile bootstrap interval over targets (targets resampled with replacement,
-``numpy.random.default_rng(seed)``), and the **agreement** of their target profiles (Pearson r of the two models'
-P(cue 1 | target); None when either is constant). Models asked with different targets, cue pairs or templates are
-compared only where they meet, and a warning says so.
+:func:`compare_twoafc_chat` — several :class:`~.result.TwoAFCChatResult` on the same specification, targets
+matched by name: each target's value is its **P(cue 1 | target)** among its parseable answers (both orders, every
+cue pair and sample; a target with no parseable answer for some model is left out for every model and counted),
+compared with the paired machinery of :mod:`biastest.stats.compare` (paired bootstrap over targets of the
+difference of mean P, exact sign test of the paired differences, Holm over the pairs). Targets are the units: the
+cue pairs and orders are nested in them. The audit's report calls it for its ``twoafc-chat`` cells.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from itertools import combinations
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-from pydantic import BaseModel, ConfigDict
-
 from biastest.errors import DataError
-from biastest.measures.chat_twoafc.labour import pearson
 from biastest.measures.chat_twoafc.result import TwoAFCChatResult
+from biastest.stats.compare import (
+    MSG_BAD_RESULT,
+    BootstrapSettings,
+    ComparedQuantity,
+    Comparison,
+    ModelItems,
+    check_settings,
+    compare_items,
+    keyed,
+)
 
-__all__ = ["MSG_COMPARE_FEW", "MSG_DIFFERENT_DESIGN", "PairComparison", "TwoAFCChatComparison",
-           "compare_twoafc_chat"]
+__all__ = ["KIND_TWOAFC_CHAT", "compare_twoafc_chat"]
 
-MSG_COMPARE_FEW = "Comparing needs at least two results of the 2AFC test of a chat model; got {n}."
-MSG_DIFFERENT_DESIGN = ("{a} and {b} were not asked the same questions ({what} differ); they are compared on the "
-                        "targets they share.")
-
-
-class PairComparison(BaseModel):
-    """Model A against model B on their shared targets (see the module docstring)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    model_a: str
-    model_b: str
-    n_targets: int
-    mean_difference: float | None
-    low: float | None
-    high: float | None
-    profile_r: float | None
+#: The kind of a comparison of chat models' 2AFC answers (:attr:`biastest.stats.compare.Comparison.kind`).
+KIND_TWOAFC_CHAT = "twoafc-chat-p-cue1"
 
 
-class TwoAFCChatComparison(BaseModel):
-    """Per-model figures and pairwise comparisons."""
-
-    model_config = ConfigDict(frozen=True)
-
-    models: tuple[dict[str, Any], ...]
-    pairs: tuple[PairComparison, ...]
-    warnings: tuple[str, ...]
-    confidence: float
-    n_resamples: int
-    seed: int
+def _as_result(result: Any, index: int) -> TwoAFCChatResult:
+    if isinstance(result, TwoAFCChatResult):
+        return result
+    if isinstance(result, Mapping):
+        return TwoAFCChatResult.from_dict(dict(result))
+    raise DataError(MSG_BAD_RESULT.format(index=index, what="twoafc-chat", type_name=type(result).__name__))
 
 
-def _as_result(result: Any) -> TwoAFCChatResult:
-    return result if isinstance(result, TwoAFCChatResult) else TwoAFCChatResult.from_dict(result)
+def compare_twoafc_chat(results: Sequence[Any], *, seed: int, n_resamples: int = 10_000, confidence: float = 0.95,
+                        labels: Sequence[str] | None = None, clusters: str | None = None) -> Comparison:
+    """Compare chat models' P(cue 1 | target) on the same targets (see the module docstring).
 
-
-def _profile(result: TwoAFCChatResult) -> dict[str, float]:
-    return {t.target.casefold(): t.p_cue1_rate.estimate for t in result.targets if t.p_cue1_rate.estimate is not None}
-
-
-def _name(result: TwoAFCChatResult, i: int) -> str:
-    return f"{result.served_model or result.model_id} (#{i + 1})"
-
-
-def _pair(a: TwoAFCChatResult, b: TwoAFCChatResult, names: tuple[str, str], *, seed: int, n_resamples: int,
-          confidence: float) -> PairComparison:
-    pa, pb = _profile(a), _profile(b)
-    shared = [t for t in pa if t in pb]
-    x, y = np.array([pa[t] for t in shared]), np.array([pb[t] for t in shared])
-    if not shared:
-        return PairComparison(model_a=names[0], model_b=names[1], n_targets=0, mean_difference=None, low=None,
-                              high=None, profile_r=None)
-    d = x - y
-    rng = np.random.default_rng(seed)
-    means = [float(d[rng.integers(0, d.size, d.size)].mean()) for _ in range(n_resamples)]
-    low, high = (np.quantile(means, [(1 - confidence) / 2, 1 - (1 - confidence) / 2]) if d.size >= 2
-                 else (None, None))
-    return PairComparison(model_a=names[0], model_b=names[1], n_targets=len(shared), mean_difference=float(d.mean()),
-                          low=None if low is None else float(low), high=None if high is None else float(high),
-                          profile_r=pearson(x, y) if d.size >= 3 else None)
-
-
-def compare_twoafc_chat(results: Sequence[Any], *, seed: int, n_resamples: int = 2000,
-                        confidence: float = 0.95) -> TwoAFCChatComparison:
-    """Compare two or more results (objects or their ``to_dict()``) on the same targets (module docstring).
+    Parameters
+    ----------
+    results : sequence of TwoAFCChatResult (or their ``to_dict()``)
+        Two or more, on the same targets.
+    seed, n_resamples, confidence :
+        Bootstrap settings (recorded).
+    labels : sequence of str, optional
+    clusters : None
+        Accepted for the audit's call; the targets are the units (their cue pairs and orders are nested in them).
 
     Raises
     ------
     DataError
-        :data:`MSG_COMPARE_FEW`.
+        Fewer than two results, no target in common, none answered parseably by all.
     """
-    rs = [_as_result(r) for r in results]
-    if len(rs) < 2:
-        raise DataError(MSG_COMPARE_FEW.format(n=len(rs)))
-    names = [_name(r, i) for i, r in enumerate(rs)]
-    models = tuple({"model": names[i], "p_cue1": r.p_cue1_rate.estimate, "position_bias": r.position_bias.estimate,
-                    "refusal_rate": r.refusal_rate.estimate,
-                    "pearson_r": None if r.labour is None else r.labour.pearson_r,
-                    "pearson_low": None if r.labour is None else r.labour.pearson_low,
-                    "pearson_high": None if r.labour is None else r.labour.pearson_high,
-                    "template": r.template["name"], "n_targets": r.n_targets} for i, r in enumerate(rs))
-    warnings, pairs = [], []
-    for (i, a), (j, b) in combinations(enumerate(rs), 2):
-        what = [w for w, same in (("targets", [t.target for t in a.targets] == [t.target for t in b.targets]),
-                                  ("cue pairs", a.cue_pairs == b.cue_pairs), ("templates", a.template == b.template))
-                if not same]
-        if what:
-            warnings.append(MSG_DIFFERENT_DESIGN.format(a=names[i], b=names[j], what=", ".join(what)))
-        pairs.append(_pair(a, b, (names[i], names[j]), seed=seed, n_resamples=n_resamples, confidence=confidence))
-    return TwoAFCChatComparison(models=models, pairs=tuple(pairs), warnings=tuple(warnings), confidence=confidence,
-                                n_resamples=n_resamples, seed=seed)
+    settings = check_settings(seed, n_resamples, confidence)
+    models = []
+    for i, raw in enumerate(results):
+        r = _as_result(raw, i)
+        keys = keyed([t.target.casefold() for t in r.targets])
+        values = {k: (None if t.estimate is None else t.estimate / 100.0) for k, t in zip(keys, r.targets, strict=True)}
+        records = {k: {"target": t.target} for k, t in zip(keys, r.targets, strict=True)}
+        own = None if r.p_cue1_rate.estimate is None else r.p_cue1_rate.estimate / 100.0
+        models.append(ModelItems(model_id=r.served_model or r.model_id, method=r.template["name"], own=own,
+                                 values=values, ties=dict.fromkeys(keys, False), records=records))
+    quantity = ComparedQuantity(kind=KIND_TWOAFC_CHAT, binary=False,
+                                measure="P(cue 1 | target): mean over targets of the share of a target's parseable "
+                                        "answers (every cue pair, both orders) that chose cue 1")
+    return compare_items(models, labels=labels, what="targets", quantity=quantity,
+                         settings=BootstrapSettings(*settings))
