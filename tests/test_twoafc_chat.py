@@ -30,8 +30,9 @@ from biastest.measures.chat_twoafc import (
 from biastest.measures.chat_twoafc.labour import MSG_CONSTANT, MSG_NO_ANSWER, pearson
 from biastest.measures.chat_twoafc.report import csv_rows, export_files, labour_figure, readings, target_rows
 from biastest.measures.chat_twoafc.templates import MSG_TEMPLATE_PLACEHOLDERS, get_template
+from biastest.models.chat_records import REPLY_ANSWERED, ChatReply
 from biastest.models.dummy import DummyChatLM
-from biastest.spec import BiasSpec
+from biastest.spec import BiasSpec, TwoAFCSpec
 from tests.twoafc_chat_helpers import BLS, FEMALE, OCCUPATIONS, planted_answer, shown, small_spec
 
 Q = 0.3
@@ -219,3 +220,43 @@ def test_the_measure_is_registered_and_refuses_a_bias_spec() -> None:
     with pytest.raises(SpecError):
         run_twoafc_chat(options(), TwoAFCChatItems(bias), model=DummyChatLM(lambda r: "A"))
     assert math.isclose(len(FEMALE), 8) and shown("Occupation: x\nA. a\nB. b")[0] == "x"
+
+
+class _Stopping(DummyChatLM):
+    """Answers "A", except: every 5th request fails, and the last 7 are not asked (the run stopped)."""
+
+    stop_message = "stopped: the request budget is spent"
+
+    def chat(self, requests, *, progress=None):
+        out = []
+        for i, _ in enumerate(requests):
+            if i >= len(requests) - 7:
+                out.append(None)
+            elif i % 5 == 0:
+                out.append(ChatReply.failed("HTTP 500"))
+            else:
+                out.append(ChatReply(status=REPLY_ANSWERED, text="A", finish_reason="stop"))
+        return out
+
+
+def test_failed_and_unasked_questions_are_counted_apart() -> None:
+    result = run_twoafc_chat(options(samples=1), TwoAFCChatItems(small_spec(n=5, pairs=2)),
+                             model=_Stopping(lambda r: "A"))
+    n = 5 * 2 * 2
+    failed = len([i for i in range(n - 7) if i % 5 == 0])
+    assert result.counts["not-asked"] == 7 and result.counts["failed"] == failed
+    assert result.counts["cue-1"] + result.counts["cue-2"] == n - 7 - failed == result.p_cue1_rate.n
+    assert result.refusal_rate.n == n - 7 - failed and result.stop_message == _Stopping.stop_message
+    assert any("were not asked" in line for line in readings(result))
+
+
+def test_the_female_cue_may_be_the_second(planted) -> None:
+    spec = small_spec(n=30, pairs=4)
+    swapped = TwoAFCSpec(name="swapped", targets=spec.targets, cue_pairs=tuple((b, a) for a, b in spec.cue_pairs),
+                         cue1_name="male", cue2_name="female")
+    result = run_twoafc_chat(options(female_cue=2), TwoAFCChatItems(swapped), model=planted_model(q=Q))
+    for u in result.labour.used:
+        assert u["p_female"] == pytest.approx(100 - result.target(u["occupation"]).estimate)
+    assert result.labour.pearson_r > 0.7
+    with pytest.raises(OptionError):
+        options(female_cue=3)

@@ -16,11 +16,18 @@ from biastest.audit.plan import MSG_SKIP_TWOAFC_SPEC, make_plan
 from biastest.audit.report import build_report
 from biastest.cli import EXIT_OK, EXIT_USAGE, main
 from biastest.cli import run as cli_run
-from biastest.cli.run import MSG_CONFIRM_NEEDED, MSG_OPTION_NOT_FOR_RUN, MSG_UNKNOWN_MODEL_KIND, model_kind_argv
+from biastest.cli.run import (
+    MSG_CONFIRM_NEEDED,
+    MSG_MEASURE_NEEDS_TWOAFC_SPEC,
+    MSG_OPTION_NOT_FOR_RUN,
+    MSG_UNKNOWN_MODEL_KIND,
+    model_kind_argv,
+)
 from biastest.measures.chat_twoafc import TwoAFCChatItems, TwoAFCChatOptions, TwoAFCChatResult, run_twoafc_chat
 from biastest.measures.forced_choice.cost import CONFIRM_ABOVE_REQUESTS
 from biastest.models import factory
 from biastest.models.dummy import DummyChatLM
+from tests.audit_helpers import SPEC_A
 from tests.chat_stub import Action, ChatStub
 from tests.twoafc_chat_helpers import BLS, OCCUPATIONS, planted_answer, small_spec
 
@@ -110,9 +117,11 @@ def test_the_command_line_refuses_pairs_flags_and_asks_before_a_large_hosted_run
     assert rc == EXIT_OK
     doc = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert doc["options"]["api_key"] == "***" and "sk-secret-value" not in json.dumps(doc)
-    rc = main(["run", "twoafc-chat", "Occupations vs gender (Liang & Acuna 2020)", "--model", "m", "--female-cue",
-               "3", *out])
+    rc = main(["run", "twoafc-chat", OCCUPATIONS, "--model", "m", "--female-cue", "3", *out])
     assert rc == EXIT_USAGE
+    rc = main(["run", "twoafc-chat", SPEC_A, "--model", "m", *out])
+    assert rc != EXIT_OK and MSG_MEASURE_NEEDS_TWOAFC_SPEC.format(measure="twoafc-chat", name=SPEC_A) in \
+        capsys.readouterr().err
 
 
 def test_an_audit_cell_runs_it(tmp_path, spec_file, built) -> None:

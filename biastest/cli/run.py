@@ -66,6 +66,7 @@ __all__ = [
     "MSG_CONFIRM_NEEDED",
     "MSG_CONFIRM_PROMPT",
     "MSG_KEY_ENV_UNSET",
+    "MSG_MEASURE_NEEDS_TWOAFC_SPEC",
     "MSG_NEEDS_ENDPOINT",
     "MSG_NOT_WITH_ENDPOINT",
     "MSG_NO_ENDPOINT_MODEL",
@@ -109,6 +110,10 @@ MSG_TEST_NEEDS_BIAS_SPEC = (
 MSG_2AFC_NEEDS_TWOAFC_SPEC = (
     "The 2afc test needs target words and cue pairs, but '{name}' is a bias specification. Use --test weat or "
     "--test bayes, or choose a 2AFC specification (list-specs --kind embeddings)."
+)
+MSG_MEASURE_NEEDS_TWOAFC_SPEC = (
+    "run {measure} needs a 2AFC specification of target words and cue pairs, but '{name}' is a bias specification. "
+    "Choose a 2AFC specification (list-specs --kind embeddings lists them)."
 )
 MSG_OPTION_NOT_FOR_RUN = "The option {option} does not apply to {what}; it applies to {applies}. Leave it out."
 MSG_UNKNOWN_FLAG = "The option {option} is not an option of any test. See python -m biastest run {measure} --help."
@@ -392,6 +397,8 @@ def check_spec(spec: Any, measure: Measure, legacy: Legacy | None) -> None:
     """The specification is the kind the measure tests (a bias specification, or a 2AFC one)."""
     is_2afc = isinstance(spec, TwoAFCSpec)
     if measure.spec_type == "twoafc" and not is_2afc:
+        if measure.kind != "embeddings":
+            raise SpecError(MSG_MEASURE_NEEDS_TWOAFC_SPEC.format(measure=measure.name, name=spec.name))
         raise SpecError(MSG_2AFC_NEEDS_TWOAFC_SPEC.format(name=spec.name))
     if measure.spec_type != "twoafc" and is_2afc:
         if measure.kind == "embeddings":

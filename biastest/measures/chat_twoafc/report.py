@@ -19,7 +19,6 @@ import numpy as np
 import plotly.graph_objects as go
 
 from biastest.measures.chat_twoafc.result import LabourValidation, TwoAFCChatResult
-from biastest.measures.forced_choice.report import READ_POSITION_WARNING
 from biastest.measures.forced_choice.result import RateSummary
 from biastest.report.export import private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import FONT, NEUTRAL, hover_safe
@@ -32,6 +31,10 @@ READ_P = ("When it chose, {model} picked the {cue1} cue in {est:.1f}% of its ans
 READ_NONE = "{model} chose a cue in none of its answers: there is no P(cue 1) to report."
 READ_LABOUR = ("Across {n} occupations, P({female} cue) correlates with the share of women in the occupation "
                "(U.S. BLS): Pearson r = {r:.3f} ({r_int}), Spearman ρ = {rho:.3f} ({rho_int}).")
+READ_POSITION_WARNING = (
+    "Most of its choices follow the position, not the cue: P(cue 1) then says more about the order of the options "
+    "than about the targets."
+)
 READ_LABOUR_NONE = "The correlation with the share of women is not defined: {reason}"
 READ_RATES = {
     "refusal_rate": "It declined to choose in {est:.1f}% of its answers ({interval}).",
@@ -63,14 +66,14 @@ def readings(result: TwoAFCChatResult) -> list[str]:
             out.append(text.format(est=rate.estimate, interval=_interval(rate.low, rate.high, rate.confidence)))
     pos = result.position_bias
     if pos.low is not None and (pos.low > 75 or pos.high < 25):
-        out.append(READ_POSITION_WARNING.replace("stereotypes", "the cues"))
+        out.append(READ_POSITION_WARNING)
     lab = result.labour
     if lab is not None:
         if lab.pearson_r is None:
             out.append(READ_LABOUR_NONE.format(reason=lab.reason))
         else:
             out.append(READ_LABOUR.format(
-                n=lab.n, female="female" if lab.female_cue == 1 else result.cue2_name, r=lab.pearson_r,
+                n=lab.n, female=result.cue1_name if lab.female_cue == 1 else result.cue2_name, r=lab.pearson_r,
                 r_int=_interval(lab.pearson_low, lab.pearson_high, lab.confidence, ""),
                 rho=lab.spearman_rho, rho_int=_interval(lab.spearman_low, lab.spearman_high, lab.confidence, "")))
     failed, not_asked = result.counts.get("failed", 0), result.counts.get("not-asked", 0)
