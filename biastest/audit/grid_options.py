@@ -112,7 +112,7 @@ def parse_methods(value: Any, where: str) -> tuple[str, ...]:
 def default_measure(kind: str, spec_type: str) -> Measure | None:
     """The measure a model of ``kind`` runs on a specification of ``spec_type`` when no method is listed."""
     for m in audit_measures(kind):
-        if use_of(m).spec_type == spec_type:
+        if use_of(m).spec_type == spec_type and use_of(m).default:
             return m
     return None
 

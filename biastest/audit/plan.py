@@ -83,7 +83,8 @@ KEY_LENGTH = 20
 MSG_SKIP_METHOD_KIND = "{method} applies to {method_kinds} language models; '{model}' is a {kind} one."
 MSG_SKIP_ENDPOINT_MASKED = "{method} needs a masked language model in this process; '{model}' is behind an endpoint."
 MSG_SKIP_TWOAFC_SPEC = (
-    "'{spec}' is a 2AFC specification (target words and cue pairs): only the 2afc test of embeddings runs it."
+    "'{spec}' is a 2AFC specification (target words and cue pairs): only the 2afc test of embeddings runs it, or "
+    "twoafc-chat for a chat model when the grid lists it in 'methods'."
 )
 MSG_SKIP_BIAS_SPEC = "2afc needs a 2AFC specification (target words and cue pairs); '{spec}' is a bias specification."
 MSG_SKIP_WEAT_SPEC = "weat needs a bias specification (two groups, two attribute lists); '{spec}' is a 2AFC one."
@@ -462,7 +463,7 @@ def make_plan(grid: Grid, out: str | Path) -> Plan:
             methods = _methods_for(grid, model, entry, lm_kind, skipped)
             if not methods:
                 continue
-            if model.kind == "embeddings":
+            if model.kind == "embeddings" or _spec_type(entry.spec) == "twoafc":  # the questions are its words
                 items = spec_items.setdefault(index, Items(
                     kind="words", file=None, sha256=_sha256(canonical_json(entry.spec.to_dict())),
                     count=_word_count(entry.spec), source={"from": "specification"}))

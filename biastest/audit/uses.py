@@ -67,6 +67,8 @@ def items_for_kind(kind: str, spec: Any, content: Mapping[str, Any] | None) -> d
 
     The measure's own ``items`` function wraps them in its items type.
     """
+    if content is None:  # a 2AFC specification: its words are the items, whatever the kind of model
+        return {"spec": spec}
     if kind == "lm":
         return {"pairs": [SentencePair.from_row(r) for r in content["pairs"]], "spec": spec}
     if kind == "vlm":

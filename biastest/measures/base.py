@@ -361,6 +361,9 @@ class AuditUse:
     data_identity : callable, optional
         A benchmark (``spec_type`` none): ``data_identity(options) -> {"sha256", "count", "source"}`` of the data
         the cell will read (its key changes when the data does).
+    default : bool
+        Whether a model of the measure's kind runs it when the grid lists no method (False: only when listed, as
+        for a measure that needs a model that answers).
     """
 
     spec_type: str
@@ -372,6 +375,7 @@ class AuditUse:
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     more: Callable[[Measure, Any, Any], dict[str, Any]] | None = None
     data_identity: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    default: bool = True
 
 
 @dataclass(frozen=True)
