@@ -163,6 +163,7 @@ INPUT_FLAGS: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
         ("--images", {"metavar": "DIR", "help": "folder with one subfolder per image term, or a manifest CSV/JSON"}),
         ("--store", {"metavar": "DIR", "help": "dataset store folder (default: $BIASTEST_DATA_DIR or the apps')"}),
     ),
+    "spec": (),  # a 2AFC specification asked of a model that answers: its words are the test data
     "embeddings": (
         ("--trust-gensim-file", {"action": "store_true", "default": None,
                                  "help": "also open gensim .kv/.model/.wv files (--model, --replicate). They are "
@@ -180,8 +181,14 @@ def _dest(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
 
 
+def input_kind(measure: Measure) -> str:
+    """Which test data a measure reads (a key of :data:`INPUT_FLAGS`): its kind's, or only the specification for a
+    2AFC measure of a model that is not a word embedding (its targets and cue pairs are the questions)."""
+    return "spec" if measure.spec_type == "twoafc" and measure.kind != "embeddings" else measure.kind
+
+
 def _extra_flags(measure: Measure) -> list[tuple[str, dict[str, Any]]]:
-    return [*INPUT_FLAGS[measure.kind], *([API_KEY_FLAG] if _takes_endpoint(measure) else []),
+    return [*INPUT_FLAGS[input_kind(measure)], *([API_KEY_FLAG] if _takes_endpoint(measure) else []),
             *_own_flags(measure), *([YES_FLAG] if _cost_of(measure) is not None else [])]
 
 
@@ -403,7 +410,7 @@ def embedding_values(values: dict[str, Any]) -> None:
 
 def load_inputs(args: argparse.Namespace, spec: Any, measure: Measure) -> Inputs:
     """The test data of the measure's kind: sentence pairs, pictures, or the specification's words."""
-    if measure.kind == "lm":
+    if input_kind(measure) == "lm":
         if args.pairs:
             fmt = args.format or "auto"
             pairs, names = pairs_from_files(args.pairs, fmt, spec)
@@ -412,7 +419,7 @@ def load_inputs(args: argparse.Namespace, spec: Any, measure: Measure) -> Inputs
             pairs, data = pairs_from_store(args.store, spec, args.pairing or "positional")
         data["n_pairs"] = len(pairs)
         return Inputs(spec=spec, pairs=tuple(pairs), data=data)
-    if measure.kind == "vlm":
+    if input_kind(measure) == "vlm":
         if args.images:
             images, root = images_from_folder(args.images)
             data = {"from": "images", "images": str(args.images), "n_images": len(images)}
@@ -420,7 +427,8 @@ def load_inputs(args: argparse.Namespace, spec: Any, measure: Measure) -> Inputs
             images, root = images_from_store(args.store, spec)
             data = {"from": "store", "store": str(root), "n_images": len(images)}
         return Inputs(spec=spec, images=tuple(images), image_root=root, data=data)
-    return Inputs(spec=spec, data={"from": "specification"}, trust_pickle=bool(args.trust_gensim_file))
+    return Inputs(spec=spec, data={"from": "specification"},
+                  trust_pickle=bool(getattr(args, "trust_gensim_file", None)))
 
 
 # --------------------------------------------------------------------------- the run

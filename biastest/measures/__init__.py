@@ -11,7 +11,7 @@ Adding a measure is one folder and one line below.
 
 from __future__ import annotations
 
-from biastest.measures import bayes, forced_choice, posterior, stereotype, twoafc, vlm, weat
+from biastest.measures import bayes, forced_choice, posterior, psychometric_chat, stereotype, twoafc, vlm, weat
 from biastest.measures.base import Measure, MeasureRegistry, OptionsBase, ResultBase
 
 __all__ = ["MEASURES", "Measure", "MeasureRegistry", "OptionsBase", "ResultBase", "get_measure"]
@@ -25,6 +25,7 @@ MEASURES = MeasureRegistry([
     bayes.MEASURE,
     posterior.MEASURE,
     forced_choice.MEASURE,
+    psychometric_chat.MEASURE,
 ])
 
 
