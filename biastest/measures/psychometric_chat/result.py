@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from biastest.measures.base import ResultBase
 from biastest.measures.forced_choice.result import RateSummary
@@ -152,4 +152,4 @@ class PsychometricChatResult(ResultBase):
     summaries: list[ContextSummary]
     asks: list[AskRow]
     stop_message: str | None = None
-    provenance: dict[str, Any] = {}
+    provenance: dict[str, Any] = Field(default_factory=dict)

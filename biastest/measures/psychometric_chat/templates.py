@@ -3,11 +3,11 @@
 A question shows one stimulus (e.g. a first name) in one **context** (a sentence with the slot ``{stimulus}``,
 e.g. ``"{stimulus} is an engineer."``) and asks which of the two **cues** it is, the cues in one of the two
 orders. A template is a system message and a user message with the fields ``{context}`` (the context sentence
-with the stimulus in it), ``{stimulus}``, ``{first}`` and ``{second}`` (the cues in the order shown); the user message holds
-``{context}`` once and ``{first}`` and ``{second}`` at least once each, ``{stimulus}`` may appear. A named template
-never changes once released (a new wording is a new version); a user's own (:func:`custom_template`) is checked
-and recorded verbatim. The text format of a user template is forced choice's: system message, a line ``---``,
-user message (:mod:`biastest.measures.forced_choice.templates`).
+with the stimulus in it), ``{stimulus}``, ``{first}`` and ``{second}`` (the cues in the order shown); the user
+message holds ``{context}`` once and ``{first}`` and ``{second}`` at least once each, ``{stimulus}`` may appear.
+A named template never changes once released (a new wording is a new version); a user's own
+(:func:`custom_template`) is checked and recorded verbatim. The text format of a user template is forced
+choice's: system message, a line ``---``, user message (:mod:`biastest.measures.forced_choice.templates`).
 
 Examples
 --------
