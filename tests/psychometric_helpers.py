@@ -45,15 +45,20 @@ TEMPLATE_RE = re.compile(
     r"\A(?P<context>[^\n]*)\nQuestion: is (?P<stimulus>.+?) a (?P<first>\S+) or a (?P<second>\S+)\? "
     r"Answer with one word: (?P=first) or (?P=second)\.\Z"
 )
-#: A context is a sentence with the slot ``{name}`` for the stimulus.
+#: A context is a sentence with the slot ``{name}`` (or ``{stimulus}``, the measure's slot) for the stimulus.
 NEUTRAL_CONTEXT = "{name} is a person."
 REFUSAL = "I cannot tell that from a name."
 UNKNOWN_ANSWER = "I do not know this question."
 
 
+def _fill(context: str, stimulus: str) -> str:
+    """The context with its slot (``{name}`` or ``{stimulus}``) filled."""
+    return context.replace("{name}", stimulus).replace("{stimulus}", stimulus)
+
+
 def question(stimulus: str, context: str, first: str, second: str) -> str:
     """The user message asking about ``stimulus`` in ``context`` with ``first`` shown first."""
-    return TEMPLATE.format(context=context.format(name=stimulus), stimulus=stimulus, first=first, second=second)
+    return TEMPLATE.format(context=_fill(context, stimulus), stimulus=stimulus, first=first, second=second)
 
 
 def planted_choice(alpha: float, *, first: str, second: str, cue2: str, pse: float, rate: float, q: float,
@@ -101,7 +106,7 @@ class PlantedPsychometricResponder:
 
     def _context_key(self, context_line: str, stimulus: str) -> str | None:
         for key in self.contexts:
-            if key.format(name=stimulus) == context_line:
+            if _fill(key, stimulus) == context_line:
                 return key
         return None
 

@@ -73,7 +73,6 @@ goodness of fit. Perception & Psychophysics 63(8), 1293–1313 (guess and lapse 
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -394,23 +393,32 @@ def _best_step(x: np.ndarray, k: np.ndarray, n: np.ndarray, *, q_fixed: float | 
     other levels), capped at ``max_q`` (or fixed).
     """
     levels = np.unique(x)
-    best = (np.inf, float(levels[0]), float(levels[-1]), 0.0, float(levels.mean()))
-    candidates = [(low, high, None) for low, high in itertools.pairwise(levels)]
-    candidates += [(levels[max(j - 1, 0)], levels[min(j + 1, levels.size - 1)], levels[j])
-                   for j in range(levels.size)]
-    for low, high, at in candidates:
-        rise = np.zeros(x.shape, dtype=bool) if at is None else x == at
-        above = (x > low) & ~rise if at is None else (x > at)
-        rest = ~rise
-        exceptions = k[rest & ~above].sum() + (n[rest & above] - k[rest & above]).sum()
-        total = n[rest].sum()
-        q = (min(max_q, 2 * exceptions / total) if total else 0.0) if q_fixed is None else q_fixed
-        p = np.where(above, 1 - q / 2, q / 2)
-        p = np.where(rise, np.clip(k / n, q / 2, 1 - q / 2), p)
-        nll = _binomial_nll(k, n, p)
-        if nll < best[0]:
-            best = (nll, float(low), float(high), float(q), 0.5 * float(low + high) if at is None else float(at))
-    return best
+    m = levels.size
+    # every candidate at once (rows): the m − 1 steps between adjacent levels, then the m rises at a level
+    at = np.concatenate([np.full(m - 1, np.nan), levels])
+    low = np.concatenate([levels[:-1], levels[np.maximum(np.arange(m) - 1, 0)]])
+    high = np.concatenate([levels[1:], levels[np.minimum(np.arange(m) + 1, m - 1)]])
+    is_rise = np.isfinite(at)[:, None]
+    rise = is_rise & (x[None, :] == at[:, None])
+    above = np.where(is_rise, x[None, :] > at[:, None], x[None, :] > low[:, None]) & ~rise
+    rest = ~rise
+    exceptions = (k * (rest & ~above)).sum(axis=1) + ((n - k) * (rest & above)).sum(axis=1)
+    total = (n * rest).sum(axis=1)
+    if q_fixed is None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q = np.where(total > 0, np.minimum(max_q, 2 * exceptions / np.where(total > 0, total, 1)), 0.0)
+    else:
+        q = np.full(at.size, float(q_fixed))
+    half = (q / 2)[:, None]
+    p = np.where(above, 1 - half, half)
+    p = np.where(rise, np.clip(np.broadcast_to(k / n, p.shape), half, 1 - half), p)
+    p = np.clip(p, _EPS, 1 - _EPS)
+    nll = -(k * np.log(p) + (n - k) * np.log1p(-p)).sum(axis=1)
+    if not np.isfinite(nll).any():
+        return (np.inf, float(levels[0]), float(levels[-1]), 0.0, float(levels.mean()))
+    j = int(np.argmin(np.where(np.isfinite(nll), nll, np.inf)))
+    pse = 0.5 * float(low[j] + high[j]) if not np.isfinite(at[j]) else float(at[j])
+    return float(nll[j]), float(low[j]), float(high[j]), float(q[j]), pse
 
 
 def _classify(x: np.ndarray, k: np.ndarray, n: np.ndarray, mu: float, s: float, q: float, nll: float, *,
