@@ -299,3 +299,60 @@ def test_the_command_line_refuses_a_long_template_with_exit_2(vlms, tmp_path, ca
                      "--device", "cpu"])
     err = capsys.readouterr().err
     assert code == cli.EXIT_USAGE and "tokens long for the model" in err and "Unexpected" not in err
+
+
+# =========================================================================== any answer at all
+ODD = [None, True, 0, -1, 1, 10**400, -(10**400), 1.5, math.nan, math.inf, -math.inf, "", "x", [], {}, [1], [None],
+       {"a": 1}, ["a", "b"], [-0.1, -0.2], [None, -0.1, -0.2], [None, "x", 5]]
+
+
+def _odd_completion(rng) -> object:
+    logprobs = {"tokens": rng.choice([*ODD, ["a", "b", "c"]]), "token_logprobs": rng.choice([*ODD, [None, -0.5, -0.1]])}
+    choice = {"index": rng.choice([0, None, "0", 1, True]),
+              "logprobs": logprobs if rng.random() > 0.2 else rng.choice(ODD)}
+    body = {"choices": [choice if rng.random() > 0.1 else rng.choice(ODD)], "model": rng.choice(["m", None, 5, ""])}
+    return body if rng.random() > 0.1 else rng.choice(ODD)
+
+
+def _odd_chat(rng) -> object:
+    alternative = {"token": rng.choice(["doctor", 5]), "logprob": rng.choice(ODD)}
+    entry = {"token": rng.choice(["a", 5, None]), "logprob": rng.choice(ODD),
+             "top_logprobs": rng.choice([*ODD, [alternative]])}
+    logprobs = {"content": rng.choice([[entry], entry, None, rng.choice(ODD)])}
+    message = {"content": rng.choice(["doctor", None, 5, [{"text": "doctor"}], ["x"]]),
+               "refusal": rng.choice([None, "no", 5])}
+    choice = {"message": message if rng.random() > 0.1 else rng.choice(ODD),
+              "logprobs": logprobs if rng.random() > 0.2 else rng.choice(ODD), "finish_reason": rng.choice(["stop", 5])}
+    body = {"choices": [choice] if rng.random() > 0.1 else rng.choice(ODD), "model": rng.choice(["m", None, 5, ""]),
+            "system_fingerprint": rng.choice(["fp", None, 5])}
+    return body if rng.random() > 0.05 else rng.choice(ODD)
+
+
+def test_no_answer_shape_escapes_as_an_unexpected_error():
+    """2,000 seeded odd answers per protocol (400-digit integers, NaN, wrong types, missing parts): each is read, or
+    refused with the protocol's own error — never another exception (which the user would see as "Unexpected")."""
+    import random
+
+    from biastest.errors import BiastestError
+    from biastest.models.endpoint_chat import _Garbled
+    from biastest.models.endpoint_vlm import EndpointVLM
+
+    seed = 20261127
+    print(f"fuzz seed: {seed}")
+    rng = random.Random(seed)
+    lm = EndpointCausalLM("http://127.0.0.1:9/v1", "m", tokenizer=False)
+    chat = EndpointChatLM("http://127.0.0.1:9/v1", "m")
+    vlm = EndpointVLM("http://127.0.0.1:9/v1", "m")
+    escaped = []
+    for _ in range(2000):
+        for name, read in (("completions", lambda: lm._parse(_odd_completion(rng), ["a b c"])),
+                           ("chat", lambda: chat._parse(_odd_chat(rng), asked_logprobs=True)),
+                           ("vqa", lambda: vlm._parse(_odd_chat(rng), VQA_SPEC, asked_logprobs=True))):
+            try:
+                read()
+            except (BiastestError, _Garbled):
+                pass
+            except Exception as exc:  # what the test looks for
+                escaped.append((name, type(exc).__name__, str(exc)[:100]))
+    assert escaped == []
+    assert not is_logprob(-(10**400)) and not is_logprob(10**400)

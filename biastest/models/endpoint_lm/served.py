@@ -60,11 +60,16 @@ def is_logprob(value: Any) -> bool:
 
     Examples
     --------
-    >>> [is_logprob(v) for v in (-0.5, 0, 1e-7, 5.0, float("nan"), float("-inf"), True, "0")]
-    [True, True, True, False, False, False, False, False]
+    >>> [is_logprob(v) for v in (-0.5, 0, 1e-7, 5.0, float("nan"), float("-inf"), -10**400, True, "0")]
+    [True, True, True, False, False, False, False, False, False]
     """
-    return (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-            and value <= LOGPROB_TOLERANCE)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        number = float(value)  # a JSON integer of 400 digits is a Python int that no float holds
+    except OverflowError:
+        return False
+    return math.isfinite(number) and number <= LOGPROB_TOLERANCE
 
 DEFAULT_CONCURRENCY = 4
 DEFAULT_MAX_REQUESTS = 2000
