@@ -356,3 +356,46 @@ def test_no_answer_shape_escapes_as_an_unexpected_error():
                 escaped.append((name, type(exc).__name__, str(exc)[:100]))
     assert escaped == []
     assert not is_logprob(-(10**400)) and not is_logprob(10**400)
+
+
+# =========================================================================== the vision-language app, through its API
+@pytest.fixture(scope="module")
+def vqa_app(tmp_path_factory, vlms):
+    """The vision-language app on 127.0.0.1 (private mode: a model folder may be named), a spec and four pictures."""
+    from gradio_client import Client, handle_file
+
+    from biastest.ui import vqa
+    from biastest.ui.spec_step import CUSTOM
+    from tests.browser_helpers import served
+    from tests.openai_stub import png_bytes
+
+    folder = tmp_path_factory.mktemp("hostile_vqa_app")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(public, "_policy", public.decide(host="127.0.0.1", environ={}))
+        with served(vqa.build_demo()) as url:
+            client = Client(url, verbose=False)
+            client.predict(CUSTOM, "man", "woman", "doctor", "nurse", api_name="/confirm_handler")
+            for term in ("man", "woman"):
+                files = []
+                for i in range(2):
+                    p = folder / f"{term}{i}.png"
+                    p.write_bytes(png_bytes(color=(40 * i, 90 if term == "man" else 10, 30)))
+                    files.append(handle_file(str(p)))
+                assert "✅" in str(client.predict(files, term, api_name="/upload_handler"))
+            yield client
+
+
+def test_the_app_shows_a_long_template_next_to_the_button_not_something_unexpected(vqa_app, vlms):
+    """The issue's case in the app: a custom template of 800 tokens on a model that reads 32 (a CLIP's position
+    table) was "Something unexpected went wrong"; now the message, inline."""
+    import html
+
+    from biastest.measures.vlm.options import COMBINE_CHOICES, DEFAULT_PROMPT_TEMPLATE, DEFAULT_QUESTION
+
+    template = "a photo of a {} " + "very " * 200
+    out = vqa_app.predict(str(vlms["clip"]), [DEFAULT_PROMPT_TEMPLATE], template, COMBINE_CHOICES[0],
+                          DEFAULT_QUESTION, 0, 4, 200, api_name="/run_handler")
+    assert out[0].startswith("⚠️ "), out
+    message = html.unescape(out[0].removeprefix("⚠️ "))
+    assert "tokens long for the model" in message and "reads at most 32 tokens" in message
+    assert "unexpected" not in message.lower()
