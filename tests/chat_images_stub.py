@@ -23,7 +23,8 @@ server that cannot give them; it stays in force for the requests without them, w
 (answer ``text`` instead, tokenized by words, the CLIP terms still among the first token's alternatives),
 ``no_terms`` (answer "I don't know." with no target term among the alternatives), ``article`` (answer ``"A
 <term>"``: the article first, the terms' distribution at the second token), ``model`` (answer under another model
-name). Every request is recorded (path, lower-cased headers, JSON body); ``max_in_flight`` is the most chat
+name), ``logprob`` (the answer's token has the log-probability ``float(text)``: an impossible 5, nan or inf).
+Every request is recorded (path, lower-cased headers, JSON body); ``max_in_flight`` is the most chat
 requests handled at once.
 """
 
@@ -146,6 +147,8 @@ class ChatImagesStub(ServedStub):
             self.answered.append({"answer": answer, "terms": terms, "probabilities": probs, "size": image.size,
                                   "pixels": hashlib.sha256(image.tobytes()).hexdigest(), "prompt": text})
         logprobs = {"content": tokens} if body.get("logprobs") and kind != "no_logprobs" else None
+        if logprobs is not None and kind == "logprob":  # an impossible value (5, nan, inf) on the answer's token
+            tokens[0] = {**tokens[0], "logprob": float(action.text)}
         return {
             "id": "chatcmpl-stub", "object": "chat.completion", "created": int(time.time()),
             "model": action.model if kind == "model" else self.served_name,

@@ -19,7 +19,8 @@ Faults: the scripted actions of :class:`~tests.served_stub.ServedStub` — ``sta
 that is not JSON) — and these, each consumed once, in order: ``shapeless`` (JSON without ``choices``),
 ``content_filter`` (``finish_reason: "content_filter"``, ``content: null``), ``filter400`` (HTTP 400 with the error
 code ``content_filter``, as Azure refuses a prompt), ``no_logprobs`` (``logprobs: null``), ``model`` (answered under
-``action.model``), ``refusal`` (``content: null`` and ``refusal: action.text``). Flags that stay in force:
+``action.model``), ``refusal`` (``content: null`` and ``refusal: action.text``), ``logprob`` (the first token's
+log-probability is ``float(action.text)``: an impossible 5, nan or inf). Flags that stay in force:
 :attr:`ChatStub.refuse_logprobs` (HTTP 400 to any request that asks for log-probabilities) and
 :attr:`ChatStub.give_logprobs` (False: ``logprobs: null`` always). :meth:`ServedStub.count` counts the chat
 requests.
@@ -111,11 +112,14 @@ class ChatStub(ServedStub):
             message.update(content=None, refusal=action.text)
         k = int(body.get("top_logprobs") or 0)
         give = body.get("logprobs") and self.give_logprobs and kind not in ("no_logprobs", "content_filter")
+        logprobs = self._logprobs(text, k) if give else None
+        if logprobs is not None and kind == "logprob":
+            logprobs["content"][0]["logprob"] = float(action.text)
         return {
             "id": "chatcmpl-stub", "object": "chat.completion", "created": int(time.time()),
             "model": action.model if kind == "model" else self.served_name,
             "system_fingerprint": self.fingerprint,
-            "choices": [{"index": 0, "message": message, "logprobs": self._logprobs(text, k) if give else None,
+            "choices": [{"index": 0, "message": message, "logprobs": logprobs,
                          "finish_reason": finish}],
             "usage": {"prompt_tokens": 20, "completion_tokens": len(answer_tokens(text)),
                       "total_tokens": 20 + len(answer_tokens(text))},

@@ -15,7 +15,8 @@ Scripted faults (each consumed once, in order, before any ``always`` action): ``
 ``Retry-After``, 500), ``sleep`` (answer after ``seconds``), ``hang`` (hold the request, never answer; closed
 after ``seconds`` or when the stub stops, at most :data:`HANG_MAX_SECONDS`), ``garbage`` (a 200 body that is not
 JSON), ``null_logprobs`` (``token_logprobs: null``, as a server that cannot give prompt log-probabilities),
-``no_echo`` (only the generated token's log-probability), ``extra_token`` (one log-probability too many, as a
+``no_echo`` (only the generated token's log-probability), ``logprob`` (the prompt's first scored token gets the
+log-probability ``float(text)``: an impossible 5, nan or inf), ``extra_token`` (one log-probability too many, as a
 server that added its own begin token) and ``model`` (answer under another model name). Every request is
 recorded (path, lower-cased headers, JSON body); ``max_in_flight`` is the most completions requests handled at
 once.
@@ -113,6 +114,8 @@ class CompletionsStub(ServedStub):
             elif action is not None and action.kind == "no_echo":
                 logprobs = {"tokens": tokens[-1:], "token_logprobs": values[-1:], "text_offset": [0],
                             "top_logprobs": None}
+            elif action is not None and action.kind == "logprob":  # an impossible value: 5, nan, inf …
+                logprobs["token_logprobs"] = [values[0], float(action.text), *values[2:]]
             elif action is not None and action.kind == "extra_token":
                 logprobs = {"tokens": ["<s>", *tokens], "token_logprobs": [None, -1.0, *values[1:]],
                             "text_offset": [0, *offsets], "top_logprobs": None}

@@ -291,3 +291,114 @@ def test_private_mode_uses_a_configured_proxy_and_public_mode_never_does(monkeyp
     monkeypatch.setattr("biastest.remote.http.current", lambda: public.Policy(public=False, reason="test"))
     with http_client(5.0) as client:  # private mode, no proxy: pinned as before
         assert isinstance(client._transport, PinnedTransport)
+
+
+# =========================================================================== (d) rebinding, for every outbound user
+ALLOWED_LOOPBACK = "127.0.0.2"  # the operator allows this address only; nothing listens on it
+
+
+def _png():
+    from PIL import Image
+
+    return Image.new("RGB", (8, 8), (200, 10, 10))
+
+
+def _users(base_url: str) -> dict[str, tuple]:
+    """Each outbound user: how it is built (its address check) and one request it makes afterwards."""
+    from biastest.models.chat_records import ChatRequest
+    from biastest.models.endpoint_chat import EndpointChatLM
+    from biastest.models.endpoint_vlm import EndpointVLM
+    from biastest.remote import RetryPolicy, RunLimits
+    from biastest.spec import BiasSpec
+
+    fast = RetryPolicy(max_retries=1, initial_delay=0.01, factor=1.0, max_delay=0.02, jitter=0.0)
+    limits = RunLimits(max_requests=6, max_seconds=20.0, request_timeout=3.0)
+    spec = BiasSpec.from_terms(group1="red", group2="blue", stereotype1="doctor", antistereotype1="nurse")
+    root = base_url.removesuffix("/v1")
+    return {
+        "endpoint-lm": (lambda: EndpointCausalLM(base_url, "stub-model", tokenizer=False, retry=fast, limits=limits),
+                        lambda lm: lm.text_log_probs(["He is a doctor."])),
+        "chat-endpoint": (lambda: EndpointChatLM(base_url, "stub-model", retry=fast, limits=limits),
+                          lambda lm: lm.chat([ChatRequest.ask("Who is it?")])),
+        "vqa-endpoint": (lambda: EndpointVLM(base_url, "stub-model", retry=fast, limits=limits),
+                         lambda vlm: vlm.ask([_png()], spec=spec, question="Is this a {T1} or a {T2}?")),
+        "generator": (lambda: OpenAICompatibleGenerator(base_url, "stub-model"), lambda g: g.list_models()),
+        "image-generator": (lambda: OpenAICompatibleImageGenerator(base_url, "stub-image"),
+                            lambda g: g._generate("a doctor", seed=1, timeout=3.0)),
+        "image-download": (lambda: remote.check_outbound_url(root + "/files/img0.png"),
+                           lambda url: remote.download(url, timeout=3.0, max_bytes=1000)),
+    }
+
+
+USERS = list(_users("http://x/v1"))
+
+
+@pytest.fixture
+def loopback_rebinding(monkeypatch):
+    """Public mode that admits 127.0.0.2 only; a name the shim resolves (loopback answers only: no traffic off it)."""
+    policy = public.decide(host="0.0.0.0", environ={settings.ALLOWED_HOSTS_ENV: f"{ALLOWED_LOOPBACK}/32"})
+    monkeypatch.setattr(public, "_policy", policy)
+    return policy
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_rebinding_after_the_check_reaches_no_loopback_stub_for_any_user(user, loopback_rebinding, monkeypatch):
+    """The name says 127.0.0.2 (allowed) when the user is built, 127.0.0.1 (the stub) from then on: each request
+    looks the name up once, is refused on that answer (public mode), and the stub hears nothing."""
+    with OpenAIStub() as stub:
+        port = int(stub.base_url.rsplit(":", 1)[1].split("/")[0])
+        build, request = _users(f"http://{REBIND}:{port}/v1")[user]
+        shim = Shim(monkeypatch, [ALLOWED_LOOPBACK])
+        made = build()
+        assert shim.calls >= 1
+        shim.answers, shim.calls = ["127.0.0.1"], 0
+        with pytest.raises(PolicyError) as e:
+            request(made)
+        assert e.value.message == remote.MSG_PRIVATE_ADDRESS.format(host=REBIND)
+        assert shim.calls >= 1
+        assert stub.requests == []
+
+
+class _Flip(Shim):
+    """Answers 127.0.0.2 and 127.0.0.1 in turn: every check may see the allowed address and a second look the stub."""
+
+    def __call__(self, host, port, *args, **kwargs):
+        if host == self.name:
+            self.answers = [ALLOWED_LOOPBACK] if self.calls % 2 == 0 else ["127.0.0.1"]
+        return super().__call__(host, port, *args, **kwargs)
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_name_that_flips_between_lookups_reaches_no_loopback_stub_for_any_user(user, loopback_rebinding,
+                                                                                 monkeypatch):
+    """Whatever each lookup says, the connection goes to the address that lookup's check passed (127.0.0.2, where
+    nothing listens) or is refused: the stub on 127.0.0.1 hears nothing, ever."""
+    from biastest.errors import BiastestError
+    from biastest.remote import MalformedAnswer, TransientError
+
+    with OpenAIStub() as stub:
+        port = int(stub.base_url.rsplit(":", 1)[1].split("/")[0])
+        build, request = _users(f"http://{REBIND}:{port}/v1")[user]
+        shim = _Flip(monkeypatch, [ALLOWED_LOOPBACK])
+        for _ in range(3):
+            try:
+                request(build())
+            except (BiastestError, TransientError, MalformedAnswer, httpx2.HTTPError):
+                pass
+        assert shim.calls >= 2
+        assert stub.requests == []
+
+
+def test_an_ipv4_compatible_loopback_literal_is_refused_by_every_user_without_a_lookup(public_mode, monkeypatch,
+                                                                                       connections):
+    """``http://[::127.0.0.1]/`` (the issue's case) is refused where each user checks its address: no lookup, no
+    connection."""
+    looked_up = []
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: looked_up.append(a) or [])
+    with OpenAIStub() as stub:
+        port = int(stub.base_url.rsplit(":", 1)[1].split("/")[0])
+        for user, (build, _) in _users(f"http://[::127.0.0.1]:{port}/v1").items():
+            with pytest.raises(PolicyError) as e:
+                build()
+            assert e.value.message == remote.MSG_PRIVATE_ADDRESS.format(host="::127.0.0.1"), user
+        assert looked_up == [] and connections == [] and stub.requests == []

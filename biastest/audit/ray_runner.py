@@ -22,6 +22,17 @@ starts Ray on this machine (``address="local"``), and:
   the way out (an interrupted run included); a local Ray instance is shut
   down.
 
+A local instance (``address="local"``) listens on loopback only: no
+dashboard, and this node's address is 127.0.0.1, which Ray's GCS server,
+raylet (node and object manager), workers and agents bind to. Ray has no
+public option for it — given ``_node_ip_address="127.0.0.1"`` it swaps a
+loopback address for the machine's reachable one and its servers listen on
+all interfaces — so while the instance starts, Ray's own switch for machines
+that are not cluster nodes (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, read by
+``ray._private.services.get_node_ip_address``) is off, in this process and in
+the environment the Ray processes inherit (:func:`_loopback_only`). A real
+cluster (``address="host:port"``) is the operator's: see docs/audits.md.
+
 Test data reach the workers through Ray's object store (each items set is put
 once); models are loaded on the workers by their id or path, and the images of
 a vision-language cell are read by path, so on a cluster of several machines
@@ -37,7 +48,7 @@ import contextlib
 import os
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import ray
@@ -57,6 +68,10 @@ MSG_RAY_HINT_ADDRESS = (
 )
 MSG_NOTHING_AT = "nothing answers at {address}: {problem}"
 PROBE_TIMEOUT = 5.0
+#: The address a local Ray instance gives its node (every Ray server of the instance binds to it).
+LOCAL_NODE_IP = "127.0.0.1"
+#: Ray's switch: off, Ray keeps a loopback node address instead of swapping it for the machine's reachable one.
+RAY_CLUSTER_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 MSG_WORKER_LOST = (
     "The Ray worker running this cell stopped and the retries are spent ({retries} retries): {problem}"
 )
@@ -88,14 +103,40 @@ def _probe(address: str) -> str | None:
         return MSG_NOTHING_AT.format(address=address, problem=exc.strerror or type(exc).__name__)
 
 
+@contextlib.contextmanager
+def _loopback_only() -> Iterator[None]:
+    """While a local instance starts: Ray's cluster switch off, here and for the processes it starts (see module)."""
+    from ray._private import ray_constants  # Ray's own switch: no public option keeps a loopback node address
+
+    saved_switch, saved_env = ray_constants.ENABLE_RAY_CLUSTER, os.environ.get(RAY_CLUSTER_SWITCH)
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    os.environ[RAY_CLUSTER_SWITCH] = "0"
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved_switch
+        if saved_env is None:
+            os.environ.pop(RAY_CLUSTER_SWITCH, None)
+        else:
+            os.environ[RAY_CLUSTER_SWITCH] = saved_env
+
+
 def _connect(address: str, num_cpus: int | None) -> None:
+    """Start a local instance on loopback (``address="local"``) or connect to the cluster at ``host:port``.
+
+    Raises
+    ------
+    BiastestError
+        :data:`MSG_RAY_CONNECT`: nothing answers at the address, or Ray could not start or connect.
+    """
     kwargs: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False}
     if address != "local" and (problem := _probe(address)) is not None:
         raise BiastestError(MSG_RAY_CONNECT.format(what=f"connect to the cluster at {address} with", problem=problem,
                                                    hint=MSG_RAY_HINT_ADDRESS.format(version=ray.__version__)))
     try:
         if address == "local":
-            ray.init(num_cpus=num_cpus or os.cpu_count() or 1, **kwargs)
+            with _loopback_only():
+                ray.init(num_cpus=num_cpus or os.cpu_count() or 1, _node_ip_address=LOCAL_NODE_IP, **kwargs)
         else:
             ray.init(address=address, log_to_driver=False)
     except Exception as exc:  # ray raises ConnectionError, RuntimeError, ValueError … with its own words

@@ -11,6 +11,7 @@ from biastest.audit import GridError, load_grid, run_audit
 from biastest.audit.report import write_report
 from biastest.audit.run import MSG_RERUN
 from biastest.cli.common import EXIT_OK, EXIT_RUN_FAILED, MSG_WROTE, check_choice, output_path
+from biastest.cli.flags import whole_number
 from biastest.cli.run import KINDS, MSG_UNKNOWN_KIND, cli_measures, legacy_name
 from biastest.errors import BiastestError, DataError, UsageError
 from biastest.measures.stereotype.score import METHODS
@@ -61,7 +62,7 @@ def add_other_parsers(sub: argparse._SubParsersAction) -> None:
     au.add_argument("--ray", metavar="ADDRESS",
                     help="run the cells on Ray: 'local' starts Ray on this machine, host:port joins a running "
                     "cluster (needs the optional extra: pip install -r requirements-ray.txt)")
-    au.add_argument("--ray-cpus", type=int, metavar="N", help="CPUs of a --ray local instance (default: all)")
+    au.add_argument("--ray-cpus", type=whole_number, metavar="N", help="CPUs of a --ray local instance (default: all)")
     au.add_argument("--no-progress", action="store_true", help="no progress bar")
     rp = sub.add_parser(
         "report",

@@ -26,13 +26,60 @@ from typing import Any
 
 from biastest.measures.base import OptionsBase
 
-__all__ = ["Flag", "add_flags", "flags_of", "given_values"]
+__all__ = ["MAX_NUMBER_CHARS", "MSG_FLAG_NOT_NUMBER", "MSG_FLAG_NOT_WHOLE", "Flag", "add_flags", "flags_of",
+           "given_values", "number", "whole_number"]
 
 #: The keys of a field's ``json_schema_extra`` (written by :func:`biastest.measures.base.cli_flag`).
 FLAG_KEY = "flag"
 HELP_KEY = "help"
 METAVAR_KEY = "metavar"
 ENDPOINT_KEY = "endpoint"
+
+#: The longest number a flag reads (more characters are refused before they are read, and never echoed in full).
+MAX_NUMBER_CHARS = 40
+#: How many characters of a refused value a message quotes.
+QUOTED_CHARS = 80
+MSG_FLAG_NOT_WHOLE = "expects a whole number (such as 42), got {value!r}."
+MSG_FLAG_NOT_NUMBER = "expects a number (such as 0.95), got {value!r}."
+
+
+def _quoted(text: str) -> str:
+    return text if len(text) <= QUOTED_CHARS else text[:QUOTED_CHARS] + "…"
+
+
+def whole_number(text: str) -> int:
+    """A whole-number flag's value: digits with an optional sign, at most :data:`MAX_NUMBER_CHARS` characters.
+
+    ``2.5``, ``1e400``, ``2.0`` and a 5,000-digit number are refused (argparse exits 2 with the message); the
+    option's own bounds are checked afterwards by its measure.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        :data:`MSG_FLAG_NOT_WHOLE` (quoting at most :data:`QUOTED_CHARS` characters).
+    """
+    value = str(text).strip()
+    digits = value[1:] if value[:1] in "+-" else value
+    if len(value) > MAX_NUMBER_CHARS or not digits.isascii() or not digits.isdigit():
+        raise argparse.ArgumentTypeError(MSG_FLAG_NOT_WHOLE.format(value=_quoted(str(text))))
+    return int(value)
+
+
+def number(text: str) -> float:
+    """A number flag's value (``nan`` and ``inf`` are read, and refused by the option's bounds).
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        :data:`MSG_FLAG_NOT_NUMBER`: not a number, or longer than :data:`MAX_NUMBER_CHARS` characters.
+    """
+    value = str(text).strip()
+    try:
+        if len(value) > MAX_NUMBER_CHARS:
+            raise ValueError(value)
+        return float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(MSG_FLAG_NOT_NUMBER.format(value=_quoted(str(text)))) from None
 
 
 @dataclass(frozen=True)
@@ -95,7 +142,7 @@ def add_flags(parser: argparse.ArgumentParser | Any, flags: list[Flag]) -> None:
             if f.kind == "many":
                 kw["action"] = "append"
             elif f.kind in ("int", "float"):
-                kw["type"] = int if f.kind == "int" else float
+                kw["type"] = whole_number if f.kind == "int" else number
         parser.add_argument(f.flag, **kw)
 
 

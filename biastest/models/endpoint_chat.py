@@ -32,6 +32,12 @@ gives answers without them (counted: ``answers_without_logprobs``); one that
 refuses the field (HTTP 400 or 422) is asked the same question again without
 it, and — remembered for the run — every later question too
 (``logprobs: refused (HTTP 400)`` in :meth:`EndpointChatLM.describe`).
+Log-probabilities that cannot be read — not a list of tokens each with its
+number, or a number that is not finite and at most 0 (up to
+:data:`~biastest.models.endpoint_lm.served.LOGPROB_TOLERANCE` = 1e-6 of float
+rounding: :data:`~biastest.models.endpoint_lm.served.MSG_BAD_LOGPROB`) — are
+not kept: the answer is (``top_logprobs`` None, the reason in its
+``extra["logprobs_unreadable"]``, counted: ``unreadable_logprobs``).
 
 What is fatal and what is one reply
 -----------------------------------
@@ -71,7 +77,6 @@ credentials or query and passes the public-mode check before anything is sent.
 from __future__ import annotations
 
 import logging
-import math
 import re
 import threading
 from collections.abc import Sequence
@@ -86,6 +91,7 @@ from biastest.models.endpoint_lm import (
     ProgressCallback,
     ServedEndpoint,
 )
+from biastest.models.endpoint_lm.served import MSG_BAD_LOGPROB, is_logprob
 from biastest.models.endpoint_vlm import MSG_NO_CHAT, MSG_WHY
 from biastest.remote import RetryPolicy, RunLimits, RunState, mask_secret
 
@@ -162,7 +168,7 @@ class _Garbled(Exception):
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
+    return isinstance(value, int | float) and not isinstance(value, bool)  # NaN too: is_logprob refuses it
 
 
 def _content_text(message: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -201,6 +207,8 @@ def read_token_logprobs(logprobs: Any) -> tuple[dict[str, float], ...] | None:
     for entry in content:
         if not (isinstance(entry, dict) and isinstance(entry.get("token"), str) and _is_number(entry.get("logprob"))):
             raise ValueError("a token without its log-probability")
+        if not is_logprob(entry["logprob"]):
+            raise ValueError(MSG_BAD_LOGPROB)
         alternatives: dict[str, float] = {}
         top = entry.get("top_logprobs") or []
         if not isinstance(top, list):
@@ -208,6 +216,8 @@ def read_token_logprobs(logprobs: Any) -> tuple[dict[str, float], ...] | None:
         for alt in top:
             if not (isinstance(alt, dict) and isinstance(alt.get("token"), str) and _is_number(alt.get("logprob"))):
                 raise ValueError("an alternative without its log-probability")
+            if not is_logprob(alt["logprob"]):
+                raise ValueError(MSG_BAD_LOGPROB)
             alternatives.setdefault(alt["token"], float(alt["logprob"]))
         alternatives.setdefault(entry["token"], float(entry["logprob"]))
         out.append(alternatives)

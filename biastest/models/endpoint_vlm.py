@@ -46,7 +46,12 @@ log-probabilities, or none of whose ``top_logprobs`` names a target term, has no
 probability (:attr:`ChatAnswer.note` says why): it counts in the hard score and
 not in the soft one. An endpoint that gives none at all (or refuses them with
 HTTP 400, when each question is asked again without them) gives hard scores
-only, and says so (:data:`MSG_NO_LOGPROBS`, :data:`MSG_LOGPROBS_REFUSED`).
+only, and says so (:data:`MSG_NO_LOGPROBS`, :data:`MSG_LOGPROBS_REFUSED`). A log-probability that is not a
+finite number at most 0 (up to
+:data:`~biastest.models.endpoint_lm.served.LOGPROB_TOLERANCE` = 1e-6 of float
+rounding) makes that answer's log-probabilities unreadable: the image has no
+probability (:data:`MSG_IMAGE_BAD_LOGPROBS`), its answer still counts in the
+hard score.
 
 Requests
 --------
@@ -95,6 +100,7 @@ from biastest.models.endpoint_lm import (
     MSG_NOT_SERVED,
     ServedEndpoint,
 )
+from biastest.models.endpoint_lm.served import MSG_BAD_LOGPROB, is_logprob
 from biastest.models.images import to_rgb
 from biastest.models.vlm_question import VERDICT_NEITHER, VERDICT_T1, VERDICT_T2, fill_question
 from biastest.options import check_option
@@ -197,6 +203,8 @@ MSG_NEITHER_ANSWERS = (
     "{count} of {total} answers were not one of the allowed answers and count as naming neither list: {examples}."
 )
 MSG_IMAGE_NO_LOGPROBS = "the endpoint gave no log-probabilities for this answer"
+#: An image's note: the answer counts (its text is read), its log-probabilities are not used.
+MSG_IMAGE_BAD_LOGPROBS = "the endpoint's log-probabilities for this answer could not be read: " + MSG_BAD_LOGPROB
 MSG_IMAGE_NO_TERMS = "none of the target terms was among the {k} most likely first words of the answer"
 MSG_NOTE_SOFT = (
     "Probabilities: each target term's share of the probability of the answer's first word (from the endpoint's "
@@ -270,7 +278,7 @@ def answer_term_probabilities(content: Sequence[dict[str, Any]], terms: Sequence
     alternatives: dict[str, float] = {}
     for alt in [*(entry.get("top_logprobs") or []), {"token": entry.get("token"), "logprob": entry.get("logprob")}]:
         token, value = alt.get("token"), alt.get("logprob")
-        if isinstance(token, str) and _is_number(value) and token not in alternatives:
+        if isinstance(token, str) and is_logprob(value) and token not in alternatives:
             alternatives[token] = float(value)
     logs: dict[int, list[float]] = {}
     for token, value in alternatives.items():
@@ -295,7 +303,13 @@ def _logsumexp(values: Sequence[float]) -> float:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _readable_logprobs(content: Sequence[dict[str, Any]]) -> bool:
+    """Whether every log-probability of an answer (tokens and alternatives) is finite and at most 0."""
+    return all(is_logprob(e.get("logprob")) and all(is_logprob(a.get("logprob")) for a in e.get("top_logprobs") or [])
+               for e in content)
 
 
 @dataclass(frozen=True)
@@ -547,6 +561,8 @@ class EndpointVLM(ServedEndpoint):
         if not asked_logprobs:
             return ChatAnswer(shown, term, verdict, None, None, MSG_IMAGE_NO_LOGPROBS)
         tokens = self._logprob_content(choice.get("logprobs"))
+        if tokens is not None and not _readable_logprobs(tokens):
+            return ChatAnswer(shown, term, verdict, None, None, MSG_IMAGE_BAD_LOGPROBS)
         if tokens is None:
             return ChatAnswer(shown, term, verdict, None, None, MSG_IMAGE_NO_LOGPROBS)
         probs, mass = answer_term_probabilities(tokens, spec.attribute_terms)

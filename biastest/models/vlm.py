@@ -76,6 +76,14 @@ MSG_NO_PROCESSOR = (
 )
 MSG_EMPTY_TEXTS = "No {what} were given to the model. Add at least one."
 MSG_EMPTY_CANDIDATE = "The answer {candidate!r} becomes no tokens for this model. Use a real word."
+MSG_TEXT_TOO_LONG = (
+    "The {what} {text!r} is {n_tokens} tokens long for the model '{model_id}', which reads at most {limit} tokens of "
+    "text, so it cannot be asked as it is; nothing was run. Shorten it."
+)
+#: A tokenizer's ``model_max_length`` at or above this means "not set" (transformers writes ``int(1e30)``).
+_NO_LIMIT = 1_000_000
+#: How many characters of a refused text a message quotes.
+_QUOTED = 80
 
 
 
@@ -153,6 +161,37 @@ class VisionLanguageModel:
         enc = self.tokenizer(list(texts), return_tensors="pt", padding=True, **kwargs)
         return {k: v.to(self.device) for k, v in enc.items()}
 
+    @property
+    def max_text_tokens(self) -> int | None:
+        """The most text tokens the model reads: its text position table and its tokenizer's limit (None: unknown)."""
+        config = self.model.config
+        text_config = getattr(config, "text_config", None) or config
+        known = [v for v in (getattr(text_config, "max_position_embeddings", None),
+                             getattr(self.tokenizer, "model_max_length", None))
+                 if isinstance(v, int) and not isinstance(v, bool) and 0 < v < _NO_LIMIT]
+        return min(known) if known else None
+
+    def check_text_length(self, text: str, n_tokens: int, *, what: str) -> None:
+        """Refuse a text of ``n_tokens`` tokens (special tokens included) that the model cannot read whole.
+
+        A text longer than the position table would crash the forward pass, and one cut to the tokenizer's limit
+        could lose the very word being tested, so neither is run.
+
+        Raises
+        ------
+        MethodError
+            :data:`MSG_TEXT_TOO_LONG` (quoting at most 80 characters of the text).
+        """
+        limit = self.max_text_tokens
+        if limit is not None and n_tokens > limit:
+            shown = text if len(text) <= _QUOTED else text[:_QUOTED] + "…"
+            raise MethodError(MSG_TEXT_TOO_LONG.format(what=what, text=shown, n_tokens=n_tokens, limit=limit,
+                                                       model_id=self.model_id), n_tokens=n_tokens, limit=limit)
+
+    def _check_texts(self, texts: Sequence[str], *, what: str) -> None:
+        for text in texts:
+            self.check_text_length(text, len(self.tokenizer(text)["input_ids"]), what=what)
+
 
 def _features(out: Any):
     """``get_*_features`` returns a tensor (older transformers) or an output with ``pooler_output``."""
@@ -208,6 +247,7 @@ class ClipLikeModel(VisionLanguageModel):
 
         if not texts:
             raise MethodError(MSG_EMPTY_TEXTS.format(what="prompts"))
+        self._check_texts(texts, what="prompt")
         chunks = []
         with torch.inference_mode():
             for start in range(0, len(texts), batch_size):
@@ -314,7 +354,14 @@ class VQAClassifierModel(VisionLanguageModel):
         return str(id2label[index] if index in id2label else id2label[str(index)])
 
     def encode_question(self, question: str) -> dict[str, Any]:
-        """Tokenise the question once per run (reused for every image batch)."""
+        """Tokenise the question once per run (reused for every image batch).
+
+        Raises
+        ------
+        MethodError
+            :data:`MSG_TEXT_TOO_LONG`: the question is longer than the model reads.
+        """
+        self._check_texts([question], what="question")
         return self._tokens([question], truncation=True)
 
     def answer_logits(self, images: Sequence[Any], question_tokens: dict[str, Any]) -> np.ndarray:
@@ -399,11 +446,18 @@ class GenerativeVLM(VisionLanguageModel):
         return None
 
     def prepare(self, question: str, candidates: Sequence[str], sample_image: Any) -> dict[str, Any]:
-        """Tokenise the question and the candidate answers once per run."""
+        """Tokenise the question and the candidate answers once per run.
+
+        Raises
+        ------
+        MethodError
+            :data:`MSG_TEXT_TOO_LONG`: the question (with an answer, for a captioner) is longer than the model reads.
+        """
         import torch  # late: heavy
 
         eos = self._eos_id()
         if self.family == "blip-vqa":
+            self._check_texts([question], what="question")
             q = self._tokens([question], truncation=True)
             bos = int(self.model.config.text_config.bos_token_id)
             answers = self._answer_ids(candidates, leading_space=False)
@@ -413,6 +467,7 @@ class GenerativeVLM(VisionLanguageModel):
         leading_space = bool(question) and not question.endswith((" ", "\n"))
         answers = self._answer_ids(candidates, leading_space=leading_space)
         seqs = [ctx + a + ([eos] if eos is not None else []) for a in answers]
+        self.check_text_length(question, max(len(q) for q in seqs), what="question (with its longest answer)")
         return {
             "context": torch.tensor([ctx], dtype=torch.long, device=self.device),
             "sequences": seqs,
@@ -499,6 +554,8 @@ class GenerativeVLM(VisionLanguageModel):
                 )
                 return [s.strip() for s in self.tokenizer.batch_decode(out, skip_special_tokens=True)]
             ctx = prepared["context"].repeat(n, 1)
+            self.check_text_length(prepared["question_text"], ctx.shape[1] + max_new_tokens,
+                                   what=f"question (with an answer of {max_new_tokens} tokens)")
             prompt = ctx
             if self._caption_bos() is not None:
                 # BLIP captioner's generate() drops the prompt's last token (its [SEP]): give it one to drop

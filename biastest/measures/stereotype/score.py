@@ -88,6 +88,7 @@ import numpy as np
 
 from biastest.errors import DataError, MethodError
 from biastest.measures.stereotype.result import PairScore
+from biastest.models.endpoint_lm.served import MSG_BAD_LOGPROB
 from biastest.models.lm import (
     CausalLanguageModel,
     LanguageModel,
@@ -149,6 +150,8 @@ REASONS: dict[str, str] = {
     "term-not-tokenized": "The group term '{term}' gives no tokens for this model.",
     "not-finite": "The model gave an infinite or undefined log-probability for this pair.",
     "not-scored": "The endpoint stopped before this pair was scored ({why}). Run the test again to score it.",
+    "unreadable-answer": "The endpoint's answer with this pair's sentences could not be read ({why}), so it was "
+                         "not scored.",
     "first-token-unscored": (
         "The endpoint gives no log-probability for the first token of a sentence, and the two sentences begin "
         "with different tokens, so the words that differ would not be compared. Give the model's tokenizer to "
@@ -201,6 +204,13 @@ class _Outcome:
 
 def _excluded(code: str, **fields: Any) -> _Outcome:
     return _Outcome(code=code, fields=fields)
+
+
+def _not_scored(lm: Any, *slots: int) -> _Outcome:
+    """A pair an endpoint left unscored: an answer it could not read, or its run stopped (and why)."""
+    if any(s in getattr(lm, "unreadable", ()) for s in slots):
+        return _excluded("unreadable-answer", why=MSG_BAD_LOGPROB)
+    return _excluded("not-scored", why=getattr(lm, "stop_why", None) or "no answer")
 
 
 # ---------------------------------------------------------------------- alignment
@@ -445,7 +455,7 @@ def _score_causal(lm: CausalLanguageModel, pairs, *, batch_size, progress, span:
             continue
         s1, s2, p1, p2 = plan  # type: ignore[misc]
         if values[s1] is None or values[s2] is None:  # an endpoint stopped before it scored them: no value
-            result.append(_excluded("not-scored", why=getattr(lm, "stop_why", None) or "no answer"))
+            result.append(_not_scored(lm, s1, s2))
             continue
         v1, v2 = values[s1][p1], values[s2][p2]
         result.append(_Outcome(score_st=float(v1.sum()), score_anti=float(v2.sum()), n_st=len(v1), n_anti=len(v2)))
@@ -485,7 +495,7 @@ def _score_causal_text(lm, pairs, *, batch_size, progress, method: str) -> list[
             continue
         a1, a2 = answers[plan[0]], answers[plan[1]]  # type: ignore[index]
         if a1 is None or a2 is None:
-            result.append(_excluded("not-scored", why=getattr(lm, "stop_why", None) or "no answer"))
+            result.append(_not_scored(lm, *plan))  # type: ignore[misc]
             continue
         (t1, v1), (t2, v2) = a1, a2
         if t1 == t2:

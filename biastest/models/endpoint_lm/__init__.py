@@ -48,7 +48,14 @@ when nothing at all could be scored the run fails with
 log-probability per prompt token, the served model's name — a different
 name, an answer without prompt log-probabilities (hosted chat-only models)
 or an unreadable one ends the run with a message (:class:`EndpointError`),
-never with a made-up score.
+never with a made-up score. A log-probability must be a finite number at most
+0 (:func:`~biastest.models.endpoint_lm.served.is_logprob`; up to
+:data:`~biastest.models.endpoint_lm.served.LOGPROB_TOLERANCE` = 1e-6 above 0
+is float rounding and read as given): an answer holding +5, NaN or an infinity
+is unreadable, none of its prompts is scored (their pairs are excluded as
+``unreadable-answer``, counted and noted), and it is not asked again (a server
+at temperature 0 would say the same); when every answer is so the run fails
+with :data:`~biastest.models.endpoint_lm.causal.MSG_ALL_UNREADABLE`.
 
 Keys and addresses
 ------------------

@@ -25,7 +25,13 @@ from biastest.errors import (
     PolicyError,
 )
 from biastest.models.base import quiet_transformers, resolve_model_source, translate_load_error
-from biastest.models.endpoint_lm.served import DEFAULT_CONCURRENCY, ProgressCallback, ServedEndpoint
+from biastest.models.endpoint_lm.served import (
+    DEFAULT_CONCURRENCY,
+    MSG_BAD_LOGPROB,
+    ProgressCallback,
+    ServedEndpoint,
+    is_logprob,
+)
 from biastest.models.lm import MSG_TOO_LONG, begin_token_id
 from biastest.options import check_option
 from biastest.remote import (
@@ -103,6 +109,14 @@ MSG_ENDPOINT_PARTIAL = (
     "The endpoint stopped early ({why}): {missing} of {total} sentences were not scored, and their pairs are listed "
     "as not scored. Run again to score them."
 )
+MSG_ALL_UNREADABLE = (
+    "The endpoint at {where} answered every request with log-probabilities that cannot be read ({why}), so nothing "
+    "was scored. Check that the server gives log-probabilities (log P ≤ 0) of the prompt's tokens."
+)
+MSG_SOME_UNREADABLE = (
+    "{requests} of the endpoint's answers could not be read ({why}): their {missing} of {total} sentences were not "
+    "scored, and their pairs are listed as not scored."
+)
 #: Why a run ended early, per stop reason (for the messages above and the not-scored pairs' reason).
 MSG_WHY: dict[str, str] = {
     STOP_BUDGET: "the request budget of {max_requests} requests was used up",
@@ -143,6 +157,21 @@ def load_tokenizer(reference: str, *, revision: str | None = None) -> Any:
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+class _BadLogprob(Exception):
+    """A log-probability in an answer that is not finite and at most 0."""
+
+
+class _Unreadable:
+    """What a request whose answer holds an impossible log-probability gives (its prompts are not scored)."""
+
+    def __repr__(self) -> str:
+        return "UNREADABLE"
+
+
+#: The answer of a request whose log-probabilities are not all finite and at most 0 (:func:`is_logprob`).
+UNREADABLE = _Unreadable()
 
 
 class EndpointCausalLM(ServedEndpoint):
@@ -226,6 +255,11 @@ class EndpointCausalLM(ServedEndpoint):
         self.prompts_per_request: int | None = None
         self.n_sentences = 0
         self.n_missing = 0
+        #: Requests whose answer held a log-probability that is not finite and at most 0 (none of it scored).
+        self.n_unreadable = 0
+        #: The prompts of the last scoring call that an unreadable answer left unscored (their positions).
+        self.unreadable: frozenset[int] = frozenset()
+        self.unreadable_message: str | None = None
         self.stopped_because: str | None = None
         self.stop_why: str | None = None
         self.stop_message: str | None = None
@@ -365,10 +399,11 @@ class EndpointCausalLM(ServedEndpoint):
             "retry": self.retry.to_dict(),
             "sentences": self.n_sentences,
             "sentences_not_scored": self.n_missing,
+            "requests_unreadable": self.n_unreadable,
             "complete": self.stopped_because is None,
             "stopped_because": self.stopped_because,
             "stop_message": self.stop_message,
-            "notes": list(self.notes),
+            "notes": [*self.notes, *([self.unreadable_message] if self.unreadable_message else [])],
         }
 
     def __repr__(self) -> str:
@@ -393,10 +428,14 @@ class EndpointCausalLM(ServedEndpoint):
         self.n_sentences += n
         answers, stop, done, run = self._dispatch(
             [[prompts[i] for i in batch] for batch in batches], self._request, progress=progress, message=message)
+        unreadable: set[int] = set()
         for batch, answer in zip(batches, answers, strict=True):
-            if answer is not None:
+            if answer is UNREADABLE:
+                unreadable.update(batch)
+            elif answer is not None:
                 for i, value in zip(batch, answer, strict=True):
                     results[i] = value
+        self._count_unreadable(unreadable, n, requests=sum(a is UNREADABLE for a in answers), stop=stop)
         if stop is not None:
             why = MSG_WHY[stop].format(max_requests=self.limits.max_requests, seconds=self.limits.max_seconds,
                                        tries=run.last_tries)
@@ -409,10 +448,28 @@ class EndpointCausalLM(ServedEndpoint):
             log.warning("%s", self.stop_message)
         return results
 
-    def _request(self, run: RunState, prompts: list[Any]) -> list[tuple[tuple[str, ...], np.ndarray]]:
-        """One request for ``prompts`` under the run's retries, budget and time limit."""
+    def _count_unreadable(self, unreadable: set[int], n: int, *, requests: int, stop: str | None) -> None:
+        """Record the prompts unreadable answers left unscored; none scored and no stop: :data:`MSG_ALL_UNREADABLE`."""
+        self.unreadable = frozenset(unreadable)
+        if not unreadable:
+            return
+        if len(unreadable) == n and stop is None:
+            raise EndpointError(MSG_ALL_UNREADABLE.format(where=self.where, why=MSG_BAD_LOGPROB),
+                                problem="log-probabilities")
+        self.n_unreadable += requests
+        self.n_missing += len(unreadable)
+        self.unreadable_message = MSG_SOME_UNREADABLE.format(requests=self.n_unreadable, why=MSG_BAD_LOGPROB,
+                                                             missing=len(unreadable), total=n)
+        log.warning("%s", self.unreadable_message)
 
-        def attempt(timeout: float) -> list[tuple[tuple[str, ...], np.ndarray]]:
+    def _request(self, run: RunState, prompts: list[Any]) -> list[tuple[tuple[str, ...], np.ndarray]] | _Unreadable:
+        """One request for ``prompts`` under the run's retries, budget and time limit.
+
+        An answer with a log-probability that is not finite and at most 0 (:func:`is_logprob`) is not retried (a
+        server at temperature 0 gives it again): :data:`UNREADABLE`, and none of its prompts is scored.
+        """
+
+        def attempt(timeout: float) -> list[tuple[tuple[str, ...], np.ndarray]] | _Unreadable:
             try:
                 raw = self._client.completions.with_raw_response.create(
                     model=self.model_id, prompt=prompts, echo=True, logprobs=1, max_tokens=1, temperature=0,
@@ -425,7 +482,7 @@ class EndpointCausalLM(ServedEndpoint):
 
         return run.call(attempt, what=f"endpoint:{self.model_id}")
 
-    def _parse(self, body: Any, prompts: list[Any]) -> list[tuple[tuple[str, ...], np.ndarray]]:
+    def _parse(self, body: Any, prompts: list[Any]) -> list[tuple[tuple[str, ...], np.ndarray]] | _Unreadable:
         """Check one answer and return, per prompt, its tokens (text prompts) and log-probabilities."""
         if not isinstance(body, dict):
             raise self._garbled("not a JSON object")
@@ -448,7 +505,10 @@ class EndpointCausalLM(ServedEndpoint):
             if sorted(indices) != list(range(len(prompts))):
                 raise self._garbled("choice indices do not match the prompts")
             choices = sorted(choices, key=lambda c: c["index"])
-        return [self._parse_choice(c, p) for c, p in zip(choices, prompts, strict=True)]
+        try:
+            return [self._parse_choice(c, p) for c, p in zip(choices, prompts, strict=True)]
+        except _BadLogprob:
+            return UNREADABLE
 
     def _parse_choice(self, choice: dict[str, Any], prompt: Any) -> tuple[tuple[str, ...], np.ndarray]:
         logprobs = choice.get("logprobs")
@@ -479,6 +539,8 @@ class EndpointCausalLM(ServedEndpoint):
             raise EndpointError(MSG_NO_PROMPT_LOGPROBS.format(where=self.where, model=self.model_id))
         if not all(_number(v) for v in scored):
             raise self._garbled("a log-probability is not a number")
+        if not all(is_logprob(v) for v in scored):
+            raise _BadLogprob
         out = np.array([float(v) for v in scored], dtype=np.float64)
         if self.prompts == PROMPTS_TEXT:
             out = np.concatenate([[math.nan], out])

@@ -10,6 +10,7 @@ package docstring (:mod:`biastest.models.endpoint_lm`) describes the protocol.
 
 from __future__ import annotations
 
+import math
 import threading
 import urllib.parse
 from collections.abc import Callable, Sequence
@@ -38,6 +39,8 @@ __all__ = [
     "DEFAULT_REQUEST_TIMEOUT",
     "DEFAULT_TIME_LIMIT",
     "INFO_TIMEOUT",
+    "LOGPROB_TOLERANCE",
+    "MSG_BAD_LOGPROB",
     "MSG_BAD_ENDPOINT",
     "MSG_KEY_REFUSED",
     "MSG_NEED_ENDPOINT_URL",
@@ -47,9 +50,27 @@ __all__ = [
     "ServedEndpoint",
     "check_endpoint_url",
     "default_retry",
+    "is_logprob",
 ]
 
 ProgressCallback = Callable[[int, int, str], None]
+
+
+def is_logprob(value: Any) -> bool:
+    """Whether ``value`` can be a log-probability: a finite number (not a bool) at most :data:`LOGPROB_TOLERANCE`.
+
+    Examples
+    --------
+    >>> [is_logprob(v) for v in (-0.5, 0, 1e-7, 5.0, float("nan"), float("-inf"), -10**400, True, "0")]
+    [True, True, True, False, False, False, False, False, False]
+    """
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        number = float(value)  # a JSON integer of 400 digits is a Python int that no float holds
+    except OverflowError:
+        return False
+    return math.isfinite(number) and number <= LOGPROB_TOLERANCE
 
 DEFAULT_CONCURRENCY = 4
 DEFAULT_MAX_REQUESTS = 2000
@@ -57,6 +78,14 @@ DEFAULT_TIME_LIMIT = 3600.0
 DEFAULT_REQUEST_TIMEOUT = 120.0
 #: Longest wait for the model list and the version (never retried, never fatal).
 INFO_TIMEOUT = 10.0
+#: The largest value read as a log-probability. ``log P ≤ 0``; a server's ``log_softmax`` of a token it is sure of
+#: may round a few units in the last place above 0 (float32: ~1e-7), so values up to 1e-6 are read (as given).
+LOGPROB_TOLERANCE = 1e-6
+#: Why an answer's log-probabilities are unreadable (each endpoint says what it does with that answer).
+MSG_BAD_LOGPROB = (
+    "a log-probability was not a finite number at most 0 (a log-probability is log P, P ≤ 1): the server's "
+    "numbers cannot be trusted"
+)
 
 MSG_NO_MODEL_NAME = (
     "Give the name of the model the endpoint serves (for example meta-llama/Llama-3.1-8B); the server's model list "
