@@ -23,7 +23,11 @@ server that cannot give them; it stays in force for the requests without them, w
 (answer ``text`` instead, tokenized by words, the CLIP terms still among the first token's alternatives),
 ``no_terms`` (answer "I don't know." with no target term among the alternatives), ``article`` (answer ``"A
 <term>"``: the article first, the terms' distribution at the second token), ``model`` (answer under another model
-name). Every request is recorded (path, lower-cased headers, JSON body); ``max_in_flight`` is the most chat
+name). A planted decision rule (:attr:`ChatImagesStub.rule`, for every request without an action):
+``rule(terms, probabilities, pixels) -> str`` gets the allowed answers in the order the question lists them, CLIP's
+probabilities of them and the SHA-256 of the image's RGB pixels, and returns the answer text (tokenized by words,
+the CLIP terms among the first token's alternatives, as ``answer``). Every request is recorded (path, lower-cased
+headers, JSON body); ``max_in_flight`` is the most chat
 requests handled at once.
 """
 
@@ -35,6 +39,7 @@ import io
 import math
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,12 +74,14 @@ class ChatImagesStub(ServedStub):
         self.model = CLIPModel.from_pretrained(model_dir, dtype=torch.float32).eval()
         super().__init__(served_name=served_name, version=version, fingerprint=fingerprint)
         self.answered: list[dict[str, Any]] = []
+        self.rule: Callable[[list[str], list[float], str], str] | None = None
 
     def reset(self) -> None:
-        """Forget scripted actions, recorded requests and answers, and counters."""
+        """Forget scripted actions, the planted rule, recorded requests and answers, and counters."""
         super().reset()
         with self._lock:
             self.answered.clear()
+            self.rule = None
 
     # ------------------------------------------------------------ the answerer
     def probabilities(self, image, terms: list[str]) -> list[float]:
@@ -123,6 +130,9 @@ class ChatImagesStub(ServedStub):
         best = max(range(len(terms)), key=lambda i: probs[i])
         k = int(body.get("top_logprobs") or 0)
         kind = action.kind if action is not None else ""
+        pixels = hashlib.sha256(image.tobytes()).hexdigest()
+        if not kind and self.rule is not None:
+            action, kind = Action("answer", text=self.rule(terms, probs, pixels)), "answer"
         first = self._first_token(terms, probs, k, with_terms=kind != "no_terms") if k else []
         if kind == "answer":
             words = re.findall(r"\s*\S+", action.text)
@@ -144,7 +154,7 @@ class ChatImagesStub(ServedStub):
             tokens = [self._entry(terms[best], math.log(0.8 * (1 - EPSILON) * probs[best]), first)]
         with self._lock:
             self.answered.append({"answer": answer, "terms": terms, "probabilities": probs, "size": image.size,
-                                  "pixels": hashlib.sha256(image.tobytes()).hexdigest(), "prompt": text})
+                                  "pixels": pixels, "prompt": text})
         logprobs = {"content": tokens} if body.get("logprobs") and kind != "no_logprobs" else None
         return {
             "id": "chatcmpl-stub", "object": "chat.completion", "created": int(time.time()),
