@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_serializer
 
 from biastest.errors import DataError
 from biastest.measures.base import ResultBase, json_safe
@@ -32,6 +32,10 @@ from biastest.stats.proportion import ProportionSummary
 __all__ = ["MSG_BAD_RESULT_FILE", "ImageScore", "OrderAnswer", "VLMResult", "VLMTermSummary"]
 
 MSG_BAD_RESULT_FILE = "This file is not a saved vision-language test result ({problem})."
+#: The fields of a chat model asked in both orders: left out of the JSON of the other results (which stay as the
+#: files written before they existed).
+CHAT_FIELDS = ("orders", "n_answers", "n_refused", "n_unparseable", "n_not_answered", "refusal_rate",
+               "unparseable_rate", "position_bias", "order_consistency")
 
 
 def _record(cls: type) -> Any:
@@ -132,6 +136,13 @@ class ImageScore(BaseModel):
     term_vs_other: dict[str, float] = Field(default_factory=dict)
     by_order: tuple[OrderAnswer, ...] = ()
 
+    @model_serializer(mode="wrap")
+    def _without_empty_orders(self, handler: Any) -> dict[str, Any]:
+        """``by_order`` only where there is one (an in-process model's image writes what it always wrote)."""
+        data = handler(self)
+        if not self.by_order:
+            data.pop("by_order", None)
+        return data
 
     def to_dict(self) -> dict[str, Any]:
         """The image's fields, as in a result file's ``images``."""
@@ -316,6 +327,15 @@ class VLMResult(ResultBase):
     unparseable_rate: RateSummary | None = None
     position_bias: RateSummary | None = None
     order_consistency: RateSummary | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_empty_chat_fields(self, handler: Any) -> dict[str, Any]:
+        """The chat fields (:data:`CHAT_FIELDS`) only in a chat model's result (the others write what they did)."""
+        data = handler(self)
+        if not self.orders:
+            for name in CHAT_FIELDS:
+                data.pop(name, None)
+        return data
 
     @property
     def headline(self) -> str:
