@@ -505,7 +505,8 @@ def term_rows(result: VLMResult) -> list[dict[str, Any]]:
     """
     lab = labels(result)
     if result.soft is None:  # no probabilities: the single answers' score (its hover label names the test)
-        rows = [_bar(result, "All images (single answers)", "overall", "", result.hard, result.n_images,
+        n_hard = result.hard.n if result.orders else result.n_images  # a chat model: the parseable answers
+        rows = [_bar(result, "All images (single answers)", "overall", "", result.hard, n_hard,
                      result.hard_clustered)]
         rows += [_bar(result, f"images of '{t.term}' (single answers)", "image term", t.term, t.hard, t.n_images,
                       t.hard_clustered, p_value=t.p_value, p_holm=t.p_holm, q_bh=t.q_bh)
