@@ -820,6 +820,8 @@ def test_the_app_shows_what_the_endpoint_answered_inline_and_a_partial_run_as_pa
     with pytest.warns(UserWarning):
         out = _handler(app_session, MODEL_ENDPOINT, stub.base_url, SERVED, "")
     result = out[0]["result"]
-    assert result.n_images == 2 and len(result.not_scored) == N - 2
+    # two answers: one picture in both orders, or two pictures in one order each (requests run concurrently)
+    assert result.n_answers == 2 and result.n_images in (1, 2) and len(result.not_scored) == N - result.n_images
     stop = result.provenance["model"]["stop_message"]
-    assert out[1] == html.escape(MSG_RUN_PARTIAL.format(n=2, total=N, model=SERVED, why=stop), quote=True)
+    assert out[1] == html.escape(MSG_RUN_PARTIAL.format(n=result.n_images, total=N, model=SERVED, why=stop),
+                                 quote=True)
