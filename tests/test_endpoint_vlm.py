@@ -825,3 +825,46 @@ def test_the_app_shows_what_the_endpoint_answered_inline_and_a_partial_run_as_pa
     stop = result.provenance["model"]["stop_message"]
     assert out[1] == html.escape(MSG_RUN_PARTIAL.format(n=result.n_images, total=N, model=SERVED, why=stop),
                                  quote=True)
+
+
+# ----------------------------------------------------------------------------- the soft score over two orders
+class _TwoOrderModel:
+    """A stand-in for :class:`EndpointVLM` after :meth:`ask`: what the measure reads from it."""
+
+    where, model_id, top_logprobs, prompt = "http://x/v1", "m", 20, "q1"
+    stop_message = stop_why = logprobs_refused_status = None
+
+    def __init__(self):
+        self.prompts = {"T1 first": "q1", "T2 first": "q2"}
+
+    def describe(self):
+        return {"model_id": self.model_id, "served_by": "endpoint"}
+
+
+def test_the_soft_score_averages_each_pictures_probabilities_over_the_orders_that_have_them(tmp_path):
+    import importlib
+
+    from biastest.measures.vlm.options import VLMOptions
+
+    R = importlib.import_module("biastest.measures.vlm.run")  # the module (the package's ``run`` is the function)
+
+    imgs = [TestImage(path=f"images/{i}.png", sha256=str(i), image_term=t) for i, t in enumerate(["red", "blue"])]
+
+    def said(text, order, p_doctor):
+        term, outcome = V.read_answer(text, SPEC)
+        probs = None if p_doctor is None else {"doctor": p_doctor, "nurse": 1 - p_doctor}
+        return V.ChatAnswer(text, term, outcome if term else "neither", probs, 1.0 if probs else None,
+                            "" if probs else V.MSG_IMAGE_NO_LOGPROBS, outcome, order, f"q{order[1]}")
+
+    answers = [said("doctor", "T1 first", 0.9), said("nurse", "T2 first", 0.4),  # red: orders disagree
+               said("I cannot tell", "T1 first", None), said("nurse", "T2 first", 0.2)]  # blue: one probability
+    r = R._endpoint_result(_TwoOrderModel(), answers, images=imgs, spec=SPEC,
+                           options=VLMOptions.parse(model_id="m", seed=SEED, n_resamples=200), root=tmp_path)
+    # naive: red P(doctor) = (0.9 + 0.4) / 2, stereotyped (doctor); blue P(nurse) = 1 − 0.2 (the one order with one)
+    assert r.images[0].p_t1 == pytest.approx(0.65) and r.images[1].p_t2 == pytest.approx(0.8)
+    assert r.soft.score == pytest.approx(100 * (0.65 + 0.8) / 2)
+    assert [a.p_stereotyped for a in r.images[0].by_order] == pytest.approx([0.9, 0.4])
+    assert r.images[0].verdict == "tie" and r.images[1].verdict == "T2"
+    assert (r.hard.n, r.hard.n_stereotyped, r.n_refused) == (3, 2, 1)  # doctor|red, nurse|blue; nurse|red is anti
+    assert r.position_bias.k == 3 and r.position_bias.n == 3  # each parseable answer named the list named first
+    assert r.order_consistency.n == 1 and r.order_consistency.k == 0
