@@ -868,3 +868,14 @@ def test_the_soft_score_averages_each_pictures_probabilities_over_the_orders_tha
     assert (r.hard.n, r.hard.n_stereotyped, r.n_refused) == (3, 2, 1)  # doctor|red, nurse|blue; nurse|red is anti
     assert r.position_bias.k == 3 and r.position_bias.n == 3  # each parseable answer named the list named first
     assert r.order_consistency.n == 1 and r.order_consistency.k == 0
+
+
+def test_a_model_that_always_refuses_has_no_share_and_says_why(stub, images, base):
+    from biastest.errors import DataError
+    from biastest.measures.vlm.summary import MSG_NO_CHOICES
+
+    stub.rule = lambda terms, probs, pixels: "I cannot tell."
+    with pytest.raises(DataError) as e:
+        _run(stub, images, base)
+    assert e.value.message == MSG_NO_CHOICES.format(total=2 * N, refused=2 * N, unparseable=0,
+                                                    examples="'I cannot tell.'")

@@ -226,13 +226,7 @@ def summarize_vlm(
     terms = spec.attribute_terms
     parts = cluster_parts(rows, clusters, has_soft=c.has_soft, p_st=c.p_st, outcomes=c.outcomes, groups=c.groups,
                           sides=target_sides(spec), vs=c.vs, terms=terms, **stats, choices=choices)
-    answers = [a.outcome for img in rows for a in img.by_order]
-    chat_fields: dict[str, Any] = {} if not chat else {
-        "orders": tuple(dict.fromkeys(a.order for img in rows for a in img.by_order)),
-        "n_answers": sum(o in ANSWERED for o in answers), "n_refused": answers.count(REFUSED),
-        "n_unparseable": answers.count(UNPARSEABLE), "n_not_answered": answers.count(ANSWER_NOT_ANSWERED),
-        **chat_rates(rows, cluster_keys(rows, parts.resolved), confidence=confidence),
-    }
+    chat_fields = _chat_fields(rows, parts.resolved, confidence) if chat else {}
     recorded = {"model_id": model.model_id, "model_revision": model.model_revision, "model_kind": model.model_kind,
                 "architecture": model.architecture, "method": model.method, "combine": model.combine}
     prov = make_provenance(
@@ -276,6 +270,17 @@ def summarize_vlm(
         n_log_odds_capped=parts.n_capped,
         **chat_fields,
     )
+
+
+def _chat_fields(rows: Sequence[ImageScore], clusters: str, confidence: float) -> dict[str, Any]:
+    """A chat model's counts and rates (:mod:`biastest.measures.vlm.chat`), the images clustered by ``clusters``."""
+    answers = [a.outcome for img in rows for a in img.by_order]
+    return {
+        "orders": tuple(dict.fromkeys(a.order for img in rows for a in img.by_order)),
+        "n_answers": sum(o in ANSWERED for o in answers), "n_refused": answers.count(REFUSED),
+        "n_unparseable": answers.count(UNPARSEABLE), "n_not_answered": answers.count(ANSWER_NOT_ANSWERED),
+        **chat_rates(rows, cluster_keys(rows, clusters), confidence=confidence),
+    }
 
 
 def _no_choices(rows: Sequence[ImageScore]) -> str:
