@@ -23,7 +23,11 @@ server that cannot give them; it stays in force for the requests without them, w
 (answer ``text`` instead, tokenized by words, the CLIP terms still among the first token's alternatives),
 ``no_terms`` (answer "I don't know." with no target term among the alternatives), ``article`` (answer ``"A
 <term>"``: the article first, the terms' distribution at the second token), ``model`` (answer under another model
-name), ``logprob`` (the answer's token has the log-probability ``float(text)``: an impossible 5, nan or inf).
+name), ``logprob`` (the answer's token has the log-probability ``float(text)``: an impossible 5, nan or inf). A
+planted decision rule (:attr:`ChatImagesStub.rule`, for every request without an action):
+``rule(terms, probabilities, pixels) -> str`` gets the allowed answers in the order the question lists them, CLIP's
+probabilities of them and the SHA-256 of the image's RGB pixels, and returns the answer text (tokenized by words,
+the CLIP terms among the first token's alternatives, as ``answer``).
 Every request is recorded (path, lower-cased headers, JSON body); ``max_in_flight`` is the most chat
 requests handled at once.
 """
@@ -36,6 +40,7 @@ import io
 import math
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,12 +75,14 @@ class ChatImagesStub(ServedStub):
         self.model = CLIPModel.from_pretrained(model_dir, dtype=torch.float32).eval()
         super().__init__(served_name=served_name, version=version, fingerprint=fingerprint)
         self.answered: list[dict[str, Any]] = []
+        self.rule: Callable[[list[str], list[float], str], str] | None = None
 
     def reset(self) -> None:
-        """Forget scripted actions, recorded requests and answers, and counters."""
+        """Forget scripted actions, the planted rule, recorded requests and answers, and counters."""
         super().reset()
         with self._lock:
             self.answered.clear()
+            self.rule = None
 
     # ------------------------------------------------------------ the answerer
     def probabilities(self, image, terms: list[str]) -> list[float]:
@@ -124,6 +131,9 @@ class ChatImagesStub(ServedStub):
         best = max(range(len(terms)), key=lambda i: probs[i])
         k = int(body.get("top_logprobs") or 0)
         kind = action.kind if action is not None else ""
+        pixels = hashlib.sha256(image.tobytes()).hexdigest()
+        if not kind and self.rule is not None:
+            action, kind = Action("answer", text=self.rule(terms, probs, pixels)), "answer"
         first = self._first_token(terms, probs, k, with_terms=kind != "no_terms") if k else []
         if kind == "answer":
             words = re.findall(r"\s*\S+", action.text)
@@ -145,7 +155,7 @@ class ChatImagesStub(ServedStub):
             tokens = [self._entry(terms[best], math.log(0.8 * (1 - EPSILON) * probs[best]), first)]
         with self._lock:
             self.answered.append({"answer": answer, "terms": terms, "probabilities": probs, "size": image.size,
-                                  "pixels": hashlib.sha256(image.tobytes()).hexdigest(), "prompt": text})
+                                  "pixels": pixels, "prompt": text})
         logprobs = {"content": tokens} if body.get("logprobs") and kind != "no_logprobs" else None
         if logprobs is not None and kind == "logprob":  # an impossible value (5, nan, inf) on the answer's token
             tokens[0] = {**tokens[0], "logprob": float(action.text)}

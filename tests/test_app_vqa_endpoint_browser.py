@@ -74,7 +74,7 @@ def test_a_run_through_the_endpoint(tmp_path, monkeypatch):
         shown = float(re.search(r"Bias score: ([0-9.]+)%", text).group(1))
         assert abs(shown - expected.soft.score) <= 0.051  # the in-process CLIP score of the same pictures
         assert f"{expected.hard.score:.1f}% stereotyped" in text
-        assert stub.count() == total
+        assert stub.count() == 2 * total  # every picture asked in both orders
         assert {r["headers"].get("authorization") for r in stub.requests
                 if r["path"] == "/v1/chat/completions"} == {f"Bearer {KEY}"}
         page.locator("#vqa-image-grid .scatterlayer .point").first.wait_for()

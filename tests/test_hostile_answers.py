@@ -21,6 +21,7 @@ import pytest
 from biastest import cli, public
 from biastest.errors import EndpointError, MethodError
 from biastest.measures.stereotype.score import REASONS, score_pairs
+from biastest.measures.vlm.run import MSG_ONE_ORDER_PROBABILITY
 from biastest.models import endpoint_vlm as V
 from biastest.models.cache import ModelCache
 from biastest.models.chat_records import REPLY_ANSWERED, ChatRequest
@@ -202,11 +203,15 @@ def test_vqa_log_probabilities_that_are_impossible_give_that_image_no_probabilit
     stub.script(Action("logprob", text=value))
     result = H.run_vlm(images=images, image_root=root, spec=VQA_SPEC, model_id="tiny-llava", endpoint=stub.base_url,
                        concurrency=1, retry=FAST, seed=SEED, n_resamples=200)
-    notes = [i.note for i in result.images]
-    assert notes.count(V.MSG_IMAGE_BAD_LOGPROBS) == 1 and notes.count("") == len(images) - 1
-    assert result.n_soft == len(images) - 1  # the image counts in the single answers, not in the probabilities
-    assert all(i.verdict in ("T1", "T2", "neither") for i in result.images)
-    assert stub.count() == len(images)
+    # each image is asked in both orders: the one answer with impossible numbers has no probability (its image keeps
+    # the other order's), its text still counts in the single answers, and the result says so
+    missing = [o for i in result.images for o in i.by_order if o.p_stereotyped is None]
+    assert len(missing) == 1 and missing[0].outcome in ("T1", "T2")
+    assert result.n_soft == len(images)
+    assert any(n == MSG_ONE_ORDER_PROBABILITY.format(count=1, total=len(images),
+                                                     reasons=f"{V.MSG_IMAGE_BAD_LOGPROBS}: 1") for n in result.notes)
+    assert all(i.verdict in ("T1", "T2", "neither", "tie") for i in result.images)
+    assert stub.count() == 2 * len(images)
 
 
 # =========================================================================== over-long questions and templates

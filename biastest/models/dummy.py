@@ -28,8 +28,9 @@ import numpy as np
 from biastest.errors import MethodError
 from biastest.models.chat_records import REPLY_ANSWERED, ChatReply, ChatRequest
 from biastest.models.embeddings import InMemoryEmbeddings
-from biastest.models.endpoint_vlm import ChatAnswer
+from biastest.models.endpoint_vlm import ChatAnswer, answer_prompt, read_answer
 from biastest.models.protocols import ProgressCallback
+from biastest.models.vlm_question import ORDER_T1_FIRST, VERDICT_NEITHER, lists_in_order
 
 __all__ = [
     "MSG_DUMMY_METHOD",
@@ -241,24 +242,46 @@ class DummyAnswerGeneratorVLM(_Dummy):
 
 
 class DummyChatVLM(_Dummy):
-    """:class:`~biastest.models.protocols.ChatVLM`: answers the attribute term with the highest hashed probability."""
+    """:class:`~biastest.models.protocols.ChatVLM`: answers the attribute term with the highest hashed probability.
+
+    Parameters
+    ----------
+    seed : int
+    model_id : str, optional
+    rule : callable, optional
+        ``rule(image_key, listed_terms, order) -> str``: the answer text (a test plants its decision rule here —
+        "always the first-listed term", refusals …); ``listed_terms`` are the allowed answers in the order the
+        question names them, ``image_key`` a hash of the image's pixels. Read strictly
+        (:func:`~biastest.models.endpoint_vlm.read_answer`); the hashed probabilities are kept. Default: the
+        most probable term, whatever the order.
+    """
 
     kind = "chat"
     stop_message: str | None = None
 
+    def __init__(self, *, seed: int = 0, model_id: str | None = None,
+                 rule: Callable[[Any, list[str], str], str] | None = None) -> None:
+        super().__init__(seed=seed, model_id=model_id)
+        self.rule = rule
+
     def ask(self, images: Sequence[Any], *, spec: Any, question: str, max_tokens: int = 8,
-            load: Callable[[Any], Any] | None = None,
-            progress: ProgressCallback | None = None) -> list[ChatAnswer | None]:
+            load: Callable[[Any], Any] | None = None, progress: ProgressCallback | None = None,
+            orders: Sequence[str] = (ORDER_T1_FIRST,)) -> list[ChatAnswer | None]:
         terms = list(spec.attribute_terms)
         out: list[ChatAnswer | None] = []
         for n, item in enumerate(images, start=1):
             image = load(item) if load is not None else item
-            logits = np.array([5 * hashed_unit(self.seed, _image_key(image), question, t) for t in terms])
+            key = _image_key(image)
+            logits = np.array([5 * hashed_unit(self.seed, key, question, t) for t in terms])
             p = np.exp(logits - logits.max())
             p /= p.sum()
-            term = terms[int(p.argmax())]
-            verdict = f"T{spec.attribute_side(term)}"
-            out.append(ChatAnswer(term, term, verdict, dict(zip(terms, map(float, p), strict=True)), 1.0))
+            for order in orders:
+                first, second = lists_in_order(spec, order)
+                text = terms[int(p.argmax())] if self.rule is None else self.rule(key, first + second, order)
+                term, outcome = read_answer(text, spec)
+                verdict = outcome if term is not None else VERDICT_NEITHER
+                out.append(ChatAnswer(text, term, verdict, dict(zip(terms, map(float, p), strict=True)), 1.0,
+                                      "", outcome, order, answer_prompt(question, spec, order)))
             if progress is not None:
                 progress(n, len(images), "Asking the dummy model")
         return out

@@ -303,7 +303,7 @@ class AnswerGeneratorVLM(ModelBackend, Protocol):
 
 @runtime_checkable
 class ChatVLM(ModelBackend, Protocol):
-    """A vision-language model behind a chat endpoint: one answer per image, with first-token log-probabilities.
+    """A vision-language model behind a chat endpoint: one answer per image and order, with first-token logprobs.
 
     Attributes
     ----------
@@ -315,8 +315,12 @@ class ChatVLM(ModelBackend, Protocol):
 
     def ask(self, images: Sequence[Any], *, spec: Any, question: str, max_tokens: int = 8,
             load: Callable[[Any], Any] | None = None,
-            progress: ProgressCallback | None = None) -> list[Any]:
-        """One :class:`~biastest.models.endpoint_vlm.ChatAnswer` per image (None: not answered)."""
+            progress: ProgressCallback | None = None, orders: Sequence[str] = ("T1 first",)) -> list[Any]:
+        """One :class:`~biastest.models.endpoint_vlm.ChatAnswer` per image and order (None: not answered).
+
+        Image by image, each image's answers in ``orders``' order
+        (:data:`~biastest.models.vlm_question.ORDERS`: the target lists named as written, or swapped).
+        """
         ...
 
 

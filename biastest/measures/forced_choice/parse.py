@@ -41,6 +41,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from biastest.models.answers import LEAD_IN, REFUSAL, REFUSED, UNPARSEABLE
+
 __all__ = [
     "CHOICE",
     "PARSE_OUTCOMES",
@@ -53,22 +55,12 @@ __all__ = [
 ]
 
 CHOICE = "choice"
-REFUSED = "refused"
-UNPARSEABLE = "unparseable"
 #: What :func:`parse_answer` can say.
 PARSE_OUTCOMES = (CHOICE, REFUSED, UNPARSEABLE)
 
-#: Words of an answer that declines to choose (word-bounded, case aside).
-REFUSAL = re.compile(
-    r"\b(?:i\s*(?:can(?:'|’)?t|cannot|can\s+not|won(?:'|’)?t|will\s+not|refuse|must\s+decline|decline|"
-    r"(?:'|’)?m\s+(?:not\s+able|unable|sorry)|am\s+(?:not\s+able|unable|sorry)|do\s+not\s+feel|don(?:'|’)?t\s+feel)"
-    r"|both|neither|it\s+depends|depends\s+on|as\s+an\s+ai|equally\s+(?:plausible|likely)|cannot\s+determine)\b",
-    re.IGNORECASE,
-)
 _MARKUP = re.compile(r"(\*\*|__|\*|`)")
 _QUOTES = "\"'“”‘’«»"
-_LEAD_IN = re.compile(
-    r"^(?:(?:my\s+|the\s+)?(?:final\s+)?answer(?:\s+is)?|option|choice|sentence)\b\s*[:\-–]?\s*", re.IGNORECASE)
+_LEAD_IN = LEAD_IN
 _LABEL = re.compile(r"^[\(\[]?([AB])[\)\]]?(?=$|[\s.:)\]\-–,!])", re.IGNORECASE)
 _SEPARATOR = re.compile(r"^\s*(?:[.:)\]\-–,!]+\s*|\n\s*)")
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 
 from biastest.errors import DataError
 from biastest.measures.base import MSG_BAD_RESULT_FILE, ResultBase
+from biastest.measures.rates import RateSummary
 from biastest.stats.clusters import ClusterSummary
 
 __all__ = [
@@ -61,41 +62,6 @@ def _stats_record(cls: type) -> Any:
 
 
 Clustered = _stats_record(ClusterSummary)
-
-
-class RateSummary(BaseModel):
-    """A rate (refusals, unparseable answers, first position, order consistency) with an honest interval.
-
-    The interval is the Wilson score interval (Wilson 1927) computed with the Kish effective sample size
-    ``n_eff = n / deff`` (``deff`` the cluster design effect, :func:`biastest.stats.clusters.design_effect`, at
-    least 1); where the design effect is not defined — every value alike, as at 0 % or 100 % — ``n_eff`` is the
-    number of clusters, the most cautious choice (every cluster worth one answer). The same device as Korn &
-    Graubard (1998, Survey Methodology 24:193) for rare proportions from clustered samples. It never collapses to
-    a point: 0 of n reads ``0 %`` with an upper bound above 0.
-
-    Attributes
-    ----------
-    estimate, low, high : float or None
-        Percent; None when ``n`` is 0.
-    k, n : int
-        Count and denominator.
-    n_clusters : int
-    n_effective : float or None
-    confidence : float
-    method : str
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    estimate: float | None
-    low: float | None
-    high: float | None
-    k: int
-    n: int
-    n_clusters: int
-    n_effective: float | None
-    confidence: float
-    method: str
 
 
 class Ask(BaseModel):

@@ -37,7 +37,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
 
 from biastest.measures.forced_choice.result import (
     ANTI_FIRST,
@@ -48,18 +47,14 @@ from biastest.measures.forced_choice.result import (
     STEREOTYPED_FIRST,
     UNPARSEABLE,
     ItemRecord,
-    RateSummary,
     TermRow,
 )
+from biastest.measures.rates import RATE_METHOD, RateSummary, rate_summary
 from biastest.measures.stereotype.clusters import CLUSTER_LABELS, check_clusters
-from biastest.stats.clusters import ClusterSummary, cluster_codes, design_effect, summarize_clusters
+from biastest.stats.clusters import ClusterSummary, summarize_clusters
 
 __all__ = ["RATE_METHOD", "cluster_key", "rate_summary", "resolve_item_clusters", "summarize_items"]
 
-RATE_METHOD = (
-    "Wilson score interval with the Kish effective sample size n/deff (cluster design effect, at least 1; the "
-    "number of clusters when every value is alike)"
-)
 NO_ANSWERS = "no answers"
 
 
@@ -82,32 +77,6 @@ def cluster_key(item: ItemRecord, clusters: str) -> str:
     if clusters == "attribute-term" and item.attribute_term.strip():
         return "attribute term: " + item.attribute_term.strip().casefold()
     return f"pair #{item.index}"
-
-
-def rate_summary(values: Sequence[float], clusters: Sequence[str], *, confidence: float) -> RateSummary:
-    """A rate in percent with the Wilson interval at the Kish effective sample size (see :class:`RateSummary`).
-
-    >>> r = rate_summary([0.0] * 40, [f"c{i // 4}" for i in range(40)], confidence=0.95)
-    >>> r.estimate, r.low, r.n_effective, round(r.high, 1)
-    (0.0, 0.0, 10.0, 27.8)
-    """
-    x = np.asarray(values, dtype=np.float64)
-    n = int(x.size)
-    if n == 0:
-        return RateSummary(estimate=None, low=None, high=None, k=0, n=0, n_clusters=0, n_effective=None,
-                           confidence=confidence, method=RATE_METHOD)
-    codes, n_clusters = cluster_codes(list(clusters), n)
-    deff = design_effect(x, codes)
-    n_eff = float(n_clusters) if deff is None else n / max(1.0, deff)
-    p = float(x.mean())
-    z = float(norm.ppf(1 - (1 - confidence) / 2))
-    denom = 1 + z * z / n_eff
-    centre = (p + z * z / (2 * n_eff)) / denom
-    half = z / denom * np.sqrt(p * (1 - p) / n_eff + z * z / (4 * n_eff * n_eff))
-    low, high = max(0.0, centre - half), min(1.0, centre + half)
-    low, high = (0.0 if p == 0.0 else low), (1.0 if p == 1.0 else high)  # exact ends, not round-off
-    return RateSummary(estimate=100 * p, low=100 * low, high=100 * high, k=int(np.rint(x.sum())), n=n,
-                       n_clusters=n_clusters, n_effective=n_eff, confidence=confidence, method=RATE_METHOD)
 
 
 def _share(items: Sequence[ItemRecord], keys: dict[int, str], kw: dict[str, Any],

@@ -3,11 +3,14 @@
 Images of the two social groups' terms are classified into two target lists (T1, the stereotype of group 1,
 and T2); the score is the share of images whose model answer — soft (probabilities) or hard (verdicts) — is
 their group's stereotype (50% = no preference). CLIP-like, VQA-classifier and generative models run in this
-process; models behind an OpenAI-compatible chat endpoint are asked the question there.
+process; models behind an OpenAI-compatible chat endpoint are asked the question there, in both orders, with
+refusals and unparseable answers counted apart (never as a side) and the position bias reported.
 
 * :mod:`~biastest.measures.vlm.options` — :class:`VLMOptions` (defaults, choices, checks);
 * :mod:`~biastest.measures.vlm.score` — the formulas (with the reference) and the model-driven scorers;
 * :mod:`~biastest.measures.vlm.summary` — :func:`summarize_vlm`, the statistics;
+* :mod:`~biastest.measures.vlm.chat` — the chat path's outcomes: share among parseable answers, refusal,
+  unparseable, position and consistency rates;
 * :mod:`~biastest.measures.vlm.clusters` — clusters of images and the cluster-aware parts;
 * :mod:`~biastest.measures.vlm.result` — :class:`VLMResult` and its records;
 * :mod:`~biastest.measures.vlm.run` — :func:`run` (``run(options, items, *, progress, cancel)``);

@@ -69,7 +69,7 @@ class ClusterParts:
 
     resolved: str
     soft: ClusterSummary | None
-    hard: ClusterSummary
+    hard: ClusterSummary | None
     magnitude: ClusterSummary | None
     median: ClusterSummary | None
     n_capped: int
@@ -115,12 +115,26 @@ def _hard_part(outcomes: Sequence[str], keys: Sequence[str], cluster_by: str, kw
 
 def _shares(
     ix: Sequence[int], has_soft: np.ndarray, p_st: np.ndarray, outcomes: Sequence[str], keys: np.ndarray,
-    cluster_by: str, kw: dict[str, Any],
-) -> tuple[ClusterSummary | None, ClusterSummary | None, np.ndarray | None, ClusterSummary]:
+    cluster_by: str, kw: dict[str, Any], choices: tuple[Sequence[int], Sequence[str]] | None = None,
+) -> tuple[ClusterSummary | None, ClusterSummary | None, np.ndarray | None, ClusterSummary | None]:
     """Soft share, mean log-odds, log-odds (over the images of ``ix`` with a probability) and hard share (over
-    all of ``ix``); one pass of cluster draws when every image has a probability."""
+    all of ``ix``); one pass of cluster draws when every image has a probability.
+
+    With ``choices`` (a chat model: each parseable answer's image and outcome, :func:`~.chat.choice_rows`) the
+    hard share is over the parseable answers of the images of ``ix``, each in its image's cluster (None when
+    there is none).
+    """
     ix = list(ix)
     sx = [i for i in ix if has_soft[i]]
+    if choices is not None:
+        members = set(ix)
+        rows = [r for r, i in enumerate(choices[0]) if i in members]
+        hard = (_hard_part([choices[1][r] for r in rows], [keys[choices[0][r]] for r in rows], cluster_by, kw)
+                if rows else None)
+        if not sx:
+            return None, None, None, hard
+        soft, mean, lo, _ = _soft_part(p_st[sx], list(keys[sx]), cluster_by, kw)
+        return soft, mean, lo, hard
     hard_outcomes = [outcomes[i] for i in ix]
     if sx and len(sx) == len(ix):
         soft, mean, lo, hard = _soft_part(p_st[sx], list(keys[sx]), cluster_by, kw, hard_outcomes)
@@ -147,8 +161,13 @@ def cluster_parts(
     seed: int,
     n_resamples: int,
     confidence: float,
+    choices: tuple[Sequence[int], Sequence[str]] | None = None,
 ) -> ClusterParts:
-    """The cluster-aware parts of a result (see the module docstring); ``vs`` None leaves target terms without."""
+    """The cluster-aware parts of a result (see the module docstring); ``vs`` None leaves target terms without.
+
+    ``choices`` (a chat model asked in both orders): the hard shares are over its parseable answers (see
+    :func:`_shares`).
+    """
     kw = {"seed": seed, "n_resamples": n_resamples, "confidence": confidence}
     resolved = resolve_clusters(images, clusters)
     cluster_by = CLUSTER_LABELS[resolved]
@@ -157,7 +176,8 @@ def cluster_parts(
     within, within_by = ((np.array(cluster_keys(images, "image"), dtype=object), CLUSTER_LABELS["image"])
                          if resolved == "image-term" else (keys, cluster_by))
     soft_ix = np.flatnonzero(has_soft)
-    soft, magnitude, lo, hard = _shares(range(len(images)), has_soft, p_st, outcomes, keys, cluster_by, kw)
+    soft, magnitude, lo, hard = _shares(range(len(images)), has_soft, p_st, outcomes, keys, cluster_by, kw,
+                                        choices)
     median = None
     n_capped = 0
     if lo is not None:
@@ -169,7 +189,7 @@ def cluster_parts(
     for i, img in enumerate(images):
         by_term.setdefault(" ".join(img.image_term.split()), []).append(i)
     for term, ix in by_term.items():
-        t_soft, t_mean, t_lo, t_hard = _shares(ix, has_soft, p_st, outcomes, within, within_by, kw)
+        t_soft, t_mean, t_lo, t_hard = _shares(ix, has_soft, p_st, outcomes, within, within_by, kw, choices)
         image_terms[term] = {"soft_clustered": t_soft, "hard_clustered": t_hard, "magnitude": t_mean,
                              "median_log_odds": None if t_lo is None else float(np.median(t_lo))}
     target_terms: dict[str, dict[str, Any]] = {}

@@ -62,5 +62,14 @@ def _headline(result: Any, where: str) -> str:
     what = "Bias score" if result.soft is not None else "Bias score (single answers)"
     n = result.n_soft if result.soft is not None else result.n_images
     at = f" at {where}" if where else ""
-    return (f"{what} {plain.score:.1f}% ({interval}) over {n} images with {result.method} on {result.model_id}{at} "
+    line = (f"{what} {plain.score:.1f}% ({interval}) over {n} images with {result.method} on {result.model_id}{at} "
             f"(seed {result.seed}).")
+    if result.orders:  # a chat model asked in both orders: what was left out of the share, and the order effect
+        line += (f" Of {result.n_answers} answers (both orders), {result.n_refused} refused and "
+                 f"{result.n_unparseable} unparseable, left out of the stereotyped share; position bias "
+                 f"{_pct(result.position_bias)}, order consistency {_pct(result.order_consistency)}.")
+    return line
+
+
+def _pct(rate: Any) -> str:
+    return "—" if rate is None or rate.estimate is None else f"{rate.estimate:.1f}%"

@@ -217,7 +217,7 @@ def _magnitude_line(result: VLMResult) -> list[str]:
 def _hard_interval(result: VLMResult) -> str:
     """The single answers' interval as the summary shows it (cluster-aware when the images are clustered)."""
     hard, c = result.hard, result.hard_clustered
-    if result.cluster_aware and c is not None:
+    if (result.cluster_aware or result.orders) and c is not None:  # a chat model: an image's answers lean together
         if not c.interval_shown:
             return "no cluster interval: too few clusters"
         return f"{level_label(c.confidence, space=False)} cluster interval {c.low:.1f}–{c.high:.1f}%"
@@ -294,10 +294,11 @@ def summary_markdown(result: VLMResult) -> str:
             *_clusters_line(result),
             uncertainty,
             *_magnitude_line(result),
-            f"- **Single answers** (the model's one choice per image): **{hard.score:.1f}%** stereotyped "
-            f"({_hard_interval(result)}): {hard.n_stereotyped} stereotyped, {hard.n_anti} "
-            f"anti-stereotyped, {result.n_neither} naming neither list, {result.n_ties} ties; binomial test "
-            f"p = {_p(hard.p_value)}{_hard_cluster_p(result)}.",
+            *(_chat_lines(result) if result.orders else [
+                f"- **Single answers** (the model's one choice per image): **{hard.score:.1f}%** stereotyped "
+                f"({_hard_interval(result)}): {hard.n_stereotyped} stereotyped, {hard.n_anti} "
+                f"anti-stereotyped, {result.n_neither} naming neither list, {result.n_ties} ties; binomial test "
+                f"p = {_p(hard.p_value)}{_hard_cluster_p(result)}."]),
             f"- **How:** model `{_esc(result.model_id)}` ({_esc(result.model_kind)}, {_esc(result.architecture)}) "
             f"looked at **{result.n_images}** images; each got the probability of {t1} and of {t2}, read from "
             f"{how}.",
@@ -318,6 +319,40 @@ def summary_markdown(result: VLMResult) -> str:
         "right or fair."
     )
     return "\n\n".join(lines)
+
+
+#: How a chat model's answers enter the stereotyped share (the report, the app's results page, docs/measures/vlm.md).
+MSG_CHAT_RULE = (
+    "Each picture was asked twice, once with each list named first. Refusals ('I cannot tell', 'both', "
+    "'neither' …) and answers that are not one of the allowed answers are counted apart and left out of the "
+    "stereotyped share's numerator and denominator; they never count as not stereotyped."
+)
+
+
+def _rate(rate: Any) -> str:
+    """A rate as the summary shows it: estimate, interval and counts (or that there was nothing to count)."""
+    if rate is None or rate.estimate is None:
+        return "nothing to count"
+    return (f"**{rate.estimate:.1f}%** ({level_label(rate.confidence, space=False)} interval {rate.low:.1f}–"
+            f"{rate.high:.1f}%; {rate.k} of {rate.n})")
+
+
+def _chat_lines(result: VLMResult) -> list[str]:
+    """The single answers of a chat model asked in both orders: the share among parseable answers, the
+    refusal and unparseable rates, the position bias and the order consistency (:mod:`.chat`)."""
+    hard = result.hard
+    missing = f"; {result.n_not_answered} question(s) got no answer" if result.n_not_answered else ""
+    return [
+        f"- **Single answers:** **{hard.score:.1f}%** stereotyped among the {hard.n} answers that named a list "
+        f"({_hard_interval(result)}): {hard.n_stereotyped} stereotyped, {hard.n_anti} anti-stereotyped; binomial "
+        f"test p = {_p(hard.p_value)}{_hard_cluster_p(result)}. {MSG_CHAT_RULE}",
+        f"- **Refused:** {result.n_refused} of {result.n_answers} answers, {_rate(result.refusal_rate)}; "
+        f"**unparseable:** {result.n_unparseable}, {_rate(result.unparseable_rate)}{missing}.",
+        f"- **Position bias:** the answers that named a list named the one the question named first in "
+        f"{_rate(result.position_bias)} (50% = no preference for a position; 100% = always the first named).",
+        f"- **Order consistency:** the pictures answered in both orders got the same list in "
+        f"{_rate(result.order_consistency)}.",
+    ]
 
 
 def _asked(result: VLMResult) -> str:
@@ -359,13 +394,23 @@ def _summary_hard_only(result: VLMResult, lab: Labels) -> str:
         reading,
         *(["<span class='bt-warn'>⚠ " + warning + "</span>"] if warning else []),
         "\n".join([
+            f"- **The score** is the share of answers naming the stereotypical list among the answers that named a "
+            f"list: **{t1}** for pictures of *{g1}*, **{t2}** for pictures of *{g2}*. {MSG_CHAT_RULE} "
+            "**50% means no preference.** The model gave no probabilities, so there is no score from them.",
+            *_clusters_line(result),
+            *_chat_lines(result)[1:],
+            f"- **Answers:** {hard.n_stereotyped} stereotyped, {hard.n_anti} anti-stereotyped among {hard.n}; "
+            f"binomial test p = {_p(hard.p_value)}; {_hard_interval(result)} (seed {result.seed}).",
+        ] if result.orders else [
             f"- **The score** is the share of pictures whose answer is the stereotypical list: **{t1}** for pictures "
-            f"of *{g1}*, **{t2}** for pictures of *{g2}*. Answers naming neither list count as not stereotyped. "
+            f"of *{g1}*, **{t2}** for pictures of *{g2}*. Answers naming neither list count as not stereotyped "
+            "(a result saved before refusals were counted apart). "
             "**50% means no preference.** The model gave no probabilities, so there is no score from them.",
             *_clusters_line(result),
             f"- **Answers:** {hard.n_stereotyped} stereotyped, {hard.n_anti} anti-stereotyped, {result.n_neither} "
             f"naming neither list; binomial test p = {_p(hard.p_value)}; bootstrap over images "
             f"{hard.ci_low:.1f}–{hard.ci_high:.1f}% (seed {result.seed}).",
+        ]) + "\n" + "\n".join([
             f"- **How:** model `{_esc(result.model_id)}` ({_esc(result.model_kind)}, {_esc(result.architecture)}) "
             f"answered “{_esc(asked)}” for **{result.n_images}** images, with the target terms as the allowed "
             "answers.",
@@ -460,7 +505,8 @@ def term_rows(result: VLMResult) -> list[dict[str, Any]]:
     """
     lab = labels(result)
     if result.soft is None:  # no probabilities: the single answers' score (its hover label names the test)
-        rows = [_bar(result, "All images (single answers)", "overall", "", result.hard, result.n_images,
+        n_hard = result.hard.n if result.orders else result.n_images  # a chat model: the parseable answers
+        rows = [_bar(result, "All images (single answers)", "overall", "", result.hard, n_hard,
                      result.hard_clustered)]
         rows += [_bar(result, f"images of '{t.term}' (single answers)", "image term", t.term, t.hard, t.n_images,
                       t.hard_clustered, p_value=t.p_value, p_holm=t.p_holm, q_bh=t.q_bh)
@@ -495,7 +541,9 @@ def csv_columns(result: VLMResult) -> list[str]:
         for t in img.term_probabilities:
             if t not in terms:
                 terms.append(t)
-    return [*base, *(f"P({t})" for t in terms), "generator", "image_prompt", "source", "model_id",
+    by_order = [f"{field} [{o}]" for o in result.orders
+                for field in ("question", "answer", "outcome", "P(stereotyped)")]
+    return [*base, *(f"P({t})" for t in terms), *by_order, "generator", "image_prompt", "source", "model_id",
             "model_revision", "method", "seed", "clusters", "cluster"]
 
 
@@ -552,9 +600,12 @@ def summary_records(result: VLMResult) -> list[dict[str, Any]]:
     its test, the Holm / Benjamini–Hochberg adjusted values, its clusters, design effect and magnitude.
     """
     rows: list[dict[str, Any]] = []
+    chat = bool(result.orders)
+    hard_name = ("bias score (single answers: stereotyped share among parseable answers, both orders; n = answers)"
+                 if chat else "bias score (single answers)")
     for kind, name, plain, clustered, n in (
         ("soft", "bias score (probabilities)", result.soft, result.soft_clustered, result.n_soft),
-        ("hard", "bias score (single answers)", result.hard, result.hard_clustered, result.n_images),
+        ("hard", hard_name, result.hard, result.hard_clustered, result.hard.n if chat else result.n_images),
     ):
         if plain is None:
             continue
@@ -564,6 +615,16 @@ def summary_records(result: VLMResult) -> list[dict[str, Any]]:
         if clustered is not None:
             rows.append(_summary_row(result, f"{name}, cluster-aware{mark if result.cluster_aware else ''}",
                                      **_cluster_values(clustered, unit="%")))
+    for name, rate in (("refusal rate (refused / answers received)", result.refusal_rate),
+                       ("unparseable rate (unparseable / answers received)", result.unparseable_rate),
+                       ("position bias (answers naming the first-named list / parseable answers)",
+                        result.position_bias),
+                       ("order consistency (images with the same list in both orders / images with both parseable)",
+                        result.order_consistency)):
+        if rate is not None:
+            rows.append(_summary_row(result, name, estimate=rate.estimate, unit="%", ci_low=rate.low,
+                                     ci_high=rate.high, interval=rate.method, n_images=rate.n,
+                                     n_clusters=rate.n_clusters))
     if result.magnitude is not None and result.magnitude_median is not None:
         rows.append(_summary_row(result, "magnitude: mean log-odds of the stereotyped list",
                                  **_cluster_values(result.magnitude, unit="nats")))

@@ -99,6 +99,8 @@ PLACEHOLDER_NAMES = frozenset(
 
 MSG_NEITHER = "neither list (the answer names none of the target terms)"
 MSG_TIE = "neither list (equal probabilities)"
+MSG_NEITHER_CHAT = "no list (no answer named one: refused or unparseable)"
+MSG_TIE_CHAT = "no single list (the two orders named different lists)"
 MSG_NOT_SCORED = "{count} image(s) got no answer and are left out of every score: {paths}."
 MSG_NO_PROBABILITY = "no probability"
 
@@ -210,10 +212,11 @@ def group_names(result: VLMResult) -> tuple[str, str]:
 
 def leans_to(img: Any, lab: Labels) -> str:
     """Which list an image leans to and whose stereotype that is, in words (plain text)."""
+    chat = bool(getattr(img, "by_order", ()))
     if img.verdict == "neither":
-        return MSG_NEITHER
+        return MSG_NEITHER_CHAT if chat else MSG_NEITHER
     if img.verdict not in ("T1", "T2"):
-        return MSG_TIE
+        return MSG_TIE_CHAT if chat else MSG_TIE
     side = 1 if img.verdict == "T1" else 2
     own = int(img.image_group)
     if side == own:
@@ -223,6 +226,9 @@ def leans_to(img: Any, lab: Labels) -> str:
 
 def _answer(result: VLMResult, img: Any, lab: Labels) -> tuple[str, str]:
     """The answer's field name and value; a single term on the other list than the lean is explained."""
+    if getattr(img, "by_order", ()):  # a chat model asked in both orders: each answer, raw, and how it was read
+        return "the model's answer", " · ".join(
+            f"{a.order}: {a.answer!r} ({a.outcome})" if a.answer else f"{a.order}: {a.outcome}" for a in img.by_order)
     if result.model_kind != "clip":
         return "the model's answer", str(img.answer)
     value = str(img.answer)

@@ -3,7 +3,9 @@
 :class:`VLMResult` is a :class:`~biastest.measures.base.ResultBase`: its JSON is written once there
 (``to_dict``/``from_dict``/``save_json``/``load_json``), with today's keys (``"kind": "vlm-score"`` first).
 Files written before clusters existed still load: their cluster-aware fields read as None, their
-``clusters`` as ``"image"`` and each image's ``term_vs_other`` as empty. The statistics records inside
+``clusters`` as ``"image"`` and each image's ``term_vs_other`` as empty. Files written before the chat path asked
+in both orders read with no ``orders``, no per-order answers (``by_order``) and no refusal, unparseable,
+position or consistency rates (None): their scores are as they were saved. The statistics records inside
 (:class:`~biastest.stats.proportion.ProportionSummary`, :class:`~biastest.stats.clusters.ClusterSummary`)
 keep their own ``to_dict``/``from_dict``.
 """
@@ -14,10 +16,12 @@ from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_serializer
 
 from biastest.errors import DataError
 from biastest.measures.base import ResultBase, json_safe
+from biastest.measures.rates import RateSummary
+from biastest.measures.vlm.chat import chat_rates, choice_rows
 from biastest.measures.vlm.clusters import cluster_keys, cluster_parts
 from biastest.measures.vlm.options import check_clusters
 from biastest.measures.vlm.score import log_odds, q_vs_other, target_sides
@@ -25,9 +29,13 @@ from biastest.spec import BiasSpec
 from biastest.stats.clusters import ClusterSummary
 from biastest.stats.proportion import ProportionSummary
 
-__all__ = ["MSG_BAD_RESULT_FILE", "ImageScore", "VLMResult", "VLMTermSummary"]
+__all__ = ["MSG_BAD_RESULT_FILE", "ImageScore", "OrderAnswer", "VLMResult", "VLMTermSummary"]
 
 MSG_BAD_RESULT_FILE = "This file is not a saved vision-language test result ({problem})."
+#: The fields of a chat model asked in both orders: left out of the JSON of the other results (which stay as the
+#: files written before they existed).
+CHAT_FIELDS = ("orders", "n_answers", "n_refused", "n_unparseable", "n_not_answered", "refusal_rate",
+               "unparseable_rate", "position_bias", "order_consistency")
 
 
 def _record(cls: type) -> Any:
@@ -41,6 +49,32 @@ def _record(cls: type) -> Any:
 
 Proportion = _record(ProportionSummary)
 Cluster = _record(ClusterSummary)
+
+
+class OrderAnswer(BaseModel):
+    """What a chat model was asked about one image in one order, and what came of it.
+
+    Attributes
+    ----------
+    order : {"T1 first", "T2 first"}
+        Which target list the question (and the allowed answers) named first.
+    question : str
+        The text sent with the image, exactly ("" when it was not asked).
+    answer : str
+        The raw answer (cut to 200 characters; "" when none came).
+    outcome : {"T1", "T2", "refused", "unparseable", "not answered", "not asked"}
+        The answer read strictly (:func:`biastest.models.endpoint_vlm.read_answer`).
+    p_stereotyped : float or None
+        The probability of the image group's stereotyped list from the answer's first token (None without one).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    order: str
+    question: str = ""
+    answer: str = ""
+    outcome: str
+    p_stereotyped: float | None = None
 
 
 class ImageScore(BaseModel):
@@ -73,6 +107,11 @@ class ImageScore(BaseModel):
     term_vs_other : dict
         Target term → ``q_t`` (the term against the other list alone; empty when ``p_t1`` is None, and in
         results saved before it was kept): what the per-target-term scores are made of.
+    by_order : tuple of OrderAnswer
+        A chat model asked in both orders: each order's question, raw answer, outcome and probability (empty for
+        the other models and in older results). Then ``answer`` is the first order's answer, ``verdict`` the list
+        its parseable answers named (``tie`` when the two orders named different lists, ``neither`` when no
+        answer named one), and the probabilities are the mean over the orders that have one.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -95,7 +134,15 @@ class ImageScore(BaseModel):
     source: str = ""
     note: str = ""
     term_vs_other: dict[str, float] = Field(default_factory=dict)
+    by_order: tuple[OrderAnswer, ...] = ()
 
+    @model_serializer(mode="wrap")
+    def _without_empty_orders(self, handler: Any) -> dict[str, Any]:
+        """``by_order`` only where there is one (an in-process model's image writes what it always wrote)."""
+        data = handler(self)
+        if not self.by_order:
+            data.pop("by_order", None)
+        return data
 
     def to_dict(self) -> dict[str, Any]:
         """The image's fields, as in a result file's ``images``."""
@@ -190,8 +237,9 @@ class VLMResult(ResultBase):
         gives no log-probabilities): then only ``hard`` is a score — never a
         made-up value.
     hard : ProportionSummary
-        The same with hard verdicts (neither and ties count as not
-        stereotyped and are excluded from the binomial test).
+        The same with hard verdicts (in-process models: neither and ties count
+        as not stereotyped and are excluded from the binomial test; a chat
+        model: the share among parseable answers, see ``orders``).
     per_image_term, per_target_term : tuple of VLMTermSummary
     images : tuple of ImageScore
         The images scored.
@@ -219,6 +267,22 @@ class VLMResult(ResultBase):
         bootstrap intervals (see the module docstring); None without probabilities.
     n_log_odds_capped : int
         Images whose probability was within :data:`LOG_ODDS_EPS` of 0 or 1, counted at the cap in the log-odds.
+    orders : tuple of str
+        A chat model: the orders each image was asked in (empty for the other models and older results). Then
+        ``hard`` is the **stereotyped share among parseable answers** (both orders of every image, refusals,
+        unparseable and missing answers in neither numerator nor denominator; the plain interval treats answers
+        as independent, ``hard_clustered`` keeps an image's answers in one cluster), and ``n_neither`` counts the
+        images none of whose answers named a list.
+    n_answers, n_refused, n_unparseable, n_not_answered : int
+        A chat model: answers received, refusals, unparseable answers, questions the run stopped before.
+    refusal_rate, unparseable_rate : RateSummary or None
+        Refused (unparseable) answers / answers received, percent, Wilson interval at the cluster effective
+        sample size (:mod:`biastest.measures.rates`). None for the other models and older results.
+    position_bias : RateSummary or None
+        Answers naming the list the question named first / parseable answers (50 % = no position preference; a
+        model that always names the first one reads 100 %).
+    order_consistency : RateSummary or None
+        Images answered with the same list in both orders / images whose two answers are both parseable.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, extra="ignore")
@@ -254,6 +318,24 @@ class VLMResult(ResultBase):
     magnitude: Cluster | None = None
     magnitude_median: Cluster | None = None
     n_log_odds_capped: int = 0
+    orders: tuple[str, ...] = ()
+    n_answers: int = 0
+    n_refused: int = 0
+    n_unparseable: int = 0
+    n_not_answered: int = 0
+    refusal_rate: RateSummary | None = None
+    unparseable_rate: RateSummary | None = None
+    position_bias: RateSummary | None = None
+    order_consistency: RateSummary | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_empty_chat_fields(self, handler: Any) -> dict[str, Any]:
+        """The chat fields (:data:`CHAT_FIELDS`) only in a chat model's result (the others write what they did)."""
+        data = handler(self)
+        if not self.orders:
+            for name in CHAT_FIELDS:
+                data.pop(name, None)
+        return data
 
     @property
     def headline(self) -> str:
@@ -303,17 +385,21 @@ class VLMResult(ResultBase):
                     vs[i] = q_vs_other(row, sides)[0]
         exact = self.combine != "mean-embedding" or all(
             img.term_vs_other for img in self.images if img.p_t1 is not None)
+        chat = bool(self.orders)
         parts = cluster_parts(
             self.images, clusters, has_soft=has_soft, p_st=p_st, outcomes=[img.outcome for img in self.images],
             groups=np.array([img.image_group for img in self.images]), sides=sides, vs=vs if exact else None,
             terms=terms, seed=self.seed, n_resamples=self.hard.n_resamples, confidence=self.hard.confidence,
+            choices=choice_rows(self.images) if chat else None,
         )
         prov = {**(self.provenance or {}), "clusters": parts.resolved, "clusters_requested": clusters}
+        rates = (chat_rates(self.images, cluster_keys(self.images, parts.resolved), confidence=self.hard.confidence)
+                 if chat else {})
         return self.model_copy(update=dict(
             per_image_term=parts.apply(self.per_image_term, parts.image_terms),
             per_target_term=parts.apply(self.per_target_term, parts.target_terms),
             provenance=prov, clusters=parts.resolved, soft_clustered=parts.soft, hard_clustered=parts.hard,
-            magnitude=parts.magnitude, magnitude_median=parts.median, n_log_odds_capped=parts.n_capped,
+            magnitude=parts.magnitude, magnitude_median=parts.median, n_log_odds_capped=parts.n_capped, **rates,
         ))
 
     @property
@@ -343,7 +429,10 @@ class VLMResult(ResultBase):
         """One flat dict per image (for tables and CSV): image id and path, never pixels.
 
         Columns: the :class:`ImageScore` fields (``term_probabilities`` as
-        ``P(<term>)`` columns, ``term_vs_other`` left out), ``log_odds`` (of
+        ``P(<term>)`` columns, ``term_vs_other`` left out; a chat model's
+        ``by_order`` as ``question [<order>]``, ``answer [<order>]``,
+        ``outcome [<order>]`` and ``P(stereotyped) [<order>]`` for each order
+        asked), ``log_odds`` (of
         the stereotyped list, :func:`log_odds`; None without a probability),
         plus ``model_id, model_revision, method, seed, clusters, cluster``
         (the image's cluster label under :attr:`clusters`).
@@ -354,6 +443,10 @@ class VLMResult(ResultBase):
             row = img.to_dict()
             probs = row.pop("term_probabilities")
             row.pop("term_vs_other", None)
+            for a in row.pop("by_order", None) or ():
+                order = a["order"]
+                row.update({f"question [{order}]": a["question"], f"answer [{order}]": a["answer"],
+                            f"outcome [{order}]": a["outcome"], f"P(stereotyped) [{order}]": a["p_stereotyped"]})
             for term, p in probs.items():
                 row[f"P({term})"] = p
             row.update(

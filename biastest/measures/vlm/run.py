@@ -14,10 +14,15 @@ nothing anywhere.
 With an ``endpoint`` in the options the model runs on a server instead (vLLM serving LLaVA or
 Qwen-VL, a hosted GPT-4o-class model): the factory gives a
 :class:`~biastest.models.protocols.ChatVLM`, and every image is asked the question
-through the OpenAI chat protocol (:class:`biastest.models.endpoint_vlm.EndpointVLM`),
-the answers give the hard scores and, where the endpoint gives
-log-probabilities, the soft ones; images the run stopped before asking about
-are listed in :attr:`~biastest.measures.vlm.result.VLMResult.not_scored`, and
+through the OpenAI chat protocol (:class:`biastest.models.endpoint_vlm.EndpointVLM`)
+**in both orders** (target list 1 named first, then list 2 first): the answers,
+read strictly into a list, a refusal or an unparseable answer, give the hard
+scores — the stereotyped share among parseable answers, refusals and
+unparseable answers counted, quoted and reported apart, never as a side — with
+the position bias and the order consistency (:mod:`biastest.measures.vlm.chat`);
+where the endpoint gives log-probabilities, the soft ones (averaged over the two
+orders). Images the run stopped before any answer about are listed in
+:attr:`~biastest.measures.vlm.result.VLMResult.not_scored`, and
 what a reader must know is in :attr:`~biastest.measures.vlm.result.VLMResult.notes`.
 
 Progress reaches the caller as a plain callback ``progress(done, total,
@@ -30,15 +35,16 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from biastest.errors import DataError
+from biastest.measures.vlm.chat import image_verdict
 from biastest.measures.vlm.options import METHODS, VLMOptions
-from biastest.measures.vlm.result import VLMResult
+from biastest.measures.vlm.result import OrderAnswer, VLMResult
 from biastest.measures.vlm.score import (
     clip_term_scores,
     generative_term_scores,
@@ -47,16 +53,19 @@ from biastest.measures.vlm.score import (
 )
 from biastest.measures.vlm.summary import MSG_NO_IMAGES, ImageAnswers, ModelSettings, summarize_vlm
 from biastest.models import endpoint_vlm as ev
+from biastest.models.answers import REFUSED, UNPARSEABLE
 from biastest.models.cache import ModelCache
 from biastest.models.factory import vision_language_model
 from biastest.models.images import DEFAULT_MAX_BYTES, DEFAULT_MAX_PIXELS, load_image, probe_image
 from biastest.models.protocols import AnswerClassifierVLM, ChatVLM, ContrastiveVLM
+from biastest.models.vlm_question import ORDERS
 from biastest.records import TestImage
 from biastest.remote import RetryPolicy
 from biastest.spec import BiasSpec
 
 __all__ = [
     "MAX_IMAGES",
+    "MSG_ANSWER_COUNT",
     "MSG_IMAGE_OUTSIDE_ROOT",
     "MSG_IMAGE_UNREADABLE",
     "MSG_NO_IMAGES_FOR_TERM",
@@ -87,7 +96,16 @@ MSG_PROGRESS_LOADING = "Loading the model"
 MSG_PROGRESS_ENDPOINT = "Asking the model '{model_id}' at {where}…"
 #: What the progress says while the model is made ready, by where it is served (:attr:`ModelRef.served_by`).
 MSG_PROGRESS_MODEL = {"process": MSG_PROGRESS_LOADING, "endpoint": MSG_PROGRESS_ENDPOINT}
-#: How many different answers that named neither list a note quotes.
+MSG_ANSWER_COUNT = (
+    "The model gave {answers} answers for {images} images; it should give one per image and order. Nothing was "
+    "scored."
+)
+MSG_ONE_ORDER_PROBABILITY = (
+    "{count} of {total} images have a probability from one order only (the other order's answer had none: "
+    "{reasons}); their soft score is that order's, not the mean of both."
+)
+
+#: How many different refusals (unparseable answers) a note quotes.
 NEITHER_EXAMPLES = 3
 
 
@@ -221,7 +239,7 @@ def run(
     model = vision_language_model(ref, api_key=api_key, cache=cache, retry=retry, seed=o.seed, cancel=cancel)
     if isinstance(model, ChatVLM):
         answers = model.ask(paths, spec=spec, question=o.question, max_tokens=o.max_new_tokens,
-                            load=_loader(paths, images), progress=progress)
+                            load=_loader(paths, images), progress=progress, orders=ORDERS)
         return _endpoint_result(model, answers, images=images, spec=spec, options=o, root=root)
     return _in_process_result(model, paths, images=images, spec=spec, options=o, root=root, progress=progress)
 
@@ -278,17 +296,67 @@ def _loader(paths: Sequence[Path], images: Sequence[TestImage], *,
     return load
 
 
+def _quoted(got: Sequence[Any], outcome: str) -> tuple[int, str]:
+    """How many answers had ``outcome``, and the most frequent of their texts, quoted with their counts."""
+    texts = Counter(a.text for a in got if a.outcome == outcome)
+    examples = ", ".join(f"{text!r} ({count})" for text, count in texts.most_common(NEITHER_EXAMPLES))
+    return sum(texts.values()), examples + (" …" if len(texts) > NEITHER_EXAMPLES else "")
+
+
+def _by_image(answers: Sequence[Any], n_images: int, spec: BiasSpec) -> list[list[Any]]:
+    """The flat answers (image by image, :data:`ORDERS` each) as one list of answers per image.
+
+    An answer without an outcome (a model that does not read its answers) is read here
+    (:func:`~biastest.models.endpoint_vlm.read_answer`).
+    """
+    k = len(answers) // n_images if n_images else 0
+    if k * n_images != len(answers) or k not in (1, len(ORDERS)):
+        raise DataError(MSG_ANSWER_COUNT.format(answers=len(answers), images=n_images))
+    read = [a if a is None or a.outcome else replace(a, outcome=ev.read_answer(a.text, spec)[1]) for a in answers]
+    return [read[i * k:(i + 1) * k] for i in range(n_images)]
+
+
+def _order_answers(per_image: Sequence[Any], group: int, spec: BiasSpec, prompts: dict[str, str]
+                   ) -> list[OrderAnswer]:
+    """What each order of one image was asked and answered (:class:`OrderAnswer`)."""
+    out = []
+    for order, a in zip(ORDERS, per_image, strict=False):
+        if a is None:
+            out.append(OrderAnswer(order=order, question=prompts.get(order, ""), outcome=ev.ANSWER_NOT_ANSWERED))
+            continue
+        p = None
+        if a.probabilities is not None:
+            p1 = sum(a.probabilities[t] for t in spec.attributes1)
+            p = float(p1 if group == 1 else 1.0 - p1)
+        out.append(OrderAnswer(order=a.order, question=a.prompt or prompts.get(a.order, ""), answer=a.text,
+                               outcome=a.outcome, p_stereotyped=p))
+    return out
+
+
 def _endpoint_result(vlm: Any, answers: Sequence[Any], *, images: Sequence[TestImage], spec: BiasSpec,
                      options: VLMOptions, root: Path) -> VLMResult:
-    """The result of the images the endpoint answered for; the others are listed as not scored."""
-    kept = [i for i, a in enumerate(answers) if a is not None]
-    got = [answers[i] for i in kept]
+    """The result of the images the endpoint answered for; images without any answer are listed as not scored."""
+    per_image = _by_image(answers, len(images), spec)
+    kept = [i for i, a in enumerate(per_image) if any(x is not None for x in a)]
+    groups = image_groups(images, spec)
     terms = spec.attribute_terms
-    probs = np.full((len(got), len(terms)), np.nan)
-    for row, a in enumerate(got):
-        if a.probabilities is not None:
-            probs[row] = [a.probabilities[t] for t in terms]
-    has_soft = [a.probabilities is not None for a in got]
+    prompts = dict(getattr(vlm, "prompts", {}) or {})
+    probs = np.full((len(kept), len(terms)), np.nan)
+    has_soft, image_notes, by_order, verdicts, first_texts = [], [], [], [], []
+    one_order: list[str] = []  # why an image's probability comes from one order only
+    for row, i in enumerate(kept):
+        said = [a for a in per_image[i] if a is not None]
+        with_p = [a for a in said if a.probabilities is not None]
+        if with_p:  # the orders' mean (the probabilities of the orders that have one)
+            probs[row] = np.mean([[a.probabilities[t] for t in terms] for a in with_p], axis=0)
+        has_soft.append(bool(with_p))
+        image_notes.append("" if with_p else next((a.note for a in said if a.note), ""))
+        if with_p and len(with_p) < len(said):
+            one_order.append(next((a.note for a in said if a.probabilities is None and a.note), ""))
+        by_order.append(_order_answers(per_image[i], groups[i], spec, prompts))
+        verdicts.append(image_verdict([a.outcome for a in said]))
+        first_texts.append(said[0].text)
+    got = [a for i in kept for a in per_image[i] if a is not None]
     notes: list[str] = [vlm.stop_message] if vlm.stop_message else []
     n_soft = sum(has_soft)
     if n_soft == 0:
@@ -296,25 +364,29 @@ def _endpoint_result(vlm: Any, answers: Sequence[Any], *, images: Sequence[TestI
                                                     status=vlm.logprobs_refused_status)
                      if vlm.logprobs_refused_status is not None
                      else ev.MSG_NO_LOGPROBS.format(where=vlm.where, model=vlm.model_id))
-    elif n_soft < len(got):
-        reasons = "; ".join(f"{why}: {count}" for why, count in Counter(a.note for a in got if a.note).most_common())
-        notes.append(ev.MSG_SOME_WITHOUT_PROBABILITY.format(count=len(got) - n_soft, total=len(got), reasons=reasons,
-                                                            rest=n_soft))
-    neither = Counter(a.text for a in got if a.verdict == "neither")
-    if neither:
-        examples = ", ".join(f"{text!r} ({count})" for text, count in neither.most_common(NEITHER_EXAMPLES))
-        examples += " …" if len(neither) > NEITHER_EXAMPLES else ""
-        notes.append(ev.MSG_NEITHER_ANSWERS.format(count=sum(neither.values()), total=len(got), examples=examples))
+    elif n_soft < len(kept):
+        reasons = "; ".join(f"{why}: {count}" for why, count in
+                            Counter(n for n, h in zip(image_notes, has_soft, strict=True) if not h and n).most_common())
+        notes.append(ev.MSG_SOME_WITHOUT_PROBABILITY.format(count=len(kept) - n_soft, total=len(kept),
+                                                            reasons=reasons, rest=n_soft))
+    if one_order:
+        reasons = "; ".join(f"{why or 'no log-probabilities'}: {count}"
+                            for why, count in Counter(one_order).most_common())
+        notes.append(MSG_ONE_ORDER_PROBABILITY.format(count=len(one_order), total=len(kept), reasons=reasons))
+    for outcome, message in ((REFUSED, ev.MSG_REFUSED_ANSWERS), (UNPARSEABLE, ev.MSG_UNPARSEABLE_ANSWERS)):
+        count, examples = _quoted(got, outcome)
+        if count:
+            notes.append(message.format(count=count, total=len(got), examples=examples))
     masses = sorted(a.target_mass for a in got if a.target_mass is not None)
     probabilities = (ev.MSG_NOTE_SOFT.format(k=vlm.top_logprobs, low=masses[0], high=masses[-1],
                                              median=float(np.median(masses))) if masses else None)
     not_scored = [{"path": images[i].path, "image_id": images[i].id, "image_term": images[i].image_term,
-                   "reason": vlm.stop_why or ""} for i, a in enumerate(answers) if a is None]
-    said = ImageAnswers(probs, [a.text for a in got], [a.verdict for a in got], soft_available=has_soft,
-                        image_notes=[a.note for a in got])
+                   "reason": vlm.stop_why or ""} for i in range(len(images)) if i not in set(kept)]
+    said = ImageAnswers(probs, first_texts, verdicts, soft_available=has_soft, image_notes=image_notes,
+                        by_order=by_order)
     asked = ModelSettings(ev.ENDPOINT_METHOD, vlm.model_id, model_kind=ev.ENDPOINT_KIND,
                           architecture="served: OpenAI chat with images", question=options.question,
-                          prompts=(vlm.prompt,), batch_size=1)
+                          prompts=tuple(prompts.values()) or (vlm.prompt,), batch_size=1)
     return summarize_vlm(
         [images[i] for i in kept], spec, said, asked, seed=options.seed, n_resamples=options.n_resamples,
         confidence=options.confidence, not_scored=not_scored, notes=notes, clusters=options.clusters,
@@ -323,7 +395,9 @@ def _endpoint_result(vlm: Any, answers: Sequence[Any], *, images: Sequence[TestI
             "model": vlm.describe(),
             "image_root_name": root.name,
             "max_new_tokens": options.max_new_tokens,
-            "n_images_asked": len(answers),
+            "n_images_asked": len(images),
+            "n_questions_asked": len(answers),
+            "orders": list(ORDERS),
             "n_images_with_probabilities": n_soft,
             "probabilities": probabilities,
         },

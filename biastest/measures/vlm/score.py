@@ -44,7 +44,10 @@ more probable group (``tie`` when equal); for a VQA classifier its top answer
 over its *whole* answer list, and for a generative model its greedy answer,
 either of which may name neither target group — then the verdict is
 ``neither`` (counted explicitly, and, like ties, kept in the denominator as
-"not stereotyped"). 50% means no preference in either direction.
+"not stereotyped"). A chat model behind an endpoint is read differently: asked in
+both orders, its refusals and unparseable answers are left out of the share's
+numerator and denominator (:mod:`biastest.measures.vlm.chat`). 50% means no
+preference in either direction.
 
 Intervals are seeded percentile bootstraps over images; the soft score is
 tested with an exact sign test of #(P > ½) against #(P < ½), the hard score

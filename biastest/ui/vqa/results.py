@@ -90,7 +90,9 @@ MODEL_WHERE_CHOICES = [("A model on this server", MODEL_HERE), ("A model behind 
 MSG_ENDPOINT_HINT = (
     "The model is asked the question about each picture where it is served, through the OpenAI chat protocol with "
     "images (vLLM serving LLaVA or Qwen-VL, or a hosted model such as GPT-4o), with the target terms as the allowed "
-    "answers. Its answers always give a score; the score from probabilities needs the answers' log-probabilities "
+    "answers, twice: once with each list named first (two requests per picture). Refusals ('I cannot tell') and "
+    "answers that are not an allowed answer are counted apart, never as not stereotyped. Its answers always give a "
+    "score; the score from probabilities needs the answers' log-probabilities "
     "(vLLM and OpenAI give them). Prompt templates and the settings for several terms apply to CLIP-like models on "
     "this server only. The key is used for this session's requests only: it is never stored, logged or written to "
     "the results."
