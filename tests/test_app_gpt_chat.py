@@ -136,7 +136,7 @@ def test_the_planted_rule_is_recovered_and_step3_shows_readings_hover_and_the_cs
     assert [r["answer"] for r in answers[:2]] == [a.text for a in first.asks]
     saved = json.loads(open(dl_json.value["path"], encoding="utf-8").read())
     assert saved["template"]["name"] == "plausible-v1" and saved["n_requests"] == 2 * n
-    assert compared == chat.MSG_NO_COMPARISON and forest is None and agreement == chat.MSG_AGREEMENT_NONE
+    assert compared == chat.MSG_NO_COMPARISON and forest.visible is False and agreement == chat.MSG_AGREEMENT_NONE
 
 
 def test_an_order_only_model_reads_as_no_preference_with_full_position_bias():
@@ -247,7 +247,7 @@ def test_two_chat_models_are_compared_and_a_likelihood_result_gives_the_agreemen
     state = out[1]
     assert [r["model_id"] for r in state["fc"]] == ["chat-one", "chat-two"]
     compared, forest, pairwise, agreement = out[12], out[13], out[14], out[15]
-    assert compared != chat.MSG_NO_COMPARISON and forest is not None and len(pairwise) == 1
+    assert compared != chat.MSG_NO_COMPARISON and forest.visible is True and len(pairwise.value["data"]) == 1
     assert md_escape("chat-one") in compared and md_escape("chat-two") in compared
     fc = ForcedChoiceResult.from_dict(state["fc"][-1])
     a = agreement_with_likelihood(fc, state["result"])

@@ -338,11 +338,13 @@ def item_figure(result: ForcedChoiceResult) -> go.Figure:
               "answers, anti-stereotyped sentence as A": _answers(it, ANTI_FIRST),
               "stereotyped share": "no choice" if it.share is None else f"{100 * it.share:.0f}%"}
              for it in result.items]
-    return item_grid(x=[it.index + 1 for it in result.items],
+    fig = item_grid(x=[it.index + 1 for it in result.items],
                      y=[it.attribute_term or "(no term)" for it in result.items],
                      color=[None if it.share is None else 100 * it.share for it in result.items], hover=hover,
                      title="Every pair: share of its answers that chose the stereotyped sentence (both orders)",
                      x_title="pair", y_title="attribute term", color_title="stereotyped %", midpoint=50.0)
+    fig.update_traces(marker={"cmin": 0.0, "cmax": 100.0})  # a share: the colour scale is 0–100 %, 50 % white
+    return fig
 
 
 def terms_frame(result: ForcedChoiceResult) -> pd.DataFrame:
@@ -367,14 +369,23 @@ def _same_items(results: list[ForcedChoiceResult]) -> list[ForcedChoiceResult]:
 def _comparison(results: list[ForcedChoiceResult]) -> tuple:
     same = _same_items(results)
     if len(same) < 2:
-        return MSG_NO_COMPARISON, None, None
+        return MSG_NO_COMPARISON, _hidden_plot(), _hidden_table()
     labels = model_labels([r.served_model or r.model_id for r in same], [r.template["name"] for r in same])
     try:
         cmp = compare_forced_choice(same, seed=same[-1].seed, labels=labels)
     except DataError as exc:
-        return "⚠️ " + md_escape(exc.message), None, None
-    return rep.summary_markdown(cmp) + "\n\n" + rep.reading_markdown(cmp), rep.forest_figure(cmp), \
-        rep.pairwise_frame(cmp)
+        return "⚠️ " + md_escape(exc.message), _hidden_plot(), _hidden_table()
+    return (rep.summary_markdown(cmp) + "\n\n" + rep.reading_markdown(cmp),
+            gr.Plot(value=rep.forest_figure(cmp), visible=True),
+            gr.Dataframe(value=rep.pairwise_frame(cmp), visible=True))
+
+
+def _hidden_plot() -> Any:
+    return gr.Plot(value=None, visible=False)
+
+
+def _hidden_table() -> Any:
+    return gr.Dataframe(value=None, visible=False)
 
 
 def _agreement(result: ForcedChoiceResult, likelihood: Any) -> str:
@@ -396,7 +407,8 @@ def _agreement(result: ForcedChoiceResult, likelihood: Any) -> str:
 def empty_fc_view() -> tuple:
     """Step 3 with no forced-choice result: the likelihood part shown, the forced-choice part hidden and empty."""
     hidden = gr.DownloadButton(visible=False)
-    return (gr.Column(visible=True), gr.Column(visible=False), "", "", None, None, hidden, hidden, "", None, None, "")
+    return (gr.Column(visible=True), gr.Column(visible=False), "", "", None, None, hidden, hidden, "", _hidden_plot(),
+            _hidden_table(), "")
 
 
 def fc_view(state: Any) -> tuple:

@@ -384,8 +384,8 @@ def _build_fc_view() -> ForcedChoiceView:
             dl_json = gr.DownloadButton("Download result (JSON)", visible=False, elem_id="fc-download-json")
         with gr.Accordion("Compare with other chat models and with the likelihood score", open=True):
             compare_md = gr.Markdown("", elem_id="fc-compare")
-            forest = gr.Plot(label="Chat models on the same pairs", elem_id="fc-forest")
-            pairwise = gr.Dataframe(interactive=False, wrap=True, elem_id="fc-pairwise")
+            forest = gr.Plot(label="Chat models on the same pairs", visible=False, elem_id="fc-forest")
+            pairwise = gr.Dataframe(interactive=False, wrap=True, visible=False, elem_id="fc-pairwise")
             agreement = gr.Markdown("", elem_id="fc-agreement")
     return ForcedChoiceView(box=box, readings=readings, summary=summary, grid=grid, terms=terms, dl_csv=dl_csv,
                             dl_json=dl_json, compare=compare_md, forest=forest, pairwise=pairwise, agreement=agreement)
