@@ -13,6 +13,8 @@ from functools import cache
 from importlib import metadata
 from typing import Any
 
+from biastest import __version__
+
 __all__ = ["provenance", "library_versions", "utc_now"]
 
 _TRACKED = ("biastest", "numpy", "scipy", "torch", "transformers", "pandas", "gensim", "numpyro", "jax", "arviz")
@@ -40,8 +42,6 @@ def _library_versions() -> dict[str, str]:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             if name == "biastest":
-                from biastest import __version__
-
                 out[name] = __version__
     return out
 

@@ -25,6 +25,7 @@ counterparts, or a seeded sample whose seed is recorded.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import random
@@ -507,8 +508,6 @@ class BiasSpec:
 
     def fingerprint(self) -> str:
         """A short content hash of the spec (stable across processes)."""
-        import hashlib
-
         payload = json.dumps({"g": self.social_groups, "a": self.attributes, "t": self.templates}, ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 

@@ -5,6 +5,8 @@
   probability, refusals, answers in varied formats): the planted figures are recovered within the reported
   intervals, with faults (429, 500, a garbled body) on the way and nothing lost; a rerun is answered by the
   response cache with zero requests and the same result.
+* BBQ through the same endpoint on real BBQ questions, with faults: nothing lost, a model that names the
+  "unknown" answer is read as doing so.
 * Through :class:`~biastest.models.local_chat.LocalChatLM`, a tiny random GPT-2 with a chat template built
   here: its answers are gibberish, and they must be counted as unparseable (or refused), never guessed.
 """
@@ -16,6 +18,8 @@ import re
 import pytest
 
 from biastest import public
+from biastest.measures.bbq import BBQOptions
+from biastest.measures.bbq.run import run as run_bbq
 from biastest.measures.forced_choice import ForcedChoiceItems, ForcedChoiceOptions, run_forced_choice
 from biastest.models.dummy import hashed_unit
 from tests.chat_stub import Action, ChatStub
@@ -92,3 +96,30 @@ def test_a_local_instruct_models_gibberish_is_counted_never_guessed(tiny_chat, t
     assert len(texts) == 8 and all(isinstance(t, str) for t in texts)
     # a random model's tokens are not a label: whatever it chose must be a real, parseable reading of its text
     assert chosen + result.counts["unparseable"] + result.counts["refused"] == 8
+
+
+# --------------------------------------------------------------------------- BBQ through the chat endpoint
+def _bbq_label(messages, seed) -> str:
+    """Name the answer whose text says the context does not tell (else the first), in varied formats."""
+    user = messages[-1]["content"]
+    options = re.findall(r"^\(?([ABC])[).]\s*(.+)$", user, re.M)
+    unknown = [label for label, text in options if re.search(r"(?i)\b(not|can't|cannot|unknown|undetermined|"
+                                                             r"not enough)\b", text)]
+    label = unknown[0] if unknown else "A"
+    return (f"({label})", f"Answer: {label}", f"**{label}**")[hashed_unit(int(seed or 0), user) < 0.5]
+
+
+def test_bbq_through_the_endpoint_with_faults_loses_nothing_and_reads_a_cautious_model(shared_data, tmp_path):
+    with ChatStub(_bbq_label, served_name=SERVED) as stub:
+        stub.script(Action("status", 429, headers={"Retry-After": "0.01"}), Action("status", 500), Action("garbage"))
+        o = BBQOptions.parse({"model_id": SERVED, "seed": 4, "n_items": 6, "n_resamples": 200, "top_logprobs": 0,
+                              "categories": ["Age", "Religion"], "bbq_dir": str(shared_data / "bbq"),
+                              "endpoint": stub.base_url})
+        result = run_bbq(o, cache_dir=tmp_path / "cache")
+    assert result.n_items == 12 and len(result.rows) == 12
+    assert all(r.reply is not None and r.reply["status"] == "answered" for r in result.rows)
+    assert result.overall.outcomes.get("answered", 0) == 12  # every planted format read, nothing lost to faults
+    ambiguous = [r for r in result.rows if r.condition == "ambig"]
+    # the planted model names the "unknown" answer: right on every ambiguous question it could find one in
+    chosen = [r.roles[r.order[r.position]] for r in ambiguous if r.position is not None]
+    assert len(chosen) == len(ambiguous) > 0 and set(chosen) == {"unknown"}

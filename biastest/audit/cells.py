@@ -121,6 +121,8 @@ def run_cell(task: dict[str, Any], items: dict[str, Any] | None, *, progress=Non
 
 # --------------------------------------------------------------------------- running through the registry
 def _spec(task: dict[str, Any]):
+    if task["spec_type"] == "none":  # a benchmark with its own items
+        return None
     return (TwoAFCSpec if task["spec_type"] == "twoafc" else BiasSpec).from_dict(task["spec"])
 
 

@@ -112,16 +112,19 @@ def parse_methods(value: Any, where: str) -> tuple[str, ...]:
 def default_measure(kind: str, spec_type: str) -> Measure | None:
     """The measure a model of ``kind`` runs on a specification of ``spec_type`` when no method is listed."""
     for m in audit_measures(kind):
-        if use_of(m).spec_type == spec_type:
+        if use_of(m).spec_type == spec_type and use_of(m).default:
             return m
     return None
 
 
 def model_measures(kind: str, listed: Sequence[str] | None) -> list[Measure]:
-    """The measures a model of ``kind`` may run: those listed for its kind, else its defaults."""
+    """The measures a model of ``kind`` may run: those listed for its kind, else its defaults (and benchmarks)."""
     chosen = _unique(measure_of(x) for x in (listed or ()))
     chosen = [m for m in chosen if m.kind == kind]
-    return chosen or _unique(m for t in ("bias", "twoafc") if (m := default_measure(kind, t)) is not None)
+    if chosen:
+        return chosen
+    defaults = [m for t in ("bias", "twoafc") if (m := default_measure(kind, t)) is not None]
+    return _unique([*defaults, *(m for m in audit_measures(kind) if use_of(m).spec_type == "none")])
 
 
 def _unique(measures) -> list[Measure]:

@@ -48,7 +48,7 @@ from typing import Any
 from biastest import __version__, settings
 from biastest.audit.grid import Grid, ModelEntry, SpecEntry
 from biastest.audit.grid_options import cell_options, default_measure, measure_of, scope_of
-from biastest.audit.uses import label_of, use_of, variants
+from biastest.audit.uses import audit_measures, label_of, use_of, variants
 from biastest.errors import BiastestError, DataError
 from biastest.generate import SentenceSettings, generate_sentences, make_text_generator
 from biastest.inputs import images_from_folder, images_from_store, pairs_from_files, pairs_from_store
@@ -83,7 +83,8 @@ KEY_LENGTH = 20
 MSG_SKIP_METHOD_KIND = "{method} applies to {method_kinds} language models; '{model}' is a {kind} one."
 MSG_SKIP_ENDPOINT_MASKED = "{method} needs a masked language model in this process; '{model}' is behind an endpoint."
 MSG_SKIP_TWOAFC_SPEC = (
-    "'{spec}' is a 2AFC specification (target words and cue pairs): only the 2afc test of embeddings runs it."
+    "'{spec}' is a 2AFC specification (target words and cue pairs): only the 2afc test of embeddings runs it, or "
+    "twoafc-chat for a chat model when the grid lists it in 'methods'."
 )
 MSG_SKIP_BIAS_SPEC = "2afc needs a 2AFC specification (target words and cue pairs); '{spec}' is a bias specification."
 MSG_SKIP_WEAT_SPEC = "weat needs a bias specification (two groups, two attribute lists); '{spec}' is a 2AFC one."
@@ -275,6 +276,8 @@ class Cell:
 
 
 def _spec_type(spec) -> str:
+    if isinstance(spec, BenchmarkSpec):
+        return "none"
     return "twoafc" if isinstance(spec, TwoAFCSpec) else "bias"
 
 
@@ -345,9 +348,14 @@ def _methods_for(grid: Grid, model: ModelEntry, spec_entry: SpecEntry, lm_kind: 
         skipped.append({"model": model.name, "spec": spec.name, "method": method, "reason": reason})
 
     given = model.methods if model.methods is not None else grid.methods
-    listed = [x for x in (given or ()) if measure_of(x).kind == model.kind]
+    of_kind = [x for x in (given or ()) if measure_of(x).kind == model.kind]
+    listed = [x for x in of_kind if not _is_benchmark(measure_of(x))]
+    if of_kind and not listed:  # only benchmarks listed: they run once per model (:func:`_benchmarks_for`)
+        return []
     if not listed:
         measure = default_measure(model.kind, spec_type)
+        if measure is None and _benchmarks_for(grid, model):  # the kind's benchmarks run; nothing per specification
+            return []
         if measure is None:  # no measure of this kind takes such a specification
             shown = label_of(default_measure(model.kind, "bias")) if model.kind == "vlm" else "(default)"
             skip(shown, MSG_SKIP_TWOAFC_SPEC.format(spec=spec.name))
@@ -367,6 +375,44 @@ def _methods_for(grid: Grid, model: ModelEntry, spec_entry: SpecEntry, lm_kind: 
         else:
             out.append((measure, m))
     return out
+
+
+def _is_benchmark(measure: Measure) -> bool:
+    """A measure with its own items (``spec_type`` none): one cell per model and seed, whatever the specifications."""
+    use = use_of(measure)
+    return use is not None and use.spec_type == "none"
+
+
+def _benchmarks_for(grid: Grid, model: ModelEntry) -> list[Measure]:
+    """The benchmarks a model runs: those listed for its kind, or, when none of its kind is listed, all of them."""
+    given = model.methods if model.methods is not None else grid.methods
+    of_kind = [measure_of(x) for x in (given or ()) if measure_of(x).kind == model.kind]
+    chosen = of_kind if of_kind else [m for m in audit_measures(model.kind)]
+    return list({m.name: m for m in chosen if _is_benchmark(m)}.values())
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """What stands for the specification in the cells of a benchmark (its name; the data is in the items)."""
+
+    name: str
+    measure: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "benchmark": self.measure}
+
+
+def benchmark_items(measure: Measure, options: dict[str, Any]) -> Items:
+    """The identity of a benchmark's data (its files' SHA-256), or an unavailable item set saying why."""
+    use = use_of(measure)
+    conf = {"benchmark": measure.name, **{k: v for k, v in options.items() if k.endswith("_dir")}}
+    try:
+        ident = use.data_identity(options) if use.data_identity is not None else {"sha256": "", "count": 0,
+                                                                                    "source": {}}
+    except BiastestError as exc:
+        return Items(kind=measure.name, file=None, sha256=f"unavailable-{_sha256(canonical_json(conf))[:12]}",
+                     source=conf, error=exc.message)
+    return Items(kind=measure.name, file=None, sha256=ident["sha256"], count=ident["count"], source=ident["source"])
 
 
 def _default_method(measure: Measure, model: ModelEntry, lm_kind: str | None) -> str:
@@ -408,6 +454,7 @@ def make_plan(grid: Grid, out: str | Path) -> Plan:
     spec_items: dict[int, Items] = {}
     skipped: list[dict[str, Any]] = []
     cells: list[Cell] = []
+    bench: list[Items] = []
     for model in grid.models:
         lm_kind = _lm_kind(model) if model.kind == "lm" else None
         seeds: Sequence[int] = grid.seeds or (DEFAULT_SEEDS[model.kind],)
@@ -416,7 +463,7 @@ def make_plan(grid: Grid, out: str | Path) -> Plan:
             methods = _methods_for(grid, model, entry, lm_kind, skipped)
             if not methods:
                 continue
-            if model.kind == "embeddings":
+            if model.kind == "embeddings" or _spec_type(entry.spec) == "twoafc":  # the questions are its words
                 items = spec_items.setdefault(index, Items(
                     kind="words", file=None, sha256=_sha256(canonical_json(entry.spec.to_dict())),
                     count=_word_count(entry.spec), source={"from": "specification"}))
@@ -432,7 +479,17 @@ def make_plan(grid: Grid, out: str | Path) -> Plan:
                     key = cell_key(model, entry.spec, items, method, seed, options)
                     cells.append(Cell(key=key, model=model, spec=entry.spec, measure=measure.name, method=method,
                                       seed=seed, options=options, items=items, resources=resources))
-    all_items = [*frozen.values(), *spec_items.values()]
+        for measure in _benchmarks_for(grid, model):
+            method = label_of(measure)
+            options = _options_for(grid, model, measure, method, seeds[0])
+            items = benchmark_items(measure, options)
+            bench.append(items)
+            spec = BenchmarkSpec(name=measure.title, measure=measure.name)
+            for seed in seeds:
+                key = cell_key(model, spec, items, method, seed, options)
+                cells.append(Cell(key=key, model=model, spec=spec, measure=measure.name, method=method, seed=seed,
+                                  options=options, items=items, resources=resources))
+    all_items = [*frozen.values(), *spec_items.values(), *{i.sha256: i for i in bench}.values()]
     return Plan(grid=grid, out=out, cells=cells, items=all_items, skipped=skipped)
 
 

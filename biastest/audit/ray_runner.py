@@ -44,6 +44,7 @@ import ray
 
 from biastest.audit.cells import failed_document, run_cell
 from biastest.audit.progress import progress_bar
+from biastest.errors import BiastestError
 
 __all__ = ["DEFAULT_MAX_RETRIES", "MSG_NOTHING_AT", "MSG_RAY_CONNECT", "MSG_WORKER_LOST", "CellWorker", "run_on_ray"]
 
@@ -88,8 +89,6 @@ def _probe(address: str) -> str | None:
 
 
 def _connect(address: str, num_cpus: int | None) -> None:
-    from biastest.errors import BiastestError
-
     kwargs: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False}
     if address != "local" and (problem := _probe(address)) is not None:
         raise BiastestError(MSG_RAY_CONNECT.format(what=f"connect to the cluster at {address} with", problem=problem,

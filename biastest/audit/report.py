@@ -19,14 +19,20 @@ specification names, methods, options, error messages) is HTML-escaped; text ins
 
 from __future__ import annotations
 
+import csv
 import html
 import json
 import math
+import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from biastest import __version__
 from biastest.audit.uses import BUILTIN_USES, use_of
 from biastest.errors import DataError
 from biastest.measures import MEASURES
@@ -34,6 +40,8 @@ from biastest.measures.stereotype.compare import compare_stereotype
 from biastest.measures.twoafc.compare import compare_twoafc
 from biastest.measures.vlm import compare_vlm
 from biastest.measures.weat.compare import compare_weat
+from biastest.paths import resolve_under
+from biastest.provenance import utc_now
 from biastest.report import compare as rep
 from biastest.stats import compare as cmp_stats
 
@@ -63,11 +71,17 @@ MSG_NO_SCORE = "no single score per cell (a 2AFC cell has one PSE per target wor
 
 
 def own_family(measure: Any) -> bool:
-    """True for a measure whose cells are compared with each other only, by the measure's own ``compare``: one
-    that brings its own audit use (``MEASURE.extra["audit"]``, e.g. forced-choice), not one the audit read before
-    the registry (:data:`~biastest.audit.uses.BUILTIN_USES`, compared by scope below)."""
+    """True for a measure whose cells are compared with each other only, by the measure's own ``compare`` (or not
+    at all when it has none, as BBQ): one that brings its own audit use (``MEASURE.extra["audit"]``, e.g.
+    forced-choice), not one the audit read before the registry (:data:`~biastest.audit.uses.BUILTIN_USES`,
+    compared by scope below)."""
     return (isinstance(measure, str) and measure in MEASURES and measure not in BUILTIN_USES
-            and use_of(MEASURES[measure]) is not None and MEASURES[measure].compare is not None)
+            and use_of(MEASURES[measure]) is not None)
+
+
+def uncompared(family: str) -> bool:
+    """A measure's own family whose cells are listed, not compared (it has no ``compare`` yet)."""
+    return own_family(family) and MEASURES[family].compare is None
 
 FAMILIES = {"lm": "lm", "lm-endpoint": "lm", "vlm": "vlm", "vlm-endpoint": "vlm", "weat": "weat", "2afc": "2afc"}
 
@@ -89,8 +103,6 @@ def _rows(folder: Path) -> list[dict[str, Any]]:
         raise DataError(MSG_NO_AUDIT.format(path=folder))
     if parquet.is_file():
         try:
-            import pandas as pd
-
             frame = pd.read_parquet(parquet)
             return _checked([{k: _clean(v) for k, v in r.items()} for r in frame.to_dict("records")], parquet)
         except DataError:
@@ -98,8 +110,6 @@ def _rows(folder: Path) -> list[dict[str, Any]]:
         except Exception as exc:  # an unreadable Parquet file: the CSV holds the same rows
             if not csv_path.is_file():
                 raise DataError(MSG_BAD_TABLE.format(path=parquet, problem=type(exc).__name__)) from None
-    import csv
-
     try:
         with csv_path.open(encoding="utf-8", newline="") as fh:
             rows = list(csv.DictReader(fh))
@@ -131,8 +141,6 @@ def _bad_value(column: str, value: Any) -> str | None:
 
 def _checked(rows: list[dict[str, Any]], path: Path) -> list[dict[str, Any]]:
     """``rows`` when every value fits its column and every key names a cell file inside the folder."""
-    from biastest.paths import resolve_under
-
     cells = path.parent / "cells"
     for i, row in enumerate(rows, start=1):
         for column, value in row.items():
@@ -168,13 +176,8 @@ def _clean(value: Any) -> Any:
         pass
     if hasattr(value, "item") and callable(value.item):
         value = value.item()
-    try:
-        import pandas as pd
-
-        if value is pd.NA:
-            return None
-    except ImportError:
-        pass
+    if value is pd.NA:
+        return None
     return value
 
 
@@ -186,8 +189,6 @@ def _cell(folder: Path, key: str) -> dict[str, Any] | None:
     DataError
         :data:`~biastest.paths.MSG_UNSAFE_NAME` (a key that leaves the folder, a link) or :data:`MSG_BAD_CELL`.
     """
-    from biastest.paths import resolve_under
-
     path = resolve_under(folder / "cells", f"{key}.json", source="the results table")
     if path.is_symlink():
         raise DataError(MSG_BAD_CELL.format(path=path, problem="it is a symbolic link, which is not followed"))
@@ -370,9 +371,6 @@ def build_report(folder: str | Path) -> str:
     DataError
         :data:`MSG_NO_AUDIT` (no results table) or :data:`MSG_NO_RESULTS` (an empty one).
     """
-    from biastest import __version__
-    from biastest.provenance import utc_now
-
     folder = Path(folder)
     rows = _rows(folder)
     if not rows:
@@ -449,7 +447,7 @@ def _comparisons(folder: Path, rows: list[dict[str, Any]], spec: str, figures: _
         groups.setdefault((_family(doc, r), r.get("items_sha256"), r.get("seed")), []).append((r, doc))
     out = []
     for (family, _items, seed), docs in groups.items():
-        if len(docs) < 2:
+        if len(docs) < 2 or uncompared(family):
             continue
         items_file = docs[0][0].get("items_file") or "the specification's words"
         head = MSG_COMPARE_HEAD.format(items=Path(str(items_file)).name, seed=_seed({"seed": seed}))
@@ -487,9 +485,6 @@ def _methods_html() -> str:
 
 def write_report(folder: str | Path, path: str | Path | None = None) -> Path:
     """Write :func:`build_report`'s HTML to ``path`` (default ``DIR/report.html``) atomically; returns the path."""
-    import os
-    import tempfile
-
     folder = Path(folder)
     text = build_report(folder)
     target = Path(path) if path is not None else folder / "report.html"

@@ -38,11 +38,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from biastest.audit.cells import COLUMNS, row_of, run_cell
-from biastest.audit.grid import Grid, GridError, load_grid
+from biastest.audit.grid import MSG_NO_CELLS, Grid, GridError, load_grid
 from biastest.audit.plan import Cell, Plan, make_plan
 from biastest.audit.progress import progress_bar
 from biastest.errors import BiastestError
+from biastest.provenance import utc_now
+from biastest.report.export import _jsonable, write_csv, write_json
 
 __all__ = [
     "AuditSummary",
@@ -126,8 +130,6 @@ class CellStore:
 
     def set_aside(self, key: str) -> Path:
         """Move a damaged finished document (or the link in its place) out of the way; return where it went."""
-        from biastest.provenance import utc_now
-
         stamp = "".join(c for c in utc_now() if c.isalnum())
         aside = self.cells / f".{key}.damaged-{stamp}-{os.getpid()}"
         os.replace(self.done_path(key), aside)
@@ -152,8 +154,6 @@ class CellStore:
         replaced, never half-written); a failure to ``<key>.error.json`` (replaced atomically), unless the
         cell has finished meanwhile.
         """
-        from biastest.report.export import _jsonable
-
         self.cells.mkdir(parents=True, exist_ok=True)
         key = doc["key"]
         text = json.dumps(_jsonable(doc), indent=1, ensure_ascii=False) + "\n"
@@ -181,13 +181,9 @@ class CellStore:
 
     def log_worker(self, model: str, where: dict[str, Any]) -> None:
         """Append to ``workers.log`` that a Ray worker started for ``model`` (host, pid)."""
-        from biastest.provenance import utc_now
-
         self._append(self.out / "workers.log", {"model": model, **where, "at": utc_now()})
 
     def _log(self, key: str, status: str) -> None:
-        from biastest.provenance import utc_now
-
         self._append(self.journal, {"key": key, "status": status, "at": utc_now(), "pid": os.getpid()})
 
     @staticmethod
@@ -220,10 +216,6 @@ class AuditSummary:
 
 def write_table(plan: Plan, store: CellStore) -> Path:
     """Write ``results.parquet`` and ``results.csv`` (one row per cell of the plan that has a document)."""
-    import pandas as pd
-
-    from biastest.report.export import write_csv
-
     rows = []
     for cell in plan.cells:
         doc = store.load(cell.key, strict=True)
@@ -246,8 +238,6 @@ def write_table(plan: Plan, store: CellStore) -> Path:
 
 def read_table(out: str | Path):
     """The results table of an audit folder as a pandas DataFrame (from ``results.parquet``)."""
-    import pandas as pd
-
     return pd.read_parquet(Path(out) / "results.parquet")
 
 
@@ -324,15 +314,11 @@ def run_audit(
     GridError, SpecError, OptionError, PolicyError
         The grid is wrong (nothing ran).
     """
-    from biastest.report.export import write_json
-
     parsed = grid if isinstance(grid, Grid) else load_grid(grid)
     out = Path(out).expanduser()
     _prepare_out(out)
     plan = make_plan(parsed, out)
     if not plan.cells:
-        from biastest.audit.grid import MSG_NO_CELLS
-
         reasons = "; ".join(s["reason"] for s in plan.skipped[:3]) or "no model and specification"
         raise GridError(MSG_NO_CELLS.format(skipped=reasons))
     _atomic(out / "audit.json", lambda p: write_json(plan.to_dict(), p))
@@ -361,7 +347,7 @@ def run_audit(
     if ray is None:
         run_in_process(pending, items, save, progress=progress)
     else:
-        from biastest.audit.ray_runner import run_on_ray
+        from biastest.audit.ray_runner import run_on_ray  # late: it imports ray (optional, heavy), only for --ray
 
         run_on_ray(pending, items, save, address=ray, num_cpus=ray_cpus, progress=progress,
                    on_worker=store.log_worker)

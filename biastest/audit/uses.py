@@ -46,7 +46,8 @@ CELL_FIELDS = ("model_id", "source", "revision", "endpoint", "tokenizer", "seed"
                "n_replicates", "train_options")
 
 #: How messages name the models of each kind.
-KIND_WORDS = {"lm": "the language models", "vlm": "the vision-language models", "embeddings": "the embeddings"}
+KIND_WORDS = {"lm": "the language models", "vlm": "the vision-language models", "embeddings": "the embeddings",
+              "chat": "the chat models"}
 
 #: The ``statistic`` column of a row, per cell scope (lm-endpoint and vlm-endpoint read as lm and vlm).
 STATISTICS = {
@@ -66,6 +67,8 @@ def items_for_kind(kind: str, spec: Any, content: Mapping[str, Any] | None) -> d
 
     The measure's own ``items`` function wraps them in its items type.
     """
+    if content is None:  # a 2AFC specification: its words are the items, whatever the kind of model
+        return {"spec": spec}
     if kind == "lm":
         return {"pairs": [SentencePair.from_row(r) for r in content["pairs"]], "spec": spec}
     if kind == "vlm":

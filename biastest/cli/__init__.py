@@ -89,6 +89,7 @@ from biastest.cli.run import (
     add_run_parser,
     cmd_run,
     legacy_argv,
+    model_kind_argv,
     refuse_other_flags,
 )
 from biastest.errors import (
@@ -215,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(argv: list[str], out: Callable[[str], None], err: Callable[[str], None]) -> int:
-    argv, legacy = legacy_argv(argv)
+    argv, legacy = legacy_argv(model_kind_argv(argv))
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
     if args.command == "run":

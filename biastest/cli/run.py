@@ -66,6 +66,7 @@ __all__ = [
     "MSG_CONFIRM_NEEDED",
     "MSG_CONFIRM_PROMPT",
     "MSG_KEY_ENV_UNSET",
+    "MSG_MEASURE_NEEDS_TWOAFC_SPEC",
     "MSG_NEEDS_ENDPOINT",
     "MSG_NOT_WITH_ENDPOINT",
     "MSG_NO_ENDPOINT_MODEL",
@@ -78,21 +79,24 @@ __all__ = [
     "MSG_TOO_FEW_REPLICATES",
     "MSG_UNKNOWN_FLAG",
     "MSG_UNKNOWN_KIND",
+    "MSG_UNKNOWN_MODEL_KIND",
     "MSG_UNKNOWN_TEST",
     "add_run_parser",
     "cli_measures",
     "cmd_run",
     "legacy_argv",
     "legacy_name",
+    "model_kind_argv",
     "refuse_other_flags",
 ]
 
 #: The kinds of model (the ``--kind`` of earlier versions, and ``list-specs --kind``).
 KINDS = ("lm", "vlm", "embeddings")
 #: An example model per kind, for the message of a missing ``--model``.
-MODEL_EXAMPLES = {"lm": "gpt2", "vlm": "openai/clip-vit-base-patch32"}
+MODEL_EXAMPLES = {"lm": "gpt2", "vlm": "openai/clip-vit-base-patch32", "chat": "Qwen/Qwen2.5-0.5B-Instruct"}
 
 MSG_UNKNOWN_KIND = "Unknown kind of test '{value}'.{hint} Choose one of: {choices}."
+MSG_UNKNOWN_MODEL_KIND = "Unknown --model-kind '{value}' for this measure.{hint} Choose one of: {choices}."
 MSG_UNKNOWN_TEST = "Unknown embedding test '{value}'.{hint} Choose one of: {choices}."
 MSG_NO_MODEL = "Give the model to test with --model (a Hugging Face Hub id such as {example}, or a local folder)."
 MSG_SPEC_NOT_FOR_KIND = (
@@ -106,6 +110,10 @@ MSG_TEST_NEEDS_BIAS_SPEC = (
 MSG_2AFC_NEEDS_TWOAFC_SPEC = (
     "The 2afc test needs target words and cue pairs, but '{name}' is a bias specification. Use --test weat or "
     "--test bayes, or choose a 2AFC specification (list-specs --kind embeddings)."
+)
+MSG_MEASURE_NEEDS_TWOAFC_SPEC = (
+    "run {measure} needs a 2AFC specification of target words and cue pairs, but '{name}' is a bias specification. "
+    "Choose a 2AFC specification (list-specs --kind embeddings lists them)."
 )
 MSG_OPTION_NOT_FOR_RUN = "The option {option} does not apply to {what}; it applies to {applies}. Leave it out."
 MSG_UNKNOWN_FLAG = "The option {option} is not an option of any test. See python -m biastest run {measure} --help."
@@ -163,12 +171,14 @@ INPUT_FLAGS: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
         ("--images", {"metavar": "DIR", "help": "folder with one subfolder per image term, or a manifest CSV/JSON"}),
         ("--store", {"metavar": "DIR", "help": "dataset store folder (default: $BIASTEST_DATA_DIR or the apps')"}),
     ),
+    "spec": (),  # a 2AFC specification asked of a model that answers: its words are the test data
     "embeddings": (
         ("--trust-gensim-file", {"action": "store_true", "default": None,
                                  "help": "also open gensim .kv/.model/.wv files (--model, --replicate). They are "
                                  "pickles: opening one RUNS THE CODE IN THE FILE. Only for files you made yourself "
                                  "or fully trust"}),
     ),
+    "chat": (),
 }
 YES_FLAG = ("--yes", {"action": "store_true", "default": None,
                       "help": "run without asking, even when a hosted endpoint is asked many questions"})
@@ -180,8 +190,14 @@ def _dest(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
 
 
+def input_kind(measure: Measure) -> str:
+    """Which test data a measure reads (a key of :data:`INPUT_FLAGS`): its kind's, or only the specification for a
+    2AFC measure of a model that is not a word embedding (its targets and cue pairs are the questions)."""
+    return "spec" if measure.spec_type == "twoafc" and measure.kind != "embeddings" else measure.kind
+
+
 def _extra_flags(measure: Measure) -> list[tuple[str, dict[str, Any]]]:
-    return [*INPUT_FLAGS[measure.kind], *([API_KEY_FLAG] if _takes_endpoint(measure) else []),
+    return [*INPUT_FLAGS[input_kind(measure)], *([API_KEY_FLAG] if _takes_endpoint(measure) else []),
             *_own_flags(measure), *([YES_FLAG] if _cost_of(measure) is not None else [])]
 
 
@@ -194,6 +210,11 @@ def _cost_of(measure: Measure) -> Callable[..., Any] | None:
     """The measure's cost before a run (``extra["cost"]``: ``cost(values, inputs)`` with ``text`` and
     ``needs_confirmation``), or None."""
     return Mapping.get(measure.extra, "cost")
+
+
+def _has_spec(measure: Measure) -> bool:
+    """A measure that tests a specification (a benchmark with its own items, ``spec_type`` none, does not)."""
+    return measure.spec_type != "none"
 
 
 def _flag_names(measure: Measure) -> set[str]:
@@ -210,7 +231,8 @@ def add_run_parser(sub: Any) -> None:
     for m in cli_measures():
         p = measures.add_parser(m.name, aliases=list(m.aliases), help=m.title, description=m.title,
                                 allow_abbrev=False)
-        p.add_argument("spec", metavar="SPEC", help="predefined specification name (list-specs) or JSON file path")
+        if _has_spec(m):
+            p.add_argument("spec", metavar="SPEC", help="predefined specification name (list-specs) or JSON file path")
         p.add_argument("--out", required=True, help="result JSON file to write")
         p.add_argument("--csv", help="also write the per-item table as CSV (as the app's download)")
         p.add_argument("--progress", action="store_true", help="print progress to stderr")
@@ -233,6 +255,8 @@ def legacy_name(measure: Measure) -> str:
 
 
 def _legacy_label(measure: Measure) -> str:
+    if measure.kind not in KINDS:  # a measure the earlier form never had (bbq): its own subcommand
+        return f"run {measure.name}"
     return legacy_name(measure) if measure.kind != "embeddings" else f"--test {legacy_name(measure)}"
 
 
@@ -298,6 +322,40 @@ def legacy_argv(argv: Sequence[str]) -> tuple[list[str], Legacy | None]:
     return ["run", measure.name, *rest], Legacy(measure)
 
 
+# --------------------------------------------------------------------------- --model-kind: a measure's variants
+#: How ``--model-kind`` names a measure's own kind of model.
+MODEL_KIND_WORDS = {"embeddings": "embedding", "lm": "lm", "vlm": "vlm"}
+
+
+def model_kind_argv(argv: Sequence[str]) -> list[str]:
+    """``run <measure> … --model-kind K`` rewritten as ``run <variant> …``; other command lines unchanged.
+
+    A measure declares itself the ``K`` variant of another with ``extra["model_kind"] = (other, K)`` (``twoafc-chat``
+    is ``("twoafc", "chat")``, so ``run twoafc SPEC --model-kind chat`` runs it); no table lists variants. The
+    measure's own kind (``embedding`` for ``twoafc``) keeps the measure.
+
+    Raises
+    ------
+    UsageError
+        :data:`MSG_UNKNOWN_MODEL_KIND` (with "did you mean").
+    """
+    args = list(argv)
+    if len(args) < 2 or args[0] != "run" or not any(a == "--model-kind" or a.startswith("--model-kind=")
+                                                    for a in args[2:]):
+        return args
+    try:
+        base = MEASURES.get_measure(args[1])
+    except BiastestError:
+        return args  # not a measure's name: the earlier form or argparse says what is wrong
+    rest = args[2:]
+    value = _pop_flag(rest, "--model-kind") or ""
+    variants = {m.extra["model_kind"][1]: m for m in cli_measures()
+                if tuple(Mapping.get(m.extra, "model_kind", ()))[:1] == (base.name,)}
+    own = MODEL_KIND_WORDS.get(base.kind, base.kind)
+    kind = check_choice(value, [own, *variants], MSG_UNKNOWN_MODEL_KIND)
+    return ["run", base.name if kind == own else variants[kind].name, *rest]
+
+
 # --------------------------------------------------------------------------- checks before anything loads
 def refuse_other_flags(extras: Sequence[str], measure: Measure, legacy: Legacy | None) -> None:
     """Refuse the flags ``measure`` does not take, naming the measures that take them.
@@ -348,6 +406,8 @@ def check_spec(spec: Any, measure: Measure, legacy: Legacy | None) -> None:
     """The specification is the kind the measure tests (a bias specification, or a 2AFC one)."""
     is_2afc = isinstance(spec, TwoAFCSpec)
     if measure.spec_type == "twoafc" and not is_2afc:
+        if measure.kind != "embeddings":
+            raise SpecError(MSG_MEASURE_NEEDS_TWOAFC_SPEC.format(measure=measure.name, name=spec.name))
         raise SpecError(MSG_2AFC_NEEDS_TWOAFC_SPEC.format(name=spec.name))
     if measure.spec_type != "twoafc" and is_2afc:
         if measure.kind == "embeddings":
@@ -403,7 +463,7 @@ def embedding_values(values: dict[str, Any]) -> None:
 
 def load_inputs(args: argparse.Namespace, spec: Any, measure: Measure) -> Inputs:
     """The test data of the measure's kind: sentence pairs, pictures, or the specification's words."""
-    if measure.kind == "lm":
+    if input_kind(measure) == "lm":
         if args.pairs:
             fmt = args.format or "auto"
             pairs, names = pairs_from_files(args.pairs, fmt, spec)
@@ -412,7 +472,7 @@ def load_inputs(args: argparse.Namespace, spec: Any, measure: Measure) -> Inputs
             pairs, data = pairs_from_store(args.store, spec, args.pairing or "positional")
         data["n_pairs"] = len(pairs)
         return Inputs(spec=spec, pairs=tuple(pairs), data=data)
-    if measure.kind == "vlm":
+    if input_kind(measure) == "vlm":
         if args.images:
             images, root = images_from_folder(args.images)
             data = {"from": "images", "images": str(args.images), "n_images": len(images)}
@@ -420,7 +480,10 @@ def load_inputs(args: argparse.Namespace, spec: Any, measure: Measure) -> Inputs
             images, root = images_from_store(args.store, spec)
             data = {"from": "store", "store": str(root), "n_images": len(images)}
         return Inputs(spec=spec, images=tuple(images), image_root=root, data=data)
-    return Inputs(spec=spec, data={"from": "specification"}, trust_pickle=bool(args.trust_gensim_file))
+    if measure.kind == "chat":
+        return Inputs(spec=spec, data={"from": "the measure's own data (see the result's provenance)"})
+    return Inputs(spec=spec, data={"from": "specification"},
+                  trust_pickle=bool(getattr(args, "trust_gensim_file", None)))
 
 
 # --------------------------------------------------------------------------- the run
@@ -487,7 +550,7 @@ def document(measure: Measure, spec: Any, run: Headless, data: Mapping[str, Any]
         "kind": measure.kind,
         "test": run.test,
         "seed": run.options.get("seed"),
-        "spec": spec.to_dict(),
+        "spec": spec.to_dict() if spec is not None else None,
         "options": run.options,
         "data": dict(data),
         "result": run.result.to_dict(),
@@ -511,8 +574,9 @@ def cmd_run(args: argparse.Namespace, flags_given: list[Flag], legacy: Legacy | 
     csv_path = output_path(args.csv, "CSV file") if args.csv else None
     if csv_path is not None and csv_path.resolve() == out_path.resolve():
         raise UsageError(MSG_SAME_OUTPUT.format(path=args.out))
-    spec = load_spec(args.spec)
-    check_spec(spec, measure, legacy)
+    spec = load_spec(args.spec) if _has_spec(measure) else None
+    if spec is not None:
+        check_spec(spec, measure, legacy)
     api_key = endpoint_key(args, values, measure) if _takes_endpoint(measure) else None
     if measure.kind == "embeddings":
         embedding_values(values)

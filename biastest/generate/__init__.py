@@ -21,6 +21,7 @@ torch, transformers, diffusers) are imported only when a generator is built.
 from __future__ import annotations
 
 import difflib
+import importlib
 from typing import Any
 
 from biastest.errors import GenerationError
@@ -91,6 +92,8 @@ IMAGE_GENERATORS: dict[str, tuple[str, str, str]] = {
                         "A local diffusers text-to-image model (Hub id or folder)"),
 }
 
+#: Names imported on first use (``__getattr__``), like the registries above: importing biastest.generate does not
+#: load the generators' modules and the model backends behind them.
 _LAZY = {
     "OpenAIChatGenerator": "biastest.generate.openai_chat",
     "OpenAICompatibleGenerator": "biastest.generate.openai_chat",
@@ -107,15 +110,11 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(name)
 
 
 def _make(registry: dict[str, tuple[str, str, str]], kind: str, name: str, options: dict[str, Any]) -> Any:
-    import importlib
-
     if name not in registry:
         close = difflib.get_close_matches(str(name), list(registry), n=1)
         hint = f" Did you mean '{close[0]}'?" if close else ""

@@ -30,6 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from PIL import Image, UnidentifiedImageError
+
 from biastest.errors import GenerationError
 from biastest.generate.base import (
     REJECT_EMPTY,
@@ -43,6 +45,7 @@ from biastest.generate.base import (
 )
 from biastest.generate.openai_chat import _OpenAIClientMixin
 from biastest.generate.prompts import get_image_prompt
+from biastest.generate.sentences import count_key
 from biastest.models.diffusion import draw, load_diffusion_pipeline
 from biastest.provenance import provenance
 from biastest.records import TestImage
@@ -96,8 +99,6 @@ def to_png(data: bytes) -> tuple[bytes, int, int]:
     MalformedAnswer
         ``empty`` or ``not_an_image``.
     """
-    from PIL import Image, UnidentifiedImageError
-
     if not data:
         raise MalformedAnswer(REJECT_EMPTY)
     try:
@@ -379,8 +380,6 @@ def plan_missing_images(
     min_per_term: int = 1,
 ) -> dict[str, int]:
     """How many images each term still needs (balanced up to the best-covered term by default)."""
-    from biastest.generate.sentences import count_key
-
     clean = [t.strip() for t in terms if isinstance(t, str) and t.strip()]
     if not clean:
         raise GenerationError(MSG_BAD_TERMS)

@@ -72,7 +72,7 @@ __all__ = [
 ]
 
 #: The kinds of model a measure takes (what the CLI's ``--model`` and the audit grid's models are).
-KINDS = ("lm", "vlm", "embeddings")
+KINDS = ("lm", "vlm", "embeddings", "chat")
 
 MSG_UNKNOWN_MEASURE = "Unknown measure '{name}'.{hint} Available: {choices}."
 MSG_UNKNOWN_OPTION_HINT = "Unknown option '{name}'.{hint}"
@@ -341,8 +341,9 @@ class AuditUse:
     ----------
     label : str, optional
         The method's name in the grid and the table (default the measure's name).
-    spec_type : {"bias", "twoafc"}
-        The specifications it takes (a bias specification, or a 2AFC one of target words and cue pairs).
+    spec_type : {"bias", "twoafc", "none"}
+        The specifications it takes (a bias specification, a 2AFC one of target words and cue pairs, or none: a
+        benchmark with its own items, run once per model and seed whatever the grid's specifications).
     items : callable
         ``items(records) -> Items``: the measure's items from the audit's frozen records of a cell
         (:func:`biastest.audit.uses.items_for_kind`: ``pairs`` and ``spec``, or ``images``, ``image_root`` and ``spec``,
@@ -357,6 +358,12 @@ class AuditUse:
         ``prepare(values) -> values``: the cell's identity made ready to run (e.g. a method read from the model).
     more : callable, optional
         ``more(measure, options, items) -> dict``: further documents of the cell (WEAT's MAC).
+    data_identity : callable, optional
+        A benchmark (``spec_type`` none): ``data_identity(options) -> {"sha256", "count", "source"}`` of the data
+        the cell will read (its key changes when the data does).
+    default : bool
+        Whether a model of the measure's kind runs it when the grid lists no method (False: only when listed, as
+        for a measure that needs a model that answers).
     """
 
     spec_type: str
@@ -367,6 +374,8 @@ class AuditUse:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     more: Callable[[Measure, Any, Any], dict[str, Any]] | None = None
+    data_identity: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    default: bool = True
 
 
 @dataclass(frozen=True)
@@ -403,9 +412,9 @@ class Measure:
         ``prepare(values) -> values``: the command line's values in the options' terms, before they are checked
         (defaults of the app that the options leave to their caller, a flag's own spelling such as 2AFC's
         ``--noise-sigma 0`` for no noise).
-    spec_type : {"bias", "twoafc"}
-        The kind of specification it tests (a bias specification of groups and attributes, or a 2AFC one of
-        targets and cue pairs).
+    spec_type : {"bias", "twoafc", "none"}
+        The kind of specification it tests (a bias specification of groups and attributes, a 2AFC one of
+        targets and cue pairs, or none: a benchmark that brings its own items, such as BBQ).
     label : str
         Its short name in the apps' lists and section titles (``"WEAT / MAC"``); its ``name`` when left empty.
     choices : mapping of str to tuple of str

@@ -95,7 +95,9 @@ from biastest.models.endpoint_lm import (
     MSG_NOT_SERVED,
     ServedEndpoint,
 )
+from biastest.models.images import to_rgb
 from biastest.models.vlm_question import VERDICT_NEITHER, VERDICT_T1, VERDICT_T2, fill_question
+from biastest.options import check_option
 from biastest.remote import (
     STOP_BUDGET,
     STOP_CANCELLED,
@@ -437,8 +439,6 @@ class EndpointVLM(ServedEndpoint):
         DataError
             An image that cannot be read (from ``load``).
         """
-        from biastest.options import check_option
-
         max_tokens = check_option("max_new_tokens", max_tokens)
         self.max_tokens = max_tokens
         self.prompt = answer_prompt(question, spec)
@@ -462,8 +462,6 @@ class EndpointVLM(ServedEndpoint):
         return answers
 
     def _data_url(self, item: Any, load: Callable[[Any], Any] | None) -> str:
-        from biastest.models.images import to_rgb
-
         img = to_rgb(load(item) if load is not None else item)
         if max(img.size) > self.max_side:
             img = img.copy()

@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from biastest.errors import DataError
-from biastest.stats.bootstrap import bootstrap_mean_ci
+from biastest.stats.bootstrap import bootstrap_mean_ci, check_confidence
 
 __all__ = [
     "ANTI",
@@ -151,7 +151,7 @@ def binomial_p_value(k: int, n: int, *, p: float = 0.5) -> float | None:
 
     Returns None when ``n == 0`` (nothing to test).
     """
-    from scipy.stats import binomtest
+    from scipy.stats import binomtest  # late: scipy.stats is slow to import (~0.6 s)
 
     if n == 0:
         return None
@@ -181,9 +181,7 @@ def exact_interval(k: int, n: int, *, confidence: float = 0.95) -> tuple[float, 
     >>> round(100 * low, 1), high
     (39.8, 1.0)
     """
-    from scipy.stats import beta
-
-    from biastest.stats.bootstrap import check_confidence
+    from scipy.stats import beta  # late: scipy.stats is slow to import (~0.6 s)
 
     confidence = check_confidence(confidence)
     k, n = int(k), int(n)

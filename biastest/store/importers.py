@@ -49,11 +49,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import pandas as pd
+
 from biastest import settings
 from biastest.errors import DataError
 from biastest.paths import UnsafeNameError, resolve_under
 from biastest.provenance import provenance
 from biastest.records import SentencePair, TestSentence
+from biastest.store.hub import hub_api, is_network_error
 from biastest.store.local import AddReport, DatasetStore
 
 __all__ = [
@@ -187,8 +190,6 @@ def _read_bytes(src: Source) -> bytes:
 
 
 def _read_csv(src: Source, name: str, kind: str):
-    import pandas as pd
-
     try:
         raw = _read_bytes(src)
         return pd.read_csv(io.BytesIO(raw), dtype=str, keep_default_na=False, encoding="utf-8-sig")
@@ -509,12 +510,10 @@ def pull_public_biastestgpt(
     PublicPull
         Never raises for network problems.
     """
-    from biastest.store.hub import hub_api, is_network_error
-
     configured = configured_dataset if configured_dataset is not None else settings.hf_dataset()
     if configured:
         return PublicPull(PULL_CONFIGURED, MSG_PULL_CONFIGURED.format(dataset=configured), repo_id)
-    from huggingface_hub import constants, hf_hub_download
+    from huggingface_hub import constants, hf_hub_download  # late, as in store/hub.py: only when the Hub is asked
 
     if constants.is_offline_mode():
         return PublicPull(PULL_OFFLINE, MSG_PULL_OFFLINE, repo_id)

@@ -45,6 +45,7 @@ and :mod:`biastest.store.folding` (the case folding of the word index).
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import io
 import json
 import logging
@@ -60,6 +61,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from PIL import Image, UnidentifiedImageError
 
 from biastest import __version__, settings
 from biastest.errors import DataError, StoreError
@@ -514,8 +516,6 @@ class DatasetStore:
 
     # ------------------------------------------------------------ images
     def _validate_image(self, data: bytes, image_term: str) -> tuple[str, int, int]:
-        from PIL import Image, UnidentifiedImageError
-
         if not isinstance(image_term, str) or not image_term.strip():
             raise DataError(MSG_IMAGE_NO_TERM)
         if not isinstance(data, bytes | bytearray | memoryview):
@@ -542,8 +542,6 @@ class DatasetStore:
         return IMAGE_FORMATS[fmt], width, height
 
     def _put_image_file(self, data: bytes, ext: str) -> tuple[str, str]:
-        import hashlib
-
         sha = hashlib.sha256(data).hexdigest()
         rel = f"images/{sha}.{ext}"
         target = self.root / rel

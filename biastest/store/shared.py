@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from biastest.store.hub import HubSync
+from biastest.store.importers import PUBLIC_BIASTESTGPT_REPO, PULL_DONE, PULL_UP_TO_DATE, pull_public_biastestgpt
 from biastest.store.local import LOCAL_ONLY_SUFFIX, DatasetStore
 
 __all__ = [
@@ -159,8 +160,6 @@ class SharedDataset:
         clock: Callable[[], float] = time.time,
         sync_options: dict[str, Any] | None = None,
     ) -> None:
-        from biastest.store.importers import PUBLIC_BIASTESTGPT_REPO
-
         self.store = store
         # HubSync reads BIASTEST_HF_DATASET, HF_TOKEN and HF_ENDPOINT for what is not given
         self.sync = HubSync(store, repo_id=repo_id, token=token, endpoint=endpoint, **dict(sync_options or {}))
@@ -199,8 +198,6 @@ class SharedDataset:
             self._idle.clear()
         try:
             if self.mode == MODE_PUBLIC:
-                from biastest.store.importers import PULL_DONE, PULL_UP_TO_DATE, pull_public_biastestgpt
-
                 got = pull_public_biastestgpt(self.store, repo_id=self.public_repo, endpoint=self.endpoint,
                                               configured_dataset="")
                 ok, files, message = got.status in (PULL_DONE, PULL_UP_TO_DATE), got.files_new, got.message

@@ -18,6 +18,7 @@ from typing import Any
 
 from biastest.errors import UsageError
 from biastest.measures.base import Headless, Inputs
+from biastest.measures.chat_common import ChatModelOptions
 from biastest.measures.forced_choice.cost import Cost, estimate_cost
 from biastest.measures.forced_choice.options import ForcedChoiceOptions
 from biastest.measures.forced_choice.report import export_files, readings
@@ -26,7 +27,7 @@ from biastest.measures.forced_choice.run import ForcedChoiceItems, run
 from biastest.measures.forced_choice.templates import MAX_TEMPLATE_CHARS
 from biastest.remote import mask_secret, safe_base_url
 
-__all__ = ["CLI_FLAGS", "DEFAULT_SEED", "MSG_TEMPLATE_FILE", "cost", "headless", "prepare"]
+__all__ = ["CLI_FLAGS", "DEFAULT_SEED", "MSG_TEMPLATE_FILE", "cost", "headless", "prepare", "recorded_options"]
 
 #: The seed of the apps' seed boxes.
 DEFAULT_SEED = 42
@@ -70,7 +71,9 @@ def cost(values: Mapping[str, Any], inputs: Inputs) -> Cost:
     return estimate_cost(ForcedChoiceOptions.parse(prepare(values)), inputs.pairs)
 
 
-def _recorded(options: ForcedChoiceOptions, api_key: str | None) -> dict[str, Any]:
+def recorded_options(options: ChatModelOptions, api_key: str | None) -> dict[str, Any]:
+    """The options as a run's document records them: the endpoint without credentials and the key as ``***``, or
+    without the endpoint's settings for a model in this process."""
     recorded = options.dump()
     if options.endpoint:
         for name in ("device", "dtype", "revision"):
@@ -105,5 +108,5 @@ def headless(values: Mapping[str, Any], inputs: Inputs, *, api_key: str | None =
     where = safe_base_url(options.endpoint) if options.endpoint else ""
     result = run(options, ForcedChoiceItems(list(inputs.pairs), inputs.spec), progress=progress, api_key=api_key)
     notices = [*([result.stop_message] if result.stop_message else []), *readings(result)[1:]]
-    return Headless("forced-choice", _recorded(options, api_key), result, headline(result, where),
+    return Headless("forced-choice", recorded_options(options, api_key), result, headline(result, where),
                     lambda: export_files(result), notices=notices)

@@ -32,7 +32,7 @@ from biastest.provenance import provenance
 from biastest.records import SentencePair
 from biastest.spec import BiasSpec
 
-__all__ = ["MSG_BAD_REPLIES", "ForcedChoiceItems", "run"]
+__all__ = ["MSG_BAD_REPLIES", "ForcedChoiceItems", "backend_record", "run"]
 
 MSG_PROGRESS_ASKING = "Asking {model_id} {n:,} questions ({pairs:,} pairs × 2 orders × {samples})…"
 MSG_PROGRESS_SUMMARY = "Reading the answers and computing intervals…"
@@ -55,7 +55,7 @@ class ForcedChoiceItems:
     spec: BiasSpec | None = None
 
 
-def _learned(model: ChatLM, replies: Sequence[ChatReply | None]) -> dict[str, Any]:
+def backend_record(model: ChatLM, replies: Sequence[ChatReply | None]) -> dict[str, Any]:
     """What the run learned of the backend: served models, fingerprints, requests asked and read from the cache."""
     got = [r for r in replies if r is not None]
     return {
@@ -132,7 +132,7 @@ def run(
     records = read_items(pairs, questions, replies)
     figures = summarize_items(records, clusters=options.clusters, seed=options.seed,
                               n_resamples=options.n_resamples, confidence=options.confidence)
-    learned = _learned(model, replies)
+    learned = backend_record(model, replies)
     prov = provenance(
         options=options.dump(), template=template.as_dict(), seed=options.seed,
         request_seeds={str(k): request_seed(options.seed, k) for k in range(options.samples)},

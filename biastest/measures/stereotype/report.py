@@ -19,11 +19,18 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from biastest.errors import DataError
+from biastest.generate.counterfactual import (
+    REWRITE_REJECT_KEPT_GROUP_TERM,
+    REWRITE_REJECT_MISSING_ATTRIBUTE,
+    REWRITE_REJECT_NOT_MINIMAL,
+    check_pair,
+)
 from biastest.measures.stereotype.result import StereotypeResult
 from biastest.records import SentencePair
 from biastest.report.export import private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import item_grid, score_bars
 from biastest.report.text import level_label, md_escape
+from biastest.spec import contains_term
 
 __all__ = [
     "PAIR_COLUMNS",
@@ -184,14 +191,6 @@ def _row_problem(row_number: int, row: dict[str, Any]) -> str | None:
     term (and the attribute term, when given), and the two differ only in the group term and the words that agree
     with it. Rows without two group terms (CrowS-Pairs, StereoSet) have no term to check the difference against.
     """
-    from biastest.generate.counterfactual import (
-        REWRITE_REJECT_KEPT_GROUP_TERM,
-        REWRITE_REJECT_MISSING_ATTRIBUTE,
-        REWRITE_REJECT_NOT_MINIMAL,
-        check_pair,
-    )
-    from biastest.spec import contains_term
-
     s, a = _text(row.get("stereotyped")), _text(row.get("anti_stereotyped"))
     if not s or not a:
         return MSG_ROW_EMPTY_SENTENCE.format(row=row_number)

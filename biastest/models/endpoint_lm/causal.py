@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from biastest import public
 from biastest.errors import (
     DataError,
     EndpointError,
@@ -23,8 +24,10 @@ from biastest.errors import (
     ModelLoadError,
     PolicyError,
 )
+from biastest.models.base import quiet_transformers, resolve_model_source, translate_load_error
 from biastest.models.endpoint_lm.served import DEFAULT_CONCURRENCY, ProgressCallback, ServedEndpoint
 from biastest.models.lm import MSG_TOO_LONG, begin_token_id
+from biastest.options import check_option
 from biastest.remote import (
     STOP_BUDGET,
     STOP_CANCELLED,
@@ -128,10 +131,7 @@ def load_tokenizer(reference: str, *, revision: str | None = None) -> Any:
     ------
     ModelLoadError, PolicyError
     """
-    from transformers import AutoTokenizer
-
-    from biastest import public
-    from biastest.models.base import quiet_transformers, resolve_model_source, translate_load_error
+    from transformers import AutoTokenizer  # late: transformers is heavy (~0.6 s), needed only to load a tokenizer
 
     source = resolve_model_source(public.check_model_reference(reference), revision=revision)
     quiet_transformers()
@@ -382,8 +382,6 @@ class EndpointCausalLM(ServedEndpoint):
     def _score(self, prompts: list[Any], *, batch_size: int, progress: ProgressCallback | None,
                message: str) -> list[tuple[tuple[str, ...], np.ndarray] | None]:
         """Send the prompts, ``batch_size`` per request, at most :attr:`concurrency` requests at once."""
-        from biastest.options import check_option
-
         batch_size = check_option("batch_size", batch_size)
         self.connect()
         self.prompts_per_request = batch_size

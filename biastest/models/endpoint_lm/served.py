@@ -17,6 +17,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, ClassVar
 
 from biastest.errors import EndpointError, GenerationError, OptionError, PolicyError
+from biastest.options import check_option
 from biastest.remote import (
     MSG_QUOTA,
     STOP_CANCELLED,
@@ -138,8 +139,6 @@ class ServedEndpoint:
         cancel: threading.Event | None,
         service: str,
     ) -> None:
-        from biastest.options import check_option
-
         if not isinstance(model, str) or not model.strip():
             raise OptionError(MSG_NO_MODEL_NAME)
         self.model_id = model.strip()
@@ -224,7 +223,7 @@ class ServedEndpoint:
         return self
 
     def _get_json(self, path: str, what: str) -> Any:
-        import httpx2
+        import httpx2  # late, with openai: the OpenAI client (~0.4 s) loads only once an endpoint is asked
         import openai
 
         self.requests[what] += 1
