@@ -19,7 +19,7 @@ from biastest.runner import services
 from biastest.ui import compare
 from biastest.ui.common import end_session_files_on_unload, gradio_cache_policy, user_errors
 from biastest.ui.dataset_panel import build_dataset_panel
-from biastest.ui.gpt import chat
+from biastest.ui.gpt import bbq, chat
 from biastest.ui.gpt.handlers import (
     CLUSTER_CHOICES,
     CLUSTER_INFO,
@@ -469,10 +469,12 @@ def _wire_chat(tabs: Any, state: Any, s2: Step2, s3: Step3, *, slot: threading.L
 
 
 def wire_steps(demo: gr.Blocks, tabs: Any, state: Any, s1: Step1, s2: Step2, s3: Step3, *,
-               generation_seconds: float, dataset=None) -> None:
-    """Connect the three steps' events (inside ``demo``'s ``with`` block)."""
+               generation_seconds: float, dataset=None, bbq_tab: tuple[Any, dict[str, Any]] | None = None) -> None:
+    """Connect the three steps' events (inside ``demo``'s ``with`` block), and the BBQ tab's (``(tab, fields)``)."""
     stops = StopControl()
     model_slot = threading.Lock()  # one test scores at a time; its inputs are checked before it waits here
+    if bbq_tab is not None:
+        bbq.wire_bbq(*bbq_tab, slot=model_slot)
     inputs = s1.inputs
     step2_msgs = [s2.find_msg, s2.coverage, s2.import_msg, s2.gen.message, s2.run_msg]
     # .input, not .change: only the user's pick fills the boxes. 'New bias test' sets the dropdown back to Custom;
@@ -564,6 +566,9 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, d
                 s1 = build_step1()
             s2 = build_step2(state, generation_seconds=generation_seconds, dataset=dataset)
             s3 = build_step3()
-        wire_steps(demo, tabs, state, s1, s2, s3, generation_seconds=generation_seconds, dataset=dataset)
+            with gr.Tab("BBQ benchmark", id="bbq") as tab_bbq:
+                bbq_fields = bbq.build_bbq_tab()
+        wire_steps(demo, tabs, state, s1, s2, s3, generation_seconds=generation_seconds, dataset=dataset,
+                   bbq_tab=(tab_bbq, bbq_fields))
         end_session_files_on_unload(demo)
     return demo
