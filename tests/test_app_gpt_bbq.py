@@ -12,10 +12,11 @@ from __future__ import annotations
 import csv
 import json
 
+import pandas as pd
 import pytest
 
 from biastest import public
-from biastest.measures.bbq import BBQItems, estimate_cost, run_bbq
+from biastest.measures.bbq import BBQItems, Estimate, estimate_cost, run_bbq
 from biastest.models.dummy import DummyChatLM
 from biastest.report.text import md_escape
 from biastest.ui.gpt import bbq
@@ -64,8 +65,9 @@ def test_the_tab_shows_the_measures_figures_per_category_and_the_downloads(data)
                                              requests=direct.n_requests)
     assert direct.n_items == PER * len(CATS) and model.requests == direct.n_requests
     assert out[1] == bbq.summary_markdown(direct)
-    table = out[2]
-    assert table.equals(bbq.category_frame(direct))
+    assert out[2].visible is True
+    table = pd.DataFrame(out[2].value["data"], columns=out[2].value["headers"])
+    assert table.values.tolist() == bbq.category_frame(direct).values.tolist()
     assert list(table["category"]) == [*CATS, "overall"]
     o = direct.overall
     row = table.iloc[-1]
@@ -110,3 +112,11 @@ def test_mistakes_are_shown_next_to_the_button(data):
     assert _run(data, model, name=" ")[0] == f"⚠️ {md_escape(bbq.MSG_NO_CHAT_MODEL)}"
     assert _run(data, model, per=0)[0].startswith("⚠️")
     assert model.requests == 0
+
+
+def test_a_rate_of_alike_answers_shows_the_exact_interval_not_a_point():
+    zero = Estimate(value=0.0, low=0.0, high=0.0, n=40, n_clusters=8, exact_low=0.0, exact_high=0.0881)
+    assert bbq._fmt(zero, percent=True) == "0.0% (0.0–8.8%, exact)"
+    wide = Estimate(value=0.5, low=0.3, high=0.7, n=40, n_clusters=8, exact_low=0.34, exact_high=0.66)
+    assert bbq._fmt(wide, percent=True) == "50.0% (30.0–70.0%)"  # the cluster interval where it has a width
+    assert bbq._fmt(Estimate(value=None, reason="no answer"), percent=False) == "n/a (no answer)"

@@ -123,15 +123,22 @@ def bbq_cost_handler(chat_where, model, url, categories, per_category, seed, *, 
     return text, gr.Checkbox(visible=cost.needs_confirmation)
 
 
+def _bounds(e: Estimate) -> tuple[float | None, float | None, str]:
+    """The cluster bootstrap interval; where it has no width (alike answers, as at 0 %) and the measure gives the
+    exact Clopper–Pearson one, that one, marked ``exact``."""
+    if e.low is not None and e.low == e.high and e.exact_low is not None and e.exact_high is not None:
+        return e.exact_low, e.exact_high, ", exact"
+    return e.low, e.high, ""
+
+
 def _fmt(e: Estimate, *, percent: bool) -> str:
     if e.value is None:
         return "n/a" + (f" ({e.reason})" if e.reason else "")
+    low, high, how = _bounds(e)
     if percent:
         text = f"{100 * e.value:.1f}%"
-        return text + (f" ({100 * e.low:.1f}–{100 * e.high:.1f}%)" if e.low is not None and e.high is not None
-                       else "")
-    return f"{e.value:+.3f}" + (f" ({e.low:+.3f} to {e.high:+.3f})" if e.low is not None and e.high is not None
-                                else "")
+        return text + (f" ({100 * low:.1f}–{100 * high:.1f}%{how})" if low is not None and high is not None else "")
+    return f"{e.value:+.3f}" + (f" ({low:+.3f} to {high:+.3f}{how})" if low is not None and high is not None else "")
 
 
 def _row(name: str, g: GroupScores) -> dict[str, Any]:
@@ -198,7 +205,7 @@ def run_bbq_handler(chat_where, model_id, url, api_key, categories, per_category
     message = (MSG_BBQ_PARTIAL.format(model=name, n=result.n_items, why=md_escape(result.stop_message))
                if result.stop_message else MSG_BBQ_DONE.format(model=name, n=result.n_items,
                                                                 requests=result.n_requests))
-    return (message, summary_markdown(result), category_frame(result),
+    return (message, summary_markdown(result), gr.Dataframe(value=category_frame(result), visible=True),
             gr.DownloadButton(value=str(csv_path), visible=True), gr.DownloadButton(value=str(json_path), visible=True))
 
 
@@ -227,7 +234,7 @@ def build_bbq_tab() -> dict[str, Any]:
     run_btn = gr.Button("Ask the BBQ questions ▶", variant="primary", elem_id="bbq-run")
     message = gr.Markdown("", elem_id="bbq-message", min_height=40)
     summary = gr.Markdown("", elem_id="bbq-summary")
-    table = gr.Dataframe(interactive=False, wrap=True, elem_id="bbq-table")
+    table = gr.Dataframe(interactive=False, wrap=True, visible=False, elem_id="bbq-table")
     with gr.Row():
         dl_csv = gr.DownloadButton("Download answers (CSV)", visible=False, elem_id="bbq-download-csv")
         dl_json = gr.DownloadButton("Download result (JSON)", visible=False, elem_id="bbq-download-json")
