@@ -1,4 +1,4 @@
-"""A real browser (headless Chromium) through the language-model app with a chat model, offline.
+"""A real browser (headless Chromium) through the language-model app with a chat model, and its BBQ tab, offline.
 
 The app runs in private mode (the chat server is on 127.0.0.1, which only a private deployment may reach). The user
 picks a library spec, imports 8 sentence pairs, chooses "A chat model (asks questions)" and "A model behind a chat
@@ -6,6 +6,9 @@ endpoint", types the address of the loopback chat stub (:mod:`tests.chat_stub`: 
 sentence, in varied answer formats), its served name and a key, sees the cost (16 questions) before pressing the
 button, asks, and then reads step 3: the measure's readings first, the per-pair grid whose hover quotes the model's
 raw answers in both orders, and the CSV download with one row per answer. The key reaches the server only.
+
+A second walk opens the "BBQ benchmark" tab on the real BBQ files (skipped where ``../shared/data`` is absent): the
+request count shows first, then a run against the chat stub fills the per-category table and the CSV.
 """
 
 from __future__ import annotations
@@ -138,4 +141,47 @@ def test_a_chat_model_through_the_app(tmp_path, monkeypatch):
         saved = open(dl_json.value.path(), encoding="utf-8").read()
         assert KEY not in saved and json.loads(saved)["served_model"] == SERVED
         assert KEY not in page.content()  # the password box's value is a property, not in the page's markup
+        ctx.close()
+
+
+def test_bbq_through_the_app(tmp_path, monkeypatch, shared_data):
+    """The "BBQ benchmark" tab on the real BBQ files: the count first, then a run against the chat stub, the table
+    per category and the CSV of every request."""
+    from biastest import public
+    from biastest.ui.gpt import build_demo
+    from tests.chat_stub import ChatStub
+
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "bbq").symlink_to(shared_data / "bbq")  # read only
+    monkeypatch.setenv("BIASTEST_DATA_DIR", str(tmp_path / "store"))
+    monkeypatch.setattr(public, "_policy", public.decide(host="127.0.0.1", environ={}))
+    with (ChatStub(lambda messages, seed: "(A)", served_name=SERVED) as stub, served(build_demo()) as url,
+          chromium_browser() as browser):
+        ctx = browser.new_context(accept_downloads=True, viewport={"width": 1280, "height": 1000})
+        page = ctx.new_page()
+        page.goto(url, wait_until="domcontentloaded")
+        page.get_by_role("tab", name="BBQ benchmark").click()
+        cost = page.locator("#bbq-cost")
+        cost.get_by_text("This BBQ run asks 40 questions").wait_for(timeout=120_000)  # 2 categories × 20, first
+        page.locator("#bbq-where").get_by_text("A model behind a chat endpoint").click()
+        page.locator("#bbq-url").wait_for(state="visible")
+        _fill(page, "bbq-url", stub.base_url)
+        _fill(page, "bbq-model", SERVED)
+        _fill(page, "bbq-key", KEY)
+        cost.get_by_text(f"of {SERVED} at 127.0.0.1").wait_for(timeout=120_000)
+        assert stub.count() == 0
+        page.click("#bbq-run")
+        page.locator("#bbq-message").get_by_text("40 BBQ questions (40 requests)").wait_for(timeout=120_000)
+        assert "s_DIS" in page.locator("#bbq-summary").inner_text()
+        table = page.locator("#bbq-table").inner_text()
+        assert "Age" in table and "Gender_identity" in table and "overall" in table
+        assert stub.count() == 40
+        page.screenshot(path=str(SCREENSHOTS / "gpt_bbq_results.png"), full_page=True)
+        with page.expect_download() as dl:
+            page.click("#bbq-download-csv")
+        text = open(dl.value.path(), encoding="utf-8").read()
+        assert KEY not in text
+        with open(dl.value.path(), newline="", encoding="utf-8") as fh:
+            rows = [r for r in csv.DictReader(fh) if r["row_type"] == "request"]
+        assert len(rows) == 40 and {r["raw_answer"] for r in rows} == {"(A)"}
         ctx.close()
