@@ -33,7 +33,7 @@ from biastest.models.protocols import ChatLM
 from biastest.report.text import md_escape
 from biastest.ui.common import progress_callback, session_export_dir, user_errors
 from biastest.ui.gpt.chat import CHAT_ENDPOINT, CHAT_HERE, CHAT_WHERE_CHOICES, MSG_NO_CHAT_MODEL, confirmation_needed
-from biastest.ui.gpt.handlers import MSG_FAILED, _seed
+from biastest.ui.gpt.handlers import MSG_FAILED, _model_slot, _seed
 
 __all__ = ["BBQ_RUN_OUTPUTS", "DEFAULT_PER_CATEGORY", "MSG_BBQ_CONFIRM", "MSG_BBQ_DONE", "bbq_cost_handler",
            "bbq_options", "build_bbq_tab", "category_frame", "run_bbq_handler", "summary_markdown", "wire_bbq"]
@@ -188,15 +188,10 @@ def run_bbq_handler(chat_where, model_id, url, api_key, categories, per_category
         if confirmation_needed(cost, confirmed):
             raise OptionError(MSG_BBQ_CONFIRM.format(requests=cost.requests, limit=cost.limit))
         key = str(api_key or "").strip() or None
-        held = slot if (slot is not None and options.endpoint is None and model is None) else None
-        if held is not None:
-            held.acquire()
-        try:
+        held = slot if (options.endpoint is None and model is None) else None  # as the chat model's run
+        with _model_slot(held, progress):
             result = bbq_run(options, items, progress=progress_callback(progress), model=model,
                              api_key=key if options.endpoint else None, cache_dir=cache_dir)
-        finally:
-            if held is not None:
-                held.release()
     except BiastestError as exc:  # every failure's own message, next to the button
         gr.Warning(exc.message.split("\n", 1)[0])
         return ("⚠️ " + md_escape(exc.message), *skip)

@@ -53,7 +53,7 @@ from biastest.report.text import md_escape
 from biastest.spec import BiasSpec
 from biastest.stats.compare import keyed, model_labels
 from biastest.ui.common import progress_callback, session_export_dir, unlock_step, user_errors
-from biastest.ui.gpt.handlers import _seed
+from biastest.ui.gpt.handlers import _model_slot, _seed
 from biastest.ui.gpt.handlers import _spec as _checked_spec
 
 __all__ = [
@@ -275,16 +275,12 @@ def run_chat(chat_where, model_id, url, api_key, template, text, samples, temper
         if confirmation_needed(cost, confirmed):
             raise OptionError(MSG_CONFIRM_NEEDED.format(requests=cost.requests, limit=CONFIRM_ABOVE_REQUESTS))
         key = str(api_key or "").strip() or None
-        held = slot if (slot is not None and options.endpoint is None and model is None) else None
-        if held is not None:
-            held.acquire()
-        try:
+        # a model on this server waits for the one test at a time (saying so); an endpoint's does not
+        held = slot if (options.endpoint is None and model is None) else None
+        with _model_slot(held, progress):
             result = run_forced_choice(options, ForcedChoiceItems(pairs, _spec(state)),
                                        progress=progress_callback(progress), model=model,
                                        api_key=key if options.endpoint else None, cache_dir=cache_dir)
-        finally:
-            if held is not None:
-                held.release()
     except BiastestError as exc:  # every failure's own message, next to the button
         return (_inline(exc), *skip)
     state = _record(state, result)
