@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -255,3 +256,27 @@ def test_two_chat_models_are_compared_and_a_likelihood_result_gives_the_agreemen
     assert f"agree on {a.agreement.estimate:.1f}%" in agreement
     assert chat.boxes_view(state)[1].visible is True
     assert chat.boxes_view(lm[1])[0].visible is True
+
+
+@pytest.fixture(scope="module")
+def tiny_chat(tmp_path_factory):
+    from tests.generate_helpers import build_tiny_gpt2 as build_chat_gpt2
+
+    template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
+    return str(build_chat_gpt2(tmp_path_factory.mktemp("app_chat") / "chat", chat_template=template,
+                               n_positions=256))
+
+
+def test_an_instruct_model_on_this_server_through_the_app(tiny_chat, tmp_path):
+    """No model handed in: the app builds the local chat model; its gibberish is counted, never guessed."""
+    slot = threading.Lock()
+    out = chat.run_chat(chat.CHAT_HERE, tiny_chat, "", "", "plausible-v1", chat.template_text("plausible-v1"), 1,
+                        0.0, SEED, False, _state(), _table(ROWS[:4]), slot=slot, cache_dir=tmp_path,
+                        n_resamples=BOOT)
+    assert out[0].startswith("✅"), out[0]
+    result = ForcedChoiceResult.from_dict(out[1]["fc"][-1])
+    assert sum(result.counts.values()) == 8 and result.counts["failed"] == 0
+    texts = [a.text for it in result.items for a in it.asks]
+    assert len(texts) == 8 and all(isinstance(t, str) for t in texts)
+    assert result.counts["unparseable"] + result.counts["refused"] + result.share_rate.n == 8
+    assert not slot.locked()  # the one-test slot was held for the run and given back
