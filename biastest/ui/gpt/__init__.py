@@ -7,9 +7,13 @@ endpoint, or a local model); an editable table; the model to test — on this
 server (a list that says where each model comes from: this machine, or the
 Hub when online; :mod:`biastest.ui.model_picker`) or behind an endpoint
 (address, served name, a key for this session only) — and the scoring
-method. Step 3 — results: the score with its interval, per-term bars,
+method; or a chat model that is asked which sentence of each pair is more plausible, in both orders
+(:mod:`.chat`: the forced-choice measure, its prompt template and its cost before the run). Step 3 — results:
+the score with its interval, per-term bars,
 a per-pair grid with hover, a plain-language reading, CSV and JSON downloads, and “Compare with another model”
-(:mod:`biastest.ui.compare`: more models on the same pairs, compared pair by pair).
+(:mod:`biastest.ui.compare`: more models on the same pairs, compared pair by pair); for a chat model's result, the
+forced-choice figures (:mod:`.chat`). A last tab, "BBQ benchmark" (:mod:`.bbq`), asks a chat model BBQ questions
+(no specification needed).
 
 All per-user data lives in ``gr.State``; the model cache and the store are
 process-wide services.
@@ -31,12 +35,14 @@ out, for tests), :mod:`.layout` its three steps' builders and their wiring; this
 from __future__ import annotations
 
 from biastest.report.text import md_escape
+from biastest.ui.gpt import bbq, chat
 from biastest.ui.gpt.handlers import (
     CLUSTER_CHOICES,
     CLUSTER_INFO,
     DEFAULT_METHOD,
     INTRO,
     METHOD_HELP,
+    MODEL_CHAT,
     MODEL_ENDPOINT,
     MODEL_HERE,
     MODEL_WHERE_CHOICES,
@@ -100,6 +106,7 @@ __all__ = [
     "DEFAULT_METHOD",
     "INTRO",
     "METHOD_HELP",
+    "MODEL_CHAT",
     "MODEL_ENDPOINT",
     "MODEL_HERE",
     "MODEL_WHERE_CHOICES",
@@ -139,7 +146,9 @@ __all__ = [
     "build_demo",
     "build_step1",
     "build_step2",
+    "bbq",
     "build_step3",
+    "chat",
     "confirm_spec",
     "dataset_panel",
     "fill_from_library",

@@ -53,7 +53,10 @@ SUGGESTED_MODELS = list(CATALOGS["lm"].hub_ids)
 #: Where the model to test runs (step 2's choice): loaded in this process, or served elsewhere.
 MODEL_HERE = "here"
 MODEL_ENDPOINT = "endpoint"
-MODEL_WHERE_CHOICES = [("A model on this server", MODEL_HERE), ("A model behind an endpoint", MODEL_ENDPOINT)]
+#: A chat model asked which sentence is more plausible (the forced-choice measure; :mod:`.chat`).
+MODEL_CHAT = "chat"
+MODEL_WHERE_CHOICES = [("A model on this server", MODEL_HERE), ("A model behind an endpoint", MODEL_ENDPOINT),
+                       ("A chat model (asks questions)", MODEL_CHAT)]
 MSG_ENDPOINT_HINT = (
     "The model is scored where it is served, through the OpenAI completions protocol with prompt "
     "log-probabilities (vLLM, llama.cpp's server). **causal-sum** and **causal-diff-span** work; the masked-LM "
@@ -391,7 +394,7 @@ def run_test(model_id, method, seed, state, table, progress=gr.Progress(), *, sl
                                         progress=progress_callback(progress), endpoint=endpoint, clusters=clusters)
     except (*USER_MISTAKES, EndpointError) as exc:  # an endpoint's answer: what to check is in the message
         return (inline(exc), *skip)
-    state = {**state, "result": result.to_dict()}
+    state = {**state, "result": result.to_dict(), "shown": "lm"}  # step 3 shows this result (not a chat model's)
     csv_path, json_path = report.export_files(result, directory=session_export_dir("biastest-lm-"))
     tabs, tab = unlock_step("results")
     served = result.provenance.get("model") if isinstance(result.provenance.get("model"), dict) else {}
@@ -472,9 +475,16 @@ def restart():
     )
 
 
-def model_where_visibility(where: str) -> tuple[Any, Any]:
-    """Show the model list for a model on this server, the endpoint's fields for one behind an endpoint."""
-    return gr.Column(visible=where != MODEL_ENDPOINT), gr.Column(visible=where == MODEL_ENDPOINT)
+def model_where_visibility(where: str) -> tuple[Any, ...]:
+    """Show the model list for a model on this server, the endpoint's fields for one behind an endpoint, the chat
+    model's fields (and its own button) for a chat model; the scoring method and the Run button for the first two.
+
+    Outputs: the list's column, the endpoint's column, the scoring method's column, the Run button, the chat column.
+    """
+    chat = where == MODEL_CHAT
+    return (gr.Column(visible=where == MODEL_HERE or where not in (MODEL_ENDPOINT, MODEL_CHAT)),
+            gr.Column(visible=where == MODEL_ENDPOINT), gr.Column(visible=not chat), gr.Button(visible=not chat),
+            gr.Column(visible=chat))
 
 
 def _model_info() -> str:

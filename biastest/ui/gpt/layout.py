@@ -19,6 +19,7 @@ from biastest.runner import services
 from biastest.ui import compare
 from biastest.ui.common import end_session_files_on_unload, gradio_cache_policy, user_errors
 from biastest.ui.dataset_panel import build_dataset_panel
+from biastest.ui.gpt import bbq, chat
 from biastest.ui.gpt.handlers import (
     CLUSTER_CHOICES,
     CLUSTER_INFO,
@@ -78,6 +79,43 @@ class Generation:
 
 
 @dataclass
+class ChatFields:
+    """Step 2's "A chat model (asks questions)": the model, the prompt, the sampling, the cost and the button."""
+
+    box: Any
+    where: Any
+    model: Any
+    endpoint_box: Any
+    url: Any
+    key: Any
+    template: Any
+    template_text: Any
+    samples: Any
+    temperature: Any
+    cost: Any
+    confirm: Any
+    run_btn: Any
+    message: Any
+
+
+@dataclass
+class ForcedChoiceView:
+    """Step 3's forced-choice part (shown for a chat model's result), in :func:`chat.fc_view`'s order."""
+
+    box: Any
+    readings: Any
+    summary: Any
+    grid: Any
+    terms: Any
+    dl_csv: Any
+    dl_json: Any
+    compare: Any
+    forest: Any
+    pairwise: Any
+    agreement: Any
+
+
+@dataclass
 class Step2:
     """Step 2's components: finding, importing and generating pairs, the table, the model and the run."""
 
@@ -99,9 +137,11 @@ class Step2:
     model_endpoint_box: Any
     model: Any
     endpoint: list[Any]
+    method_box: Any
     method: Any
     method_md: Any
     seed: Any
+    chat: ChatFields
     run_btn: Any
     run_msg: Any
     restart: Any
@@ -122,6 +162,14 @@ class Step3:
     dl_json: Any
     compare_ui: Any
     restart: Any
+    lm_box: Any = None
+    fc: ForcedChoiceView | None = None
+
+    def fc_outputs(self) -> list[Any]:
+        """The outputs of :func:`chat.fc_view`, in its order."""
+        fc = self.fc
+        return [self.lm_box, fc.box, fc.readings, fc.summary, fc.grid, fc.terms, fc.dl_csv, fc.dl_json, fc.compare,
+                fc.forest, fc.pairwise, fc.agreement]
 
 
 def build_step1() -> Step1:
@@ -217,7 +265,7 @@ def _build_model() -> dict[str, Any]:
             endpoint_key = gr.Textbox("", label="API key (optional; this session only, never stored)",
                                       type="password", elem_id="endpoint-key")
             gr.Markdown(MSG_ENDPOINT_HINT, elem_id="endpoint-hint", elem_classes=["bt-hint"])
-        with gr.Column():
+        with gr.Column() as method_box:
             method = gr.Dropdown(
                 choices=method_choices(),
                 value=DEFAULT_METHOD,
@@ -229,8 +277,43 @@ def _build_model() -> dict[str, Any]:
     with gr.Accordion("What the scoring methods do", open=False):
         gr.Markdown(METHOD_HELP)
     return {"model_where": model_where, "model_here_box": model_here_box, "model_endpoint_box": model_endpoint_box,
-            "model": picker.dropdown, "endpoint": [endpoint_url, endpoint_model, endpoint_key], "method": method,
+            "model": picker.dropdown, "endpoint": [endpoint_url, endpoint_model, endpoint_key],
+            "method_box": method_box, "method": method,
             "method_md": method_md, "seed": seed}
+
+
+def _build_chat() -> ChatFields:
+    """Step 2's chat model: where it runs, the model, the prompt template, the sampling, the cost and its button."""
+    with gr.Column(visible=False, elem_id="chat-box") as box:
+        gr.Markdown(chat.MSG_CHAT_HINT, elem_classes=["bt-hint"])
+        where = gr.Radio(chat.CHAT_WHERE_CHOICES, value=chat.CHAT_HERE, label="Where the chat model runs",
+                         elem_id="chat-where")
+        with gr.Row():
+            model = gr.Textbox("", label="Chat model",
+                               info="On this server: a Hub id or folder of an instruct model with a chat template. "
+                                    "At an endpoint: the name it serves.", elem_id="chat-model")
+            with gr.Column(visible=False) as endpoint_box:
+                url = gr.Textbox("", label="Chat endpoint address", placeholder="https://api.openai.com/v1",
+                                 elem_id="chat-url")
+                key = gr.Textbox("", label="API key (optional; this session only, never stored)", type="password",
+                                 elem_id="chat-key")
+        with gr.Row():
+            template = gr.Dropdown(chat.template_choices(), value=chat.DEFAULT_TEMPLATE, label="Prompt template",
+                                   elem_id="chat-template")
+            samples = gr.Number(1, label="Samples per order", precision=0, minimum=1, elem_id="chat-samples")
+            temperature = gr.Slider(0.0, 2.0, value=0.0, step=0.1, label="Temperature (0: the most likely answer)",
+                                    elem_id="chat-temperature")
+        template_text = gr.Textbox(chat.template_text(chat.DEFAULT_TEMPLATE), lines=6, max_lines=20,
+                                   label="The prompt (system message, a line ---, then the question with "
+                                         "{option_a} and {option_b}); edit it to ask your own way",
+                                   elem_id="chat-template-text")
+        cost = gr.Markdown(chat.MSG_COST_NEEDS_PAIRS, elem_id="chat-cost")
+        confirm = gr.Checkbox(False, label="I accept this cost", visible=False, elem_id="chat-confirm")
+        run_btn = gr.Button("Ask the chat model ▶", variant="primary", elem_id="chat-run")
+        message = gr.Markdown("", elem_id="chat-run-message", min_height=40)
+    return ChatFields(box=box, where=where, model=model, endpoint_box=endpoint_box, url=url, key=key,
+                      template=template, template_text=template_text, samples=samples, temperature=temperature,
+                      cost=cost, confirm=confirm, run_btn=run_btn, message=message)
 
 
 def build_step2(state: Any, *, generation_seconds: float, dataset=None) -> Step2:
@@ -267,34 +350,62 @@ def build_step2(state: Any, *, generation_seconds: float, dataset=None) -> Step2
             elem_id="pairs-table",
         )
         model = _build_model()
+        chat_fields = _build_chat()
         run_btn = gr.Button("Run the test ▶", variant="primary", elem_id="data-run")
         run_msg = gr.Markdown("", elem_id="run-message", min_height=40)
         restart2 = gr.Button("New bias test", elem_id="restart-data")
     return Step2(tab=tab_data, testing=testing, show_panel=show_panel, wire_panel=wire_panel, find_btn=find_btn,
                  find_msg=find_msg, coverage=coverage, upload=upload, fmt=fmt, import_btn=import_btn,
                  import_msg=import_msg, gen=gen, table=table, run_btn=run_btn, run_msg=run_msg, restart=restart2,
-                 **model)
+                 chat=chat_fields, **model)
 
 
 def build_step3() -> Step3:
     """Step 3's tab: the clusters choice, the score, the reading, the figures, the downloads and the comparison."""
     with gr.Tab("3 · Results", id="results", interactive=False) as tab_results:
-        clusters = gr.Dropdown(choices=CLUSTER_CHOICES, value="auto", label="Pairs that lean together",
-                               info=CLUSTER_INFO, elem_id="clusters")
-        summary = gr.Markdown("", elem_id="results-summary", elem_classes=["bt-score"])
-        reading = gr.Markdown("", elem_id="results-reading")
-        grid = gr.Plot(label="Every pair", elem_id="pair-grid")
-        with gr.Row():
-            attr_plot = gr.Plot(label="Per attribute term", elem_id="attribute-bars")
-            group_plot = gr.Plot(label="Per group term", elem_id="group-bars")
-        with gr.Row():
-            dl_csv = gr.DownloadButton("Download pairs (CSV)", visible=False, elem_id="download-csv")
-            dl_json = gr.DownloadButton("Download result (JSON)", visible=False, elem_id="download-json")
-        compare_ui = compare.build_lm_compare(method_choices=method_choices(), default_method=DEFAULT_METHOD)
+        fc = _build_fc_view()
+        with gr.Column() as lm_box:
+            clusters, summary, reading, grid, attr_plot, group_plot, dl_csv, dl_json, compare_ui = _build_lm_view()
         restart3 = gr.Button("New bias test", variant="secondary", elem_id="restart")
     return Step3(tab=tab_results, clusters=clusters, summary=summary, reading=reading, grid=grid,
                  attr_plot=attr_plot, group_plot=group_plot, dl_csv=dl_csv, dl_json=dl_json, compare_ui=compare_ui,
-                 restart=restart3)
+                 restart=restart3, lm_box=lm_box, fc=fc)
+
+
+def _build_fc_view() -> ForcedChoiceView:
+    """Step 3's forced-choice part: readings first, the figures, the pairs, the downloads, the comparison."""
+    with gr.Column(visible=False) as box:
+        readings = gr.Markdown("", elem_id="fc-readings")
+        summary = gr.Markdown("", elem_id="fc-summary")
+        grid = gr.Plot(label="Every pair (hover: the model's answers in both orders)", elem_id="fc-grid")
+        terms = gr.Dataframe(label="Per attribute and group term", interactive=False, wrap=True, elem_id="fc-terms")
+        with gr.Row():
+            dl_csv = gr.DownloadButton("Download answers (CSV)", visible=False, elem_id="fc-download-csv")
+            dl_json = gr.DownloadButton("Download result (JSON)", visible=False, elem_id="fc-download-json")
+        with gr.Accordion("Compare with other chat models and with the likelihood score", open=True):
+            compare_md = gr.Markdown("", elem_id="fc-compare")
+            forest = gr.Plot(label="Chat models on the same pairs", visible=False, elem_id="fc-forest")
+            pairwise = gr.Dataframe(interactive=False, wrap=True, visible=False, elem_id="fc-pairwise")
+            agreement = gr.Markdown("", elem_id="fc-agreement")
+    return ForcedChoiceView(box=box, readings=readings, summary=summary, grid=grid, terms=terms, dl_csv=dl_csv,
+                            dl_json=dl_json, compare=compare_md, forest=forest, pairwise=pairwise, agreement=agreement)
+
+
+def _build_lm_view() -> tuple:
+    """Step 3's likelihood part (the stereotype score): clusters, score, reading, figures, downloads, comparison."""
+    clusters = gr.Dropdown(choices=CLUSTER_CHOICES, value="auto", label="Pairs that lean together",
+                           info=CLUSTER_INFO, elem_id="clusters")
+    summary = gr.Markdown("", elem_id="results-summary", elem_classes=["bt-score"])
+    reading = gr.Markdown("", elem_id="results-reading")
+    grid = gr.Plot(label="Every pair", elem_id="pair-grid")
+    with gr.Row():
+        attr_plot = gr.Plot(label="Per attribute term", elem_id="attribute-bars")
+        group_plot = gr.Plot(label="Per group term", elem_id="group-bars")
+    with gr.Row():
+        dl_csv = gr.DownloadButton("Download pairs (CSV)", visible=False, elem_id="download-csv")
+        dl_json = gr.DownloadButton("Download result (JSON)", visible=False, elem_id="download-json")
+    compare_ui = compare.build_lm_compare(method_choices=method_choices(), default_method=DEFAULT_METHOD)
+    return clusters, summary, reading, grid, attr_plot, group_plot, dl_csv, dl_json, compare_ui
 
 
 def _run_handler(slot: threading.Lock):
@@ -324,11 +435,46 @@ def _generate_handler(stops: StopControl, *, generation_seconds: float, dataset=
     return generate_handler
 
 
+def _chat_run_handler(slot: threading.Lock):
+    """The chat model's button: the key lives in this call only (passed to the run, never put in the state)."""
+
+    def chat_handler(chat_where, model, url, key, template, text, samples, temperature, seed, confirmed, state, table,
+                     progress=gr.Progress()):
+        return chat.run_chat(chat_where, model, url, key, template, text, samples, temperature, seed, confirmed,
+                             state, table, progress=progress, slot=slot)
+
+    return chat_handler
+
+
+def _wire_chat(tabs: Any, state: Any, s2: Step2, s3: Step3, *, slot: threading.Lock) -> Any:
+    """Connect the chat model's fields: where it runs, the template, the cost line, the run; the run's event."""
+    c = s2.chat
+    c.where.change(chat.chat_where_visibility, c.where, c.endpoint_box, queue=False, show_progress="hidden")
+    c.template.input(chat.template_box, c.template, c.template_text, queue=False, show_progress="hidden")
+    cost_inputs = [state, s2.table, c.where, c.model, c.url, c.template, c.template_text, c.samples, c.temperature,
+                   s2.seed]
+    for component in (s2.table, s2.model_where, c.where, c.model, c.url, c.template_text, c.samples, c.temperature,
+                      s2.seed):
+        component.change(chat.cost_handler, cost_inputs, [c.cost, c.confirm], queue=False, show_progress="hidden")
+    return c.run_btn.click(
+        _chat_run_handler(slot),
+        [c.where, c.model, c.url, c.key, c.template, c.template_text, c.samples, c.temperature, s2.seed, c.confirm,
+         state, s2.table],
+        [c.message, state, tabs, s3.tab, *s3.fc_outputs()],
+        api_name="ask_chat_model",
+        concurrency_id="gpt-chat-run",
+        concurrency_limit=4,
+        show_progress_on=[c.message],
+    )
+
+
 def wire_steps(demo: gr.Blocks, tabs: Any, state: Any, s1: Step1, s2: Step2, s3: Step3, *,
-               generation_seconds: float, dataset=None) -> None:
-    """Connect the three steps' events (inside ``demo``'s ``with`` block)."""
+               generation_seconds: float, dataset=None, bbq_tab: tuple[Any, dict[str, Any]] | None = None) -> None:
+    """Connect the three steps' events (inside ``demo``'s ``with`` block), and the BBQ tab's (``(tab, fields)``)."""
     stops = StopControl()
     model_slot = threading.Lock()  # one test scores at a time; its inputs are checked before it waits here
+    if bbq_tab is not None:
+        bbq.wire_bbq(*bbq_tab, slot=model_slot)
     inputs = s1.inputs
     step2_msgs = [s2.find_msg, s2.coverage, s2.import_msg, s2.gen.message, s2.run_msg]
     # .input, not .change: only the user's pick fills the boxes. 'New bias test' sets the dropdown back to Custom;
@@ -365,7 +511,8 @@ def wire_steps(demo: gr.Blocks, tabs: Any, state: Any, s1: Step1, s2: Step2, s3:
     s2.table.input(lambda: "", None, s2.run_msg, queue=False, show_progress="hidden")
     # The run checks its inputs at once and only then waits for the model (``model_slot``), saying so in step 2:
     # waiting for a Gradio concurrency slot first left a zero-pair run silent behind other users' tests.
-    s2.model_where.change(model_where_visibility, s2.model_where, [s2.model_here_box, s2.model_endpoint_box],
+    s2.model_where.change(model_where_visibility, s2.model_where,
+                          [s2.model_here_box, s2.model_endpoint_box, s2.method_box, s2.run_btn, s2.chat.box],
                           queue=False, show_progress="hidden")
     results = [s3.summary, s3.reading, s3.attr_plot, s3.group_plot, s3.grid, s3.dl_csv, s3.dl_json]
     running = s2.run_btn.click(
@@ -380,6 +527,8 @@ def wire_steps(demo: gr.Blocks, tabs: Any, state: Any, s1: Step1, s2: Step2, s3:
         show_progress_on=[s2.run_msg],
     )
     failed.append((running, s2.run_msg))
+    running.then(chat.boxes_view, state, [s3.lm_box, s3.fc.box], queue=False, show_progress="hidden")
+    failed.append((_wire_chat(tabs, state, s2, s3, slot=model_slot), s2.chat.message))
     compare.wire_lm_compare(s3.compare_ui, state, slot=model_slot, clusters=s3.clusters,
                             clear_on=[s2.run_btn, s2.restart, s3.restart])
     s3.clusters.input(recluster, [s3.clusters, state],
@@ -391,6 +540,7 @@ def wire_steps(demo: gr.Blocks, tabs: Any, state: Any, s1: Step1, s2: Step2, s3:
     reset_outputs = [state, tabs, s2.tab, s3.tab, s2.table, s2.testing, *step2_msgs, *results]
     for btn in (s2.restart, s3.restart):
         restarted = btn.click(restart, None, reset_outputs)
+        restarted.then(lambda: ("", *chat.empty_fc_view()), None, [s2.chat.message, *s3.fc_outputs()], queue=False)
         s2.show_panel(restarted)
         restarted.then(
             lambda: ("", "", "", "", "", CUSTOM), None, [*inputs.term_boxes, inputs.message, inputs.library]
@@ -416,6 +566,9 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, d
                 s1 = build_step1()
             s2 = build_step2(state, generation_seconds=generation_seconds, dataset=dataset)
             s3 = build_step3()
-        wire_steps(demo, tabs, state, s1, s2, s3, generation_seconds=generation_seconds, dataset=dataset)
+            with gr.Tab("BBQ benchmark", id="bbq") as tab_bbq:
+                bbq_fields = bbq.build_bbq_tab()
+        wire_steps(demo, tabs, state, s1, s2, s3, generation_seconds=generation_seconds, dataset=dataset,
+                   bbq_tab=(tab_bbq, bbq_fields))
         end_session_files_on_unload(demo)
     return demo
