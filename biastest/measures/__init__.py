@@ -11,7 +11,18 @@ Adding a measure is one folder and one line below.
 
 from __future__ import annotations
 
-from biastest.measures import bayes, bbq, chat_twoafc, forced_choice, posterior, stereotype, twoafc, vlm, weat
+from biastest.measures import (
+    bayes,
+    bbq,
+    chat_twoafc,
+    classifier_2afc,
+    forced_choice,
+    posterior,
+    stereotype,
+    twoafc,
+    vlm,
+    weat,
+)
 from biastest.measures.base import Measure, MeasureRegistry, OptionsBase, ResultBase
 
 __all__ = ["MEASURES", "Measure", "MeasureRegistry", "OptionsBase", "ResultBase", "get_measure"]
@@ -27,6 +38,7 @@ MEASURES = MeasureRegistry([
     forced_choice.MEASURE,
     bbq.MEASURE,
     chat_twoafc.MEASURE,
+    classifier_2afc.MEASURE,
 ])
 
 
