@@ -312,8 +312,13 @@ class EndpointTextClassifier:
             try:
                 self._labels = tuple(self._ask(run, [PROBE_TEXT])[0])
             finally:
-                self.requests += run.requests_used
+                self._count(run)
         return self._labels
+
+    def _count(self, run: RunState) -> None:
+        self.requests += run.requests_used
+        for kind, count in run.transient.items():
+            self.transient[kind] = self.transient.get(kind, 0) + count
 
     def label_scores(self, texts: Sequence[str], *, progress: ProgressCallback | None = None) -> np.ndarray:
         """Probabilities per label as the endpoint gives them; NaN rows for texts the run did not score."""
@@ -339,9 +344,7 @@ class EndpointTextClassifier:
             self.stop_message = MSG_ENDPOINT_STOPPED.format(reason=reason, missing=len(texts) - done,
                                                             total=len(texts))
         finally:
-            self.requests += run.requests_used
-            for kind, count in run.transient.items():
-                self.transient[kind] = self.transient.get(kind, 0) + count
+            self._count(run)
         return out
 
     def describe(self) -> dict[str, Any]:
