@@ -192,6 +192,7 @@ def test_an_endpoint_that_stops_answering_leaves_texts_unscored_never_guessed(pr
     with LabelScoresStub(HashNullClassifier(1)) as stub:
         clf = EndpointTextClassifier(stub.url, "stub", batch_size=50, limits=RunLimits(max_requests=3),
                                      retry=RetryPolicy(max_retries=0, initial_delay=0.0))
+        assert isinstance(clf, TextClassifier) and stub.count() == 0  # the check sends nothing
         scores = clf.label_scores([f"text {i}" for i in range(200)])
     # the labels' probe has its own run; the scoring run's budget of 3 requests scores 3 batches of 50
     assert np.isfinite(scores[:150]).all() and np.isnan(scores[150:]).all()

@@ -43,7 +43,8 @@ protocol                          requests                                      
                                                                                  ``dummy.DummyChatLM``
 :class:`TextClassifier`           ``labels``, ``label_scores`` (texts →          ``text_classifier``: its
                                   label probabilities, NaN rows unscored)        ``LocalTextClassifier`` and
-                                                                                 ``EndpointTextClassifier``
+                                                                                 ``EndpointTextClassifier``,
+                                                                                 ``dummy.DummyTextClassifier``
 :class:`WordVectors`              ``vectors``, ``lookup_report``,                ``embeddings.WordEmbeddings`` and
                                   ``vocabulary``, ``matrix``, ``describe``       its backends, ``DummyWordVectors``
 ================================  =============================================  ===================================

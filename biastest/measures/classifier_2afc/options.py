@@ -105,7 +105,7 @@ class Classifier2AFCOptions(OptionsBase):
     n_resamples: int = Field(2000, json_schema_extra=cli_flag(
         "--bootstrap", "bootstrap resamples of the intervals (default 2000)", metavar="N"))
     n_permutations: int = Field(10_000, json_schema_extra=cli_flag(
-        "--permutations", "sign-flip permutations (default 10000; exact when 2^clusters is fewer)", metavar="N"))
+        "--sign-flips", "sign-flip permutations (default 10000; exact when 2^clusters is fewer)", metavar="N"))
     confidence: float = Field(DEFAULT_CONFIDENCE, json_schema_extra=cli_flag(
         "--confidence", "level of the intervals (default 0.95)", metavar="LEVEL"))
 
