@@ -20,6 +20,7 @@ from biastest.measures.classifier_2afc import (
     Classifier2AFCResult,
     build_items,
     cluster_sign_flip_test,
+    report,
     run_classifier_2afc,
     term_pairs,
 )
@@ -70,7 +71,9 @@ def test_the_planted_group_effect_is_found_and_follows_the_plant(planted) -> Non
     assert down.share.high < 50 and down.diff.high < 0 and down.permutation_p < 0.01
     assert all(r.diff.estimate > 0 for r in up.per_term_pair) and all(r.diff.estimate < 0 for r in down.per_term_pair)
     assert {r.key for r in up.per_emotion} == {"joy", "sadness", "anger", "fear"}
-    assert len(up.per_word) == 20 and len(up.per_template) == 12
+    assert len(up.per_word) == 20 and len(up.per_template) == 12 and len(up.per_group_term) == 10
+    assert all(r.diff.estimate > 0 for r in up.per_group_term)
+    assert len(report.summary_rows(up)) == 12 + 5 + 10 + 20 + 4 and len(report.csv_rows(up)) == n
     # the result's JSON round-trips
     assert Classifier2AFCResult.from_dict(json.loads(json.dumps(up.to_dict()))).share.estimate == up.share.estimate
 

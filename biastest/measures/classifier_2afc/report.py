@@ -30,7 +30,8 @@ def _row(what: str, row: SubsetRow) -> dict[str, Any]:
 def summary_rows(result: Classifier2AFCResult) -> list[dict[str, Any]]:
     """The per-template, per-term-pair, per-word and per-emotion figures, one row each."""
     return [_row(what, row) for what, rows in (("template", result.per_template),
-                                               ("term pair", result.per_term_pair), ("word", result.per_word),
+                                               ("term pair", result.per_term_pair),
+                                               ("group term", result.per_group_term), ("word", result.per_word),
                                                ("emotion", result.per_emotion)) for row in rows]
 
 

@@ -74,7 +74,8 @@ class Classifier2AFCResult(ResultBase):
         Mean paired difference ``p(s₁) − p(s₂)`` (probability points), cluster interval, sign test.
     permutation_p : float or None
         Sign-flip permutation test of the mean difference over whole clusters (:mod:`.score`).
-    per_template, per_term_pair, per_word, per_emotion : tuple of SubsetRow
+    per_template, per_term_pair, per_group_term, per_word, per_emotion : tuple of SubsetRow
+        ``per_group_term``: keys ``group 1: <term>`` and ``group 2: <term>`` (every pair the term is in).
     pairs : tuple of PairRecord
     n_pairs, n_scored, n_unscored, n_ties : int
     stop_message : str or None
@@ -96,6 +97,7 @@ class Classifier2AFCResult(ResultBase):
     n_permutations: int
     per_template: tuple[SubsetRow, ...] = ()
     per_term_pair: tuple[SubsetRow, ...] = ()
+    per_group_term: tuple[SubsetRow, ...] = ()
     per_word: tuple[SubsetRow, ...] = ()
     per_emotion: tuple[SubsetRow, ...] = ()
     pairs: tuple[PairRecord, ...]

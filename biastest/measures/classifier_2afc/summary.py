@@ -67,7 +67,8 @@ def summarize_pairs(records: Sequence[PairRecord], *, clusters: str, seed: int, 
     Returns
     -------
     dict
-        ``share``, ``diff``, ``permutation_p``, ``per_template``, ``per_term_pair``, ``per_word``, ``per_emotion``,
+        ``share``, ``diff``, ``permutation_p``, ``per_template``, ``per_term_pair``, ``per_group_term``,
+        ``per_word``, ``per_emotion``,
         ``n_scored``, ``n_unscored``, ``n_ties``.
     """
     scored = [r for r in records if r.diff is not None]
@@ -88,6 +89,8 @@ def summarize_pairs(records: Sequence[PairRecord], *, clusters: str, seed: int, 
                                                  seed=seed) if scored else None),
         "per_template": _rows(scored, lambda r: r.template, within_template, kw, "term-pair"),
         "per_term_pair": _rows(scored, lambda r: f"{r.term_1} vs {r.term_2}", lambda r: r.template, kw, "template"),
+        "per_group_term": (*_rows(scored, lambda r: f"group 1: {r.term_1}", lambda r: r.template, kw, "template"),
+                           *_rows(scored, lambda r: f"group 2: {r.term_2}", lambda r: r.template, kw, "template")),
         "per_word": _rows(with_word, lambda r: r.word, overall, kw, clusters),
         "per_emotion": _rows([r for r in with_word if r.emotion], lambda r: r.emotion, overall, kw, clusters),
         "n_scored": len(scored),
