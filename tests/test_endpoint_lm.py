@@ -541,7 +541,7 @@ def test_cli_endpoint_with_another_kind_is_bad_usage(cli_files, tmp_path, capsys
                          "http://localhost:8000/v1", "--out", str(tmp_path / "r.json"))
     assert rc == 2
     assert stderr.strip().splitlines()[-1] == cli.MSG_OPTION_NOT_FOR_RUN.format(
-        option="--endpoint", what="--kind embeddings --test weat", applies="lm, vlm, run bbq")
+        option="--endpoint", what="--kind embeddings --test weat", applies="lm, vlm, run bbq, run classifier-2afc")
 
 
 def _free_port() -> int:

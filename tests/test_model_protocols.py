@@ -59,7 +59,7 @@ SPEC = BiasSpec.from_terms(group1="red", group2="blue", stereotype1="doctor", an
 
 LANGUAGE = (P.CausalLM, P.TextCausalLM, P.MaskedLM)
 VISION = (P.ContrastiveVLM, P.AnswerClassifierVLM, P.AnswerGeneratorVLM, P.ChatVLM)
-ALL = (*LANGUAGE, *VISION, P.ChatLM, P.WordVectors)
+ALL = (*LANGUAGE, *VISION, P.ChatLM, P.WordVectors, P.TextClassifier)
 
 
 def _satisfies(obj) -> set[type]:
@@ -218,6 +218,7 @@ DUMMIES = {
     P.AnswerClassifierVLM: D.DummyAnswerClassifierVLM,
     P.AnswerGeneratorVLM: D.DummyAnswerGeneratorVLM,
     P.ChatVLM: D.DummyChatVLM,
+    P.TextClassifier: D.DummyTextClassifier,
 }
 
 

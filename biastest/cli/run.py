@@ -93,7 +93,8 @@ __all__ = [
 #: The kinds of model (the ``--kind`` of earlier versions, and ``list-specs --kind``).
 KINDS = ("lm", "vlm", "embeddings")
 #: An example model per kind, for the message of a missing ``--model``.
-MODEL_EXAMPLES = {"lm": "gpt2", "vlm": "openai/clip-vit-base-patch32", "chat": "Qwen/Qwen2.5-0.5B-Instruct"}
+MODEL_EXAMPLES = {"lm": "gpt2", "vlm": "openai/clip-vit-base-patch32", "chat": "Qwen/Qwen2.5-0.5B-Instruct",
+                  "classifier": "distilbert-base-uncased-finetuned-sst-2-english"}
 
 MSG_UNKNOWN_KIND = "Unknown kind of test '{value}'.{hint} Choose one of: {choices}."
 MSG_UNKNOWN_MODEL_KIND = "Unknown --model-kind '{value}' for this measure.{hint} Choose one of: {choices}."
@@ -179,6 +180,7 @@ INPUT_FLAGS: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
                                  "or fully trust"}),
     ),
     "chat": (),
+    "classifier": (),  # a text classifier: the measure writes its sentences from the specification
 }
 YES_FLAG = ("--yes", {"action": "store_true", "default": None,
                       "help": "run without asking, even when a hosted endpoint is asked many questions"})
@@ -482,6 +484,8 @@ def load_inputs(args: argparse.Namespace, spec: Any, measure: Measure) -> Inputs
         return Inputs(spec=spec, images=tuple(images), image_root=root, data=data)
     if measure.kind == "chat":
         return Inputs(spec=spec, data={"from": "the measure's own data (see the result's provenance)"})
+    if measure.kind == "classifier":
+        return Inputs(spec=spec, data={"from": "specification (sentences from the measure's templates)"})
     return Inputs(spec=spec, data={"from": "specification"},
                   trust_pickle=bool(getattr(args, "trust_gensim_file", None)))
 

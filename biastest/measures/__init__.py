@@ -15,6 +15,7 @@ from biastest.measures import (
     bayes,
     bbq,
     chat_twoafc,
+    classifier_2afc,
     forced_choice,
     posterior,
     psychometric_chat,
@@ -39,6 +40,7 @@ MEASURES = MeasureRegistry([
     bbq.MEASURE,
     chat_twoafc.MEASURE,
     psychometric_chat.MEASURE,
+    classifier_2afc.MEASURE,
 ])
 
 

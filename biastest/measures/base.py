@@ -72,7 +72,7 @@ __all__ = [
 ]
 
 #: The kinds of model a measure takes (what the CLI's ``--model`` and the audit grid's models are).
-KINDS = ("lm", "vlm", "embeddings", "chat")
+KINDS = ("lm", "vlm", "embeddings", "chat", "classifier")
 
 MSG_UNKNOWN_MEASURE = "Unknown measure '{name}'.{hint} Available: {choices}."
 MSG_UNKNOWN_OPTION_HINT = "Unknown option '{name}'.{hint}"

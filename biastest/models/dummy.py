@@ -41,6 +41,7 @@ __all__ = [
     "DummyChatVLM",
     "DummyContrastiveVLM",
     "DummyMaskedLM",
+    "DummyTextClassifier",
     "DummyWordVectors",
     "hashed_unit",
 ]
@@ -325,6 +326,21 @@ class DummyChatLM:
 
 
 # ---------------------------------------------------------------------- word embeddings
+class DummyTextClassifier(_Dummy):
+    """:class:`~biastest.models.protocols.TextClassifier`: labels NEGATIVE and POSITIVE, P(POSITIVE) a hash of the
+    seed and the whole text."""
+
+    kind = "text-classifier"
+    labels = ("NEGATIVE", "POSITIVE")
+    stop_message = None
+
+    def label_scores(self, texts: Sequence[str], *, progress: ProgressCallback | None = None) -> np.ndarray:
+        p = np.array([hashed_unit(self.seed, "classify", str(t)) for t in texts], dtype=np.float64)
+        if progress is not None:
+            progress(len(texts), len(texts), "Classifying")
+        return np.column_stack([1.0 - p, p]) if len(p) else np.zeros((0, 2))
+
+
 class DummyWordVectors(InMemoryEmbeddings):
     """:class:`~biastest.models.protocols.WordVectors`: a hashed unit vector for each word of ``words``."""
 

@@ -83,9 +83,11 @@ from biastest.models.protocols import (
     ContrastiveVLM,
     MaskedLM,
     TextCausalLM,
+    TextClassifier,
     WordVectors,
 )
 from biastest.models.response_cache import CachedChatLM
+from biastest.models.text_classifier import EndpointTextClassifier, load_text_classifier
 from biastest.models.vlm import load_vlm
 from biastest.remote import RetryPolicy, RunLimits, safe_base_url
 
@@ -97,6 +99,7 @@ __all__ = [
     "chat_model",
     "language_model",
     "language_model_kind",
+    "text_classifier",
     "vision_language_model",
     "word_vectors",
 ]
@@ -332,3 +335,40 @@ def word_vectors(source: str | WordEmbeddings, *, cache: ModelCache | None = Non
     operator's opt-in for a trusted gensim pickle file (never for uploads).
     """
     return load_embeddings(source, cache=cache, trust_pickle=trust_pickle)
+
+
+def text_classifier(ref: ModelRef, *, api_key: str | None = None, batch_size: int = 32,
+                    cache: ModelCache | None = MODEL_CACHE, retry: RetryPolicy | None = None, seed: int = 0,
+                    cancel: threading.Event | None = None) -> TextClassifier:
+    """The text classifier ``ref`` names: a sequence-classification model in this process, or one behind an endpoint.
+
+    Parameters
+    ----------
+    ref : ModelRef
+        In this process: a Hub id or folder (``revision``, ``device``, ``dtype`` apply). Behind an endpoint:
+        ``ref.endpoint.base_url`` is the full address that takes ``POST {"inputs": [...]}`` and answers label
+        scores; ``model_id`` names it in messages and provenance.
+    api_key : str, optional
+        The endpoint's key, for this run only.
+    batch_size : int
+        Texts per forward pass or per request.
+    cache, retry, seed, cancel :
+        As :func:`language_model`.
+
+    Returns
+    -------
+    LocalTextClassifier or EndpointTextClassifier
+
+    Raises
+    ------
+    ModelLoadError, ModelKindError
+        In this process (:func:`~biastest.models.text_classifier.load_text_classifier`).
+    OptionError, PolicyError
+        A bad endpoint address or one that public mode refuses.
+    """
+    if ref.endpoint is None:
+        return load_text_classifier(ref.model_id, revision=ref.revision, device=ref.device, dtype=ref.dtype,
+                                    batch_size=batch_size, cache=cache)
+    end = ref.endpoint
+    return EndpointTextClassifier(end.base_url, ref.model_id, api_key=api_key, batch_size=batch_size,
+                                  limits=end.limits(), retry=retry, seed=seed, cancel=cancel)

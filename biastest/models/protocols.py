@@ -41,6 +41,10 @@ protocol                          requests                                      
                                                                                  ``local_chat.LocalChatLM``,
                                                                                  ``response_cache.CachedChatLM``,
                                                                                  ``dummy.DummyChatLM``
+:class:`TextClassifier`           ``labels``, ``label_scores`` (texts →          ``text_classifier``: its
+                                  label probabilities, NaN rows unscored)        ``LocalTextClassifier`` and
+                                                                                 ``EndpointTextClassifier``,
+                                                                                 ``dummy.DummyTextClassifier``
 :class:`WordVectors`              ``vectors``, ``lookup_report``,                ``embeddings.WordEmbeddings`` and
                                   ``vocabulary``, ``matrix``, ``describe``       its backends, ``DummyWordVectors``
 ================================  =============================================  ===================================
@@ -95,6 +99,7 @@ __all__ = [
     "ModelBackend",
     "ProgressCallback",
     "TextCausalLM",
+    "TextClassifier",
     "WordVectors",
     "protocol_members",
 ]
@@ -344,6 +349,27 @@ class ChatLM(ModelBackend, Protocol):
 
     def chat(self, requests: Sequence[Any], *, progress: ProgressCallback | None = None) -> list[Any]:
         """One :class:`~biastest.models.chat_records.ChatReply` (or None: not asked) per request, in order."""
+        ...
+
+
+# ---------------------------------------------------------------------- text classifiers
+@runtime_checkable
+class TextClassifier(ModelBackend, Protocol):
+    """A text classifier (sentiment, toxicity …) that gives a probability per label for each text.
+
+    Attributes
+    ----------
+    labels : tuple of str
+        The model's labels, in the order of :meth:`label_scores`' columns.
+    stop_message : str or None
+        Why the last :meth:`label_scores` left texts unscored (None when it did not).
+    """
+
+    labels: tuple[str, ...]
+    stop_message: str | None
+
+    def label_scores(self, texts: Sequence[str], *, progress: ProgressCallback | None = None) -> np.ndarray:
+        """``(len(texts), len(labels))`` float64 probabilities; a row of NaN for a text that was not scored."""
         ...
 
 

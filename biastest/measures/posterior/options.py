@@ -12,9 +12,19 @@ Examples
 
 from __future__ import annotations
 
+from typing import Any, Self
+
+from pydantic import field_validator, model_validator
+
+from biastest.errors import OptionError
 from biastest.measures.bayes.options import EmbeddingSamplerOptions
 
-__all__ = ["PosteriorOptions"]
+__all__ = ["MSG_BAD_FOLDS", "MSG_TWO_TRAINING_SOURCES", "PosteriorOptions"]
+
+MSG_BAD_FOLDS = "The number of cross-validation folds must be a whole number from 2 to 10, got {value!r}."
+MSG_TWO_TRAINING_SOURCES = (
+    "Give the labelled texts once: a CSV file (training_texts) or rows (training_rows), not both."
+)
 
 
 class PosteriorOptions(EmbeddingSamplerOptions):
@@ -35,6 +45,15 @@ class PosteriorOptions(EmbeddingSamplerOptions):
         vocabulary (GloVe is ordered by frequency).
     k_words : int
         Words per table.
+    training_texts : str, optional
+        A CSV file of labelled texts (``text,label``) to learn the classifier from (averaged word vectors, the MLP),
+        as the paper did; None (default): the VADER lexicon's words.
+    training_rows : tuple of (text, label), optional
+        The same as rows in memory (an app's upload); not with ``training_texts``.
+    training_positive_label : str, optional
+        Which label is positive when it is not recognised (``1``, ``positive``, ``pos`` … are).
+    cv_folds : int
+        Folds of the cross-validated AUC of a classifier learned from texts (2 … 10).
     """
 
     draws: int = 2000
@@ -44,3 +63,20 @@ class PosteriorOptions(EmbeddingSamplerOptions):
     epochs: int = 200
     vocab_size: int = 50000
     k_words: int = 10
+    training_texts: str | None = None
+    training_rows: tuple[tuple[str, str], ...] | None = None
+    training_positive_label: str | None = None
+    cv_folds: int = 5
+
+    @field_validator("cv_folds", mode="before")
+    @classmethod
+    def _folds(cls, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= 10:
+            raise OptionError(MSG_BAD_FOLDS.format(value=value), option="cv_folds", value=value)
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        if self.training_texts is not None and self.training_rows is not None:
+            raise OptionError(MSG_TWO_TRAINING_SOURCES, option="training_rows")
+        return self

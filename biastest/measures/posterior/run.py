@@ -26,9 +26,16 @@ from biastest.measures.posterior.score import (
     train_classifier,
 )
 from biastest.measures.posterior.summary import run_embedding_posterior
+from biastest.measures.posterior.texts import LabelledTexts, learn_from_texts, read_labelled_texts, tokens
 from biastest.models import factory
 
-__all__ = ["PosteriorItems", "run"]
+__all__ = ["MSG_CV_AUC", "PosteriorItems", "labelled_texts", "run"]
+
+#: What the progress says once the classifier learned from texts is cross-validated, before the sampling.
+MSG_CV_AUC = (
+    "Classifier learned from {n:,} labelled texts: cross-validated AUC {auc:.3f} ({folds} folds, mean {mean:.3f} ± "
+    "{sd:.3f}); sampling the posteriors"
+)
 
 
 @dataclass(frozen=True)
@@ -77,10 +84,22 @@ def run(options: PosteriorOptions | Mapping[str, Any], items: PosteriorItems | N
         count = sum(1 for w in ws if w in group_vectors)
         if count < 2:
             raise EmbeddingError(MSG_GROUP_TOO_SMALL.format(name=name, count=count), group=name)
-    lexicon = load_vader_lexicon()
-    candidates = [w for w in lexicon if w.isalpha()]
-    x, y, _ = lexicon_training_data(vectors=word_vectors(emb, candidates), lexicon=lexicon)
-    clf = train_classifier(x, y, seed=opts.seed, hidden=opts.hidden, epochs=opts.epochs)
+    texts = labelled_texts(opts)
+    if texts is None:
+        lexicon = load_vader_lexicon()
+        candidates = [w for w in lexicon if w.isalpha()]
+        x, y, _ = lexicon_training_data(vectors=word_vectors(emb, candidates), lexicon=lexicon)
+        clf = train_classifier(x, y, seed=opts.seed, hidden=opts.hidden, epochs=opts.epochs)
+        training: dict[str, Any] = {"training_data": "VADER lexicon (vaderSentiment)"}
+    else:
+        known = word_vectors(emb, sorted({w for t in texts.texts for w in tokens(t)}))
+        dim = len(next(iter(known.values()))) if known else int(emb.matrix().shape[1])
+        clf, cv = learn_from_texts(texts, known, dim=dim, seed=opts.seed, hidden=opts.hidden, epochs=opts.epochs,
+                                   folds=opts.cv_folds)
+        training = {"training_data": "labelled texts (averaged word vectors)", "cross_validation": cv.to_dict()}
+        if tick:
+            tick(0.08, MSG_CV_AUC.format(n=cv.n_texts, auc=cv.pooled_auc, folds=cv.folds, mean=cv.mean_auc,
+                                         sd=cv.sd_auc))
     words = emb.vocabulary()
     matrix = emb.matrix()
     keep = [i for i in range(min(len(words), opts.vocab_size * 2)) if str(words[i]).isalpha()][:opts.vocab_size]
@@ -93,5 +112,15 @@ def run(options: PosteriorOptions | Mapping[str, Any], items: PosteriorItems | N
     return run_embedding_posterior(
         clf, groups, group_vectors, opts, vocab_matrix=vocab_matrix, vocab_words=vocab_words, progress=inner,
         provenance_fields={"model_id": emb.name, "embedding": emb.describe(), "groups": groups,
-                           "classifier": clf.to_dict(), "training_data": "VADER lexicon (vaderSentiment)"},
+                           "classifier": clf.to_dict(), **training},
+        cross_validation=training.get("cross_validation"),
     )
+
+
+def labelled_texts(options: PosteriorOptions) -> LabelledTexts | None:
+    """The labelled texts the options name (a CSV file or rows), read and checked; None for the lexicon default."""
+    if options.training_texts is not None:
+        return read_labelled_texts(options.training_texts, positive_label=options.training_positive_label)
+    if options.training_rows is not None:
+        return read_labelled_texts(options.training_rows, positive_label=options.training_positive_label)
+    return None

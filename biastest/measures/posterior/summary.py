@@ -34,6 +34,10 @@ __all__ = ["MAX_LAG", "PCA_POINTS", "run_embedding_posterior"]
 
 #: Lags of the autocorrelation table.
 MAX_LAG = 50
+MSG_READING_CV = (
+    "The classifier was learned from {n_texts:,} labelled texts (averaged word vectors): cross-validated AUC "
+    "{pooled_auc:.3f} over {folds} folds (fold mean {mean_auc:.3f} ± {sd_auc:.3f})."
+)
 #: Draws of each posterior shown in the PCA view (a seeded subsample).
 PCA_POINTS = 500
 
@@ -63,6 +67,7 @@ def run_embedding_posterior(
     vocab_words: Sequence[str],
     progress: Callable[[float, str], None] | None = None,
     provenance_fields: Mapping[str, Any] | None = None,
+    cross_validation: Mapping[str, Any] | None = None,
 ) -> PosteriorResult:
     """Sample both posteriors and compute every read-out.
 
@@ -82,6 +87,9 @@ def run_embedding_posterior(
     progress : callable(fraction, message), optional
     provenance_fields : mapping, optional
         Recorded in the provenance.
+    cross_validation : mapping, optional
+        The cross-validated AUC of a classifier learned from labelled texts
+        (:meth:`~biastest.measures.posterior.texts.CrossValidation.to_dict`), recorded in ``classifier``.
     """
     names, group_words = _group_words(groups, vectors)
     seed, chains = options.seed, options.chains
@@ -103,8 +111,12 @@ def run_embedding_posterior(
                       **dict(provenance_fields or {}))
     if progress:
         progress(1.0, "Done")
+    recorded = classifier.to_dict()
+    if cross_validation is not None:
+        recorded["cross_validation"] = dict(cross_validation)
+        reading = [MSG_READING_CV.format(**cross_validation), *reading]
     return PosteriorResult(
-        classifier=classifier.to_dict(), diagnostics=diagnostics, autocorrelation=tuple(acf_rows), pca=pca,
+        classifier=recorded, diagnostics=diagnostics, autocorrelation=tuple(acf_rows), pca=pca,
         words=words, group_tests=tuple(tests), reading=tuple(reading), seed=seed, draws=options.draws,
         tune=options.tune, chains=chains, provenance=prov,
     )
