@@ -162,17 +162,18 @@ def test_a_small_folder_without_metadata_reads_from_answer_info(tmp_path) -> Non
     ("[" * 20_000 + "]" * 20_000, 2, "not valid JSON"),
     (_line(label=0), 2, "an ambiguous context whose correct answer is not 'unknown'"),
 ])
-def test_a_malformed_line_names_the_file_and_the_line(tmp_path, text, line, problem) -> None:
+def test_a_malformed_line_is_skipped_and_said_naming_the_file_and_the_line(tmp_path, text, line, problem) -> None:
     folder = _folder(tmp_path, [_line(example_id=9), text])
-    with pytest.raises(DataError) as info:
-        load_bbq(folder, ["Age"])
-    assert info.value.message == MSG_BAD_LINE.format(name="Age.jsonl", line=line, problem=problem)
+    data = load_bbq(folder, ["Age"])
+    assert [i.example_id for i in data.items] == [9]  # the good line is read, the bad one left out
+    assert data.checks["Age"]["n_skipped"] == 1
+    assert data.checks["Age"]["skipped"] == [MSG_BAD_LINE.format(name="Age.jsonl", line=line, problem=problem)]
 
 
 def test_duplicates_missing_files_and_bad_metadata_are_said(tmp_path) -> None:
-    with pytest.raises(DataError) as info:
-        load_bbq(_folder(tmp_path, [_line(), _line()]), ["Age"])
-    assert info.value.message == MSG_DUPLICATE_ID.format(name="Age.jsonl", line=2, example_id=0)
+    data = load_bbq(_folder(tmp_path, [_line(), _line()]), ["Age"])
+    assert len(data.items) == 1 and data.checks["Age"]["skipped"] == [
+        MSG_DUPLICATE_ID.format(name="Age.jsonl", line=2, example_id=0)]
     with pytest.raises(DataError) as info:
         load_bbq(tmp_path / "nowhere")
     assert info.value.message == MSG_NO_FOLDER.format(path=tmp_path / "nowhere")

@@ -35,8 +35,9 @@ official reading is used (the scores stay comparable with the paper's) and the i
 :attr:`BBQData.checks`.
 
 Hostile input: every file is bounded (:data:`MAX_FILE_BYTES`, :data:`MAX_LINE_CHARS`, :data:`MAX_ITEMS`); a
-malformed line raises :class:`~biastest.errors.DataError` with :data:`MSG_BAD_LINE` naming the file and the line,
-never a traceback. Windows line endings (``Religion.jsonl``) are read like any others.
+malformed line is skipped and said (:data:`MSG_BAD_LINE` naming the file and the line; counted in
+:attr:`BBQData.checks` as ``n_skipped``, the first ones quoted in ``skipped``), never a traceback; the rest of the
+file is read. Windows line endings (``Religion.jsonl``) are read like any others.
 """
 
 from __future__ import annotations
@@ -99,6 +100,8 @@ MSG_NO_FOLDER = (
 MSG_NO_CATEGORY_FILE = "The BBQ folder '{path}' has no file {name} (category {category})."
 MSG_TOO_LARGE = "The BBQ file {name} is too large ({size:,} bytes; at most {limit:,})."
 MSG_BAD_LINE = "The BBQ file {name}, line {line}: {problem}."
+#: How many skipped lines a category's checks quote (all are counted).
+MAX_SKIPPED_SHOWN = 20
 MSG_DUPLICATE_ID = "The BBQ file {name}, line {line}: example_id {example_id} appears twice."
 MSG_BAD_METADATA = "The BBQ metadata file {name}, line {line}: {problem}."
 
@@ -341,32 +344,41 @@ def _parse_line(raw: Any, category: str) -> _Raw:
                 answers, label, _answer_info(raw), tuple(groups), str(meta.get("subcategory") or "")[:200])
 
 
-def _read_category(folder: Path, category: str) -> list[tuple[int, _Raw]]:
-    """``(line number, checked line)`` of one category's file."""
+def _read_category(folder: Path, category: str) -> tuple[list[tuple[int, _Raw]], list[str]]:
+    """``(line number, checked line)`` of one category's file, and why each malformed line was skipped.
+
+    A malformed line (not JSON, a field of the wrong kind, too long, an ``example_id`` seen before) is skipped and
+    said (:data:`MSG_BAD_LINE`, :data:`MSG_DUPLICATE_ID`): the rest of the file is read. A file that cannot be read
+    at all, or holds more than :data:`MAX_ITEMS` items, is an error.
+    """
     path = folder / f"{category}.jsonl"
     if not path.is_file():
         raise DataError(MSG_NO_CATEGORY_FILE.format(path=folder, name=path.name, category=category))
     text = _read_text(path)
     out: list[tuple[int, _Raw]] = []
+    skipped: list[str] = []
     seen: set[int] = set()
     for number, line in enumerate(text.splitlines(), start=1):  # \r\n and \n alike
         if not line.strip():
             continue
-        if len(line) > MAX_LINE_CHARS:
-            raise DataError(MSG_BAD_LINE.format(name=path.name, line=number,
-                                                problem=f"longer than {MAX_LINE_CHARS:,} characters"))
-        if len(out) >= MAX_ITEMS:
+        if len(out) + len(skipped) >= MAX_ITEMS:
             raise DataError(MSG_BAD_LINE.format(name=path.name, line=number, problem=f"more than {MAX_ITEMS:,} items"))
+        if len(line) > MAX_LINE_CHARS:
+            skipped.append(MSG_BAD_LINE.format(name=path.name, line=number,
+                                               problem=f"longer than {MAX_LINE_CHARS:,} characters"))
+            continue
         try:
             raw = _parse_line(json.loads(line), category)
         except (ValueError, RecursionError) as exc:
             problem = "not valid JSON" if isinstance(exc, json.JSONDecodeError | RecursionError) else str(exc)
-            raise DataError(MSG_BAD_LINE.format(name=path.name, line=number, problem=problem)) from None
+            skipped.append(MSG_BAD_LINE.format(name=path.name, line=number, problem=problem))
+            continue
         if raw.example_id in seen:
-            raise DataError(MSG_DUPLICATE_ID.format(name=path.name, line=number, example_id=raw.example_id))
+            skipped.append(MSG_DUPLICATE_ID.format(name=path.name, line=number, example_id=raw.example_id))
+            continue
         seen.add(raw.example_id)
         out.append((number, raw))
-    return out
+    return out, skipped
 
 
 @dataclass(frozen=True)
@@ -485,14 +497,16 @@ def _category_items(folder: Path, category: str, meta: dict[tuple[str, int], _Me
     items, dropped, disagree = [], [], []
     n_official = n_agree = 0
     name = f"{category}.jsonl"
-    lines = _read_category(folder, category)
+    lines, skipped = _read_category(folder, category)
     for number, raw in lines:
         unknown = _unknown_of(raw)
         if unknown is None:
-            raise DataError(MSG_BAD_LINE.format(name=name, line=number, problem="no single 'unknown' answer"))
+            skipped.append(MSG_BAD_LINE.format(name=name, line=number, problem="no single 'unknown' answer"))
+            continue
         if raw.condition == "ambig" and raw.label != unknown:
-            raise DataError(MSG_BAD_LINE.format(name=name, line=number,
-                                                problem="an ambiguous context whose correct answer is not 'unknown'"))
+            skipped.append(MSG_BAD_LINE.format(
+                name=name, line=number, problem="an ambiguous context whose correct answer is not 'unknown'"))
+            continue
         m = None if meta is None else meta.get((category, raw.example_id))
         derived, why, labels = derive_target(category, raw, None if m is None else m.var2)
         if m is not None:
@@ -516,7 +530,8 @@ def _category_items(folder: Path, category: str, meta: dict[tuple[str, int], _Me
                              raw.question, raw.answers, _roles(target, unknown), raw.label, labels, source,
                              raw.subcategory))
     checks = {"n_items": len(lines), "n_target": len(items), "n_dropped": len(dropped), "n_official": n_official,
-              "n_agree": n_agree, "disagree": disagree}
+              "n_agree": n_agree, "disagree": disagree, "n_skipped": len(skipped),
+              "skipped": skipped[:MAX_SKIPPED_SHOWN]}
     return items, dropped, checks
 
 
