@@ -30,7 +30,7 @@ ENDPOINT_METHOD = "causal-sum"
 #: What a run records of its options in process (through an endpoint: without device and dtype, with the
 #: endpoint's settings the user gave).
 RECORDED = ("model_id", "method", "seed", "revision", "batch_size", "device", "dtype", "n_resamples", "confidence",
-            "tie_tolerance", "clusters")
+            "tie_tolerance", "clusters", "keep_non_minimal")
 ENDPOINT_RECORDED = ("concurrency", "max_requests", "time_limit")
 
 

@@ -19,11 +19,19 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from biastest.errors import DataError
+from biastest.generate.counterfactual import (
+    REWRITE_REJECT_KEPT_GROUP_TERM,
+    REWRITE_REJECT_MISSING_ATTRIBUTE,
+    REWRITE_REJECT_NOT_MINIMAL,
+    check_pair,
+)
+from biastest.generate.minimal import format_differences, minimal_difference
 from biastest.measures.stereotype.result import StereotypeResult
 from biastest.records import SentencePair
 from biastest.report.export import private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import item_grid, score_bars
-from biastest.report.text import level_label, md_escape
+from biastest.report.text import level_label, md_escape, plural
+from biastest.spec import contains_term
 
 __all__ = [
     "PAIR_COLUMNS",
@@ -31,6 +39,8 @@ __all__ = [
     "MAX_PAIRS",
     "as_display_table",
     "MSG_MACRO_SINGLE_PAIR_TERMS",
+    "NOT_MINIMAL",
+    "not_minimal_count",
     "TERM_INTERVAL_LABEL",
     "attribute_figure",
     "export_files",
@@ -96,6 +106,12 @@ MSG_SUMMARY_ENDPOINT = (
     "- Scored through the endpoint {endpoint} (served model {served}{version}; {prompts}): {requests}."
 )
 MSG_SUMMARY_PARTIAL = "- ⚠️ **Partial result.** {message}"
+MSG_SUMMARY_NOT_SCORED = (
+    "- **{n} of {pairs} could not be scored** and are excluded ({reasons}); they are listed in the downloads with "
+    "their reasons."
+)
+#: The exclusion code of a pair the minimal-pair rule left out (:data:`biastest.measures.stereotype.score.REASONS`).
+NOT_MINIMAL = "not-minimal"
 MSG_PROMPTS = {"token-ids": "token ids from the model's tokenizer", "text": "text split into tokens by the server"}
 MSG_PAIR_LABEL = "#{number} of '{term}'"
 MSG_TABLE_EMPTY = "The table of test sentences is empty. Find, import or generate sentence pairs first."
@@ -116,8 +132,19 @@ MSG_ROW_KEPT_GROUP_TERM = (
     "sentences must differ only in the group term. Fix it or untick 'Keep'."
 )
 MSG_ROW_NOT_MINIMAL = (
-    "Row {row}: the two sentences differ in more than the group term. Swapping '{term}' for '{counterpart}' gives "
-    "'{expected}' where the {side} sentence has '{found}'. Make them differ only in the group term, or untick 'Keep'."
+    "Row {row}: the two sentences differ in more than the group term and the words that agree with it "
+    "(stereotyped → anti-stereotyped: {differences}). The test leaves this pair out unless pairs that are not "
+    "minimal are kept; make the sentences differ only in the group term, or untick 'Keep'."
+)
+#: The summary's line for pairs the minimal-pair rule flagged: left out, or kept by choice.
+MSG_SUMMARY_NOT_MINIMAL = (
+    "- **{pairs} left out: not minimal** (the two sentences differ in more than the group term and the words "
+    "that agree with it); they are listed in the downloads with the words that differ."
+)
+MSG_SUMMARY_KEPT_NON_MINIMAL = (
+    "- ⚠️ {pairs} not minimal (the two sentences differ in more than the group term and the words that agree "
+    "with it) kept anyway, as chosen (keep pairs that are not minimal: for reproducing published results); "
+    "the score measures those other differences too."
 )
 MSG_ROWS_PROBLEMS = "{count} rows cannot be tested as they are; fix them or untick 'Keep':"
 MSG_ROWS_MORE = "… and {count} more."
@@ -176,22 +203,17 @@ def _kept(value: Any) -> bool:
     return bool(value)
 
 
-def _row_problem(row_number: int, row: dict[str, Any]) -> str | None:
-    """What keeps one table row from being tested (``MSG_ROW_*``), or None.
+def _row_problem(row_number: int, row: dict[str, Any], *, not_minimal: bool = True) -> str | None:
+    """What keeps one table row from being tested as it is (``MSG_ROW_*``), or None.
 
     Besides the two sentences being present and different, a row that names two different group terms is checked
     as a generated pair is (:func:`biastest.generate.counterfactual.check_pair`): each sentence contains its group
-    term (and the attribute term, when given), and the two differ only in the group term and the words that agree
-    with it. Rows without two group terms (CrowS-Pairs, StereoSet) have no term to check the difference against.
+    term (and the attribute term, when given), and the other does not keep it. Every row is then held to the
+    minimal-pair rule (:func:`biastest.generate.minimal.minimal_difference`: the two differ only in the group term
+    and the words that agree with it; a row without two group terms, CrowS-Pairs or StereoSet, in one passage):
+    :data:`MSG_ROW_NOT_MINIMAL` names the differing words (``not_minimal=False`` leaves that check out: such a
+    pair is not refused but left out of the test, or kept by choice, by the run).
     """
-    from biastest.generate.counterfactual import (
-        REWRITE_REJECT_KEPT_GROUP_TERM,
-        REWRITE_REJECT_MISSING_ATTRIBUTE,
-        REWRITE_REJECT_NOT_MINIMAL,
-        check_pair,
-    )
-    from biastest.spec import contains_term
-
     s, a = _text(row.get("stereotyped")), _text(row.get("anti_stereotyped"))
     if not s or not a:
         return MSG_ROW_EMPTY_SENTENCE.format(row=row_number)
@@ -201,15 +223,15 @@ def _row_problem(row_number: int, row: dict[str, Any]) -> str | None:
     for sentence, term in ((s, gs), (a, ga)):
         if term and not contains_term(sentence, term):
             return MSG_ROW_GROUP_MISSING.format(row=row_number, sentence=sentence, term=term)
-    if not gs or not ga or gs.casefold() == ga.casefold():
-        return None
-    problem = check_pair(s, a, group_term=gs, counterpart=ga, attribute_term=_text(row.get("attribute_term")))
-    if problem is None:
+    problem = None
+    if gs and ga and gs.casefold() != ga.casefold():
+        problem = check_pair(s, a, group_term=gs, counterpart=ga, attribute_term=_text(row.get("attribute_term")))
+    if problem is None or problem.reason == REWRITE_REJECT_NOT_MINIMAL:
+        check = minimal_difference(s, a, gs, ga)
+        if not_minimal and not check.minimal:
+            return MSG_ROW_NOT_MINIMAL.format(row=row_number, differences=format_differences(check.differences))
         return None
     sentence = s if problem.sentence == "first" else a
-    if problem.reason == REWRITE_REJECT_NOT_MINIMAL:
-        return MSG_ROW_NOT_MINIMAL.format(row=row_number, term=gs, counterpart=ga, expected=problem.expected,
-                                          side="anti-stereotyped", found=problem.found)
     if problem.reason == REWRITE_REJECT_MISSING_ATTRIBUTE:
         return MSG_ROW_ATTRIBUTE_MISSING.format(row=row_number, sentence=sentence, term=problem.term)
     if problem.reason == REWRITE_REJECT_KEPT_GROUP_TERM:
@@ -218,10 +240,13 @@ def _row_problem(row_number: int, row: dict[str, Any]) -> str | None:
     return MSG_ROW_GROUP_MISSING.format(row=row_number, sentence=sentence, term=problem.term)
 
 
-def row_problems(table: pd.DataFrame | None, rows: Sequence[int] | None = None) -> dict[int, str]:
+def row_problems(table: pd.DataFrame | None, rows: Sequence[int] | None = None, *,
+                 not_minimal: bool = True) -> dict[int, str]:
     """Problems of table rows (0-based positions → ``MSG_ROW_*`` message naming the 1-based row), kept or not.
 
-    ``rows`` limits the check to those positions (default: every row).
+    ``rows`` limits the check to those positions (default: every row). ``not_minimal`` (default) includes rows
+    that break the minimal-pair rule (:data:`MSG_ROW_NOT_MINIMAL`, naming the differing words); False gives only
+    the problems that keep a row from being tested at all (what :func:`pairs_from_table` refuses).
     """
     if table is None or len(table) == 0:
         return {}
@@ -229,7 +254,7 @@ def row_problems(table: pd.DataFrame | None, rows: Sequence[int] | None = None) 
     positions = range(len(records)) if rows is None else rows
     out = {}
     for i in positions:
-        problem = _row_problem(i + 1, records[i])
+        problem = _row_problem(i + 1, records[i], not_minimal=not_minimal)
         if problem is not None:
             out[i] = problem
     return out
@@ -250,7 +275,9 @@ def problems_message(problems: Sequence[str]) -> str:
 def pairs_from_table(table: pd.DataFrame | None, *, spec_name: str = "") -> list[SentencePair]:
     """Validate the edited table and turn the kept rows into pairs.
 
-    Every kept row is checked (:func:`row_problems`); nothing is returned while one fails.
+    Every kept row is checked (:func:`row_problems` without the minimal-pair rule); nothing is returned while
+    one fails. A row that is not a minimal pair is returned: the run leaves it out of the test and counts it
+    (or keeps it, ``keep_non_minimal``), naming its differing words.
 
     Raises
     ------
@@ -269,7 +296,7 @@ def pairs_from_table(table: pd.DataFrame | None, *, spec_name: str = "") -> list
         raise DataError(MSG_NOTHING_KEPT)
     if len(kept) > MAX_PAIRS:
         raise DataError(MSG_TOO_MANY_PAIRS.format(n=len(kept), limit=MAX_PAIRS))
-    problems = list(row_problems(table, kept).values())
+    problems = list(row_problems(table, kept, not_minimal=False).values())
     if problems:
         raise DataError(problems_message(problems), problems=tuple(problems))
     return [
@@ -389,23 +416,32 @@ def summary_markdown(result: StereotypeResult) -> str:
     single = sum(1 for t in result.per_attribute if t.summary.n == 1)
     if single:
         lines[-1] += " " + MSG_MACRO_SINGLE_PAIR_TERMS.format(count=single, total=ma.n_groups)
-    if result.n_excluded:
-        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(result.excluded_reasons.items()))
-        lines.append(
-            f"- **{result.n_excluded} of {result.n_pairs} pairs could not be scored** and are excluded ({reasons}); "
-            "they are listed in the downloads with their reasons."
-        )
+    lines += _not_minimal_lines(result)
+    other = {k: v for k, v in result.excluded_reasons.items() if k != NOT_MINIMAL}
+    if other:
+        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(other.items()))
+        lines.append(MSG_SUMMARY_NOT_SCORED.format(n=sum(other.values()), pairs=plural(result.n_pairs, "pair"),
+                                                   reasons=reasons))
     lines += endpoint_lines(result)
     return "\n".join(lines)
+
+
+def not_minimal_count(result: StereotypeResult) -> tuple[int, bool]:
+    """How many pairs the minimal-pair rule flagged, and whether they were kept (from the result's provenance)."""
+    info = (result.provenance or {}).get("minimal_pairs") or {}
+    return int(info.get("n_not_minimal") or 0), bool(info.get("keep_non_minimal"))
+
+
+def _not_minimal_lines(result: StereotypeResult) -> list[str]:
+    n, kept = not_minimal_count(result)
+    if not n:
+        return []
+    return [(MSG_SUMMARY_KEPT_NON_MINIMAL if kept else MSG_SUMMARY_NOT_MINIMAL).format(pairs=plural(n, "pair"))]
 
 
 def _code(text: str) -> str:
     """``text`` as a Markdown code span (shown as typed; a backquote in it cannot close the span)."""
     return "`" + text.replace("`", "%60") + "`"
-
-
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def endpoint_lines(result: StereotypeResult) -> list[str]:
@@ -419,7 +455,7 @@ def endpoint_lines(result: StereotypeResult) -> list[str]:
         served=md_escape(str(info.get("served_model") or info.get("model_id") or "")),
         version=f", server version {md_escape(str(version))}" if version else "",
         prompts=MSG_PROMPTS.get(str(info.get("prompts")), md_escape(str(info.get("prompts")))),
-        requests=_count(int((info.get("requests") or {}).get("completions", 0)), "request"),
+        requests=plural(int((info.get("requests") or {}).get("completions", 0)), "request"),
     )]
     if info.get("complete") is False:
         lines.append(MSG_SUMMARY_PARTIAL.format(message=md_escape(str(info.get("stop_message") or ""))))
@@ -677,6 +713,10 @@ def summary_records(result: StereotypeResult) -> list[dict[str, Any]]:
                                  **_cluster_row_values(result.magnitude, unit="nats")))
         rows.append(_summary_row(result, "magnitude: median Δ log-prob (stereotyped − anti)",
                                  **_cluster_row_values(result.magnitude_median, unit="nats")))
+    n_flagged, kept = not_minimal_count(result)
+    if n_flagged:
+        rows.append(_summary_row(result, "pairs kept though not minimal" if kept else "pairs left out: not minimal",
+                                 n_pairs=n_flagged))
     ma = result.macro_attribute
     rows.append(_summary_row(result, "stereotype score, macro over attribute terms", estimate=ma.score, unit="%",
                              ci_low=ma.ci_low, ci_high=ma.ci_high, interval=ma.ci_method, n_pairs=ma.n))
