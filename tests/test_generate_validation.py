@@ -318,8 +318,8 @@ def test_check_pair_holds_any_pair_to_the_rewrite_rules() -> None:
     problem = check("He has a real passion for numbers.", "She has a real passion for =cmd|' /C calc'!A0.",
                     group_term="he", counterpart="she")
     assert problem == counterfactual.PairProblem(
-        counterfactual.REWRITE_REJECT_NOT_MINIMAL, "second", "she", expected="numbers", found="= cmd | / C calc ! A0",
-        differences=(Difference("numbers", "= cmd | / C calc ! A0", "added"),))
+        counterfactual.REWRITE_REJECT_NOT_MINIMAL, "second", "she", expected="numbers",
+        found="= cmd | ' / C calc ' ! A0", differences=(Difference("numbers", "= cmd | ' / C calc ' ! A0", "added"),))
     problem = check("He is good at math.", "She is not at all good at math, sadly.", group_term="he",
                     counterpart="she")
     assert problem.differences == (Difference("", "not at all", "added"), Difference("", ", sadly", "added"))

@@ -25,14 +25,20 @@ its own side) are set aside; what is left must be
 
 * words replaced one for one by a word of the same agreement class (:data:`AGREEMENT_WORDS`: ``he`` → ``she``,
   ``his`` → ``her``, ``is`` → ``are``, ``a`` → ``an`` …), or
-* when the two sides leave unequal numbers of words, only words that may come or go with the group term
-  (:data:`INSERTABLE`: articles, demonstratives, the possessive ``'s``: ``a man`` / ``women``).
+* in a passage that holds the group term, when the two sides leave unequal numbers of words, only words that
+  may come or go with the group term (:data:`INSERTABLE`: articles, demonstratives, the possessive ``'s``:
+  ``a man`` / ``women``) or that agree with a word of the other side.
+
+Before aligning, the two sentences are also read word for word with their group terms set aside: when the
+rest has as many tokens on each side and each is the same word or one of its agreement class, the pair is
+minimal (``his … her`` / ``her … his`` aligns so, though not as one passage).
 
 A pair **without two different group terms** (CrowS-Pairs names none; StereoSet names its target on both
-sides and varies the filled-in blank) has no term to set aside: there, one passage may differ beyond
-agreement words — the term that varies, wherever it recurs (the same words replaced by the same words) — and it
-may be at most :data:`MAX_VARYING_TOKENS` tokens long on
-each side. Every other difference is named, with the words of both sides, by a :class:`Difference`.
+sides and varies the filled-in blank) has no term to set aside and no place to anchor an inserted article:
+there, insertable words may come or go anywhere, and one passage may differ beyond agreement words — the
+term that varies, wherever it recurs (the same words replaced by the same words) — and it may be at most
+:data:`MAX_VARYING_TOKENS` tokens long on each side. Every other difference is named, with the words of both
+sides, by a :class:`Difference`.
 """
 
 from __future__ import annotations
@@ -171,25 +177,24 @@ def _agree(x: str, y: str) -> bool:
     return bool(_CLASSES_OF.get(x, frozenset()) & _CLASSES_OF.get(y, frozenset()))
 
 
-def _passage_problem(ra: list[tuple[str, str]], rb: list[tuple[str, str]], pa: list[str], pb: list[str]
-                     ) -> Difference | None:
+def _passage_problem(ra: list[tuple[str, str]], rb: list[tuple[str, str]], pa: list[str], pb: list[str], *,
+                     near_term: bool) -> Difference | None:
     """What is wrong with a differing passage (``pa``/``pb``) once group-term tokens are set aside (``ra``/``rb``).
 
-    None when what is left is agreement: words replaced one for one within their class, or, failing that,
-    words that are insertable or agree with a word of the other side's passage (its group term included:
-    ``his`` / ``her`` where the pair names ``his`` / ``hers``).
+    None when what is left is agreement: as many words on each side, each replaced by one of its class in
+    order; or, on unequal sides in a passage that holds the group term (``near_term``), words that are
+    insertable or agree with a word of the other side's passage (its group term included: ``his`` / ``her``
+    where the pair names ``his`` / ``hers``).
     """
     if not ra and not rb:
         return None
-    if len(ra) == len(rb) and all(_agree(x, y) for (x, _), (y, _) in zip(ra, rb, strict=True)):
-        return None
-    extra_a = [w for x, w in ra if x not in INSERTABLE and not any(_agree(x, y) for y in pb)]
-    extra_b = [w for y, w in rb if y not in INSERTABLE and not any(_agree(x, y) for x in pa)]
-    if not extra_a and not extra_b:
-        return None
     if len(ra) == len(rb):
         bad = [(wx, wy) for (x, wx), (y, wy) in zip(ra, rb, strict=True) if not _agree(x, y)]
-        return Difference(" ".join(x for x, _ in bad), " ".join(y for _, y in bad), "changed")
+        return Difference(" ".join(x for x, _ in bad), " ".join(y for _, y in bad), "changed") if bad else None
+    extra_a = [w for x, w in ra if not near_term or (x not in INSERTABLE and not any(_agree(x, y) for y in pb))]
+    extra_b = [w for y, w in rb if not near_term or (y not in INSERTABLE and not any(_agree(x, y) for x in pa))]
+    if not extra_a and not extra_b:
+        return None
     return Difference(" ".join(extra_a), " ".join(extra_b), "added")
 
 
@@ -221,6 +226,11 @@ def minimal_difference(first: str, second: str, group_term: str = "", counterpar
     with_terms = bool(group_term.strip() and counterpart.strip()) and tokens(group_term) != tokens(counterpart)
     ma = _term_mask(ta, group_term) if with_terms else [False] * len(ta)
     mb = _term_mask(tb, counterpart) if with_terms else [False] * len(tb)
+    rest_a = [t for t, m in zip(ta, ma, strict=True) if not m]
+    rest_b = [t for t, m in zip(tb, mb, strict=True) if not m]
+    if with_terms and len(rest_a) == len(rest_b) and all(
+            x == y or _agree(x, y) for x, y in zip(rest_a, rest_b, strict=True)):
+        return MinimalCheck((), with_terms)  # one for one, word by word, once the terms are set aside
     sm = difflib.SequenceMatcher(a=ta, b=tb, autojunk=False)
     out: list[Difference] = []
     varying: list[tuple[list[str], list[str], list[str], list[str]]] = []  # as written, then case-folded
@@ -229,7 +239,8 @@ def minimal_difference(first: str, second: str, group_term: str = "", counterpar
             continue
         ra = [(ta[i], oa[i]) for i in range(i1, i2) if not ma[i]]
         rb = [(tb[j], ob[j]) for j in range(j1, j2) if not mb[j]]
-        problem = _passage_problem(ra, rb, ta[i1:i2], tb[j1:j2])
+        near = not with_terms or any(ma[i1:i2]) or any(mb[j1:j2])
+        problem = _passage_problem(ra, rb, ta[i1:i2], tb[j1:j2], near_term=near)
         if problem is None:
             continue
         if with_terms:
