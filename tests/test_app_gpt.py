@@ -130,7 +130,7 @@ def test_run_equals_the_runner_and_exports_match(tiny_gpt2):
     assert [p["difference"] for p in result["pairs"]] == pytest.approx([p.difference for p in direct.pairs], abs=1e-9)
     assert result["overall"]["score"] == direct.overall.score
     csv_path, json_path = out[9].value["path"], out[10].value["path"]
-    everything = list(csv.DictReader(open(csv_path, encoding="utf-8")))
+    everything = list(csv.DictReader(open(csv_path, encoding="utf-8-sig")))
     rows = [r for r in everything if r["row_type"] == "pair"]
     assert everything[0]["row_type"] == "summary" and everything[-len(rows):] == rows  # summary rows first
     assert [r["stereotyped"] for r in rows] == ["He is good at math.", "She loves <b>@poetry</b> =1+1"]

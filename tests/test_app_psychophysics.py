@@ -336,7 +336,7 @@ def test_paper_experiment_pse_table_and_csv_equal_a_naive_computation(paper_run,
     for target, pse in zip(table["target"], table["PSE"], strict=True):
         assert pse == pytest.approx(naive[target], abs=1e-4)
     csv_path = view[-2]["value"]
-    every = list(csv.DictReader(open(csv_path, encoding="utf-8")))
+    every = list(csv.DictReader(open(csv_path, encoding="utf-8-sig")))
     rows = [r for r in every if r["row_type"] == "target"]
     assert [r["target"] for r in rows] == list(spec.targets)
     for r in rows:
@@ -544,7 +544,7 @@ def test_weat_and_mac_tables_name_statistic_and_effect_size_separately(glove):
     b_used = [t for t in b.split(", ") if glove.has(t)]
     s = np.mean([naive_cos(glove, w, t) for t in a_used]) - np.mean([naive_cos(glove, w, t) for t in b_used])
     assert words["s(w, A, B)"].iloc[0] == pytest.approx(s, abs=1e-5)
-    every = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8")))
+    every = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8-sig")))
     rows = [r for r in every if r["row_type"] == "word"]
     assert {r["word"] for r in rows} == set(weat.x) | set(weat.y)
     assert "effect size d" in view[0]
@@ -629,7 +629,7 @@ def test_bayes_estimate_shows_the_data_it_was_given(weat_session, glove):
     assert list(assoc.x) == pytest.approx([r["mean"] for r in rows])
     assert list(assoc.error_x.array) == pytest.approx([r["hdi_high"] - r["mean"] for r in rows])
     assert len(table) == len(result.contrasts) and len(contrast_fig.data) == 3
-    rows_csv = list(csv.DictReader(open(csv_u["value"], encoding="utf-8")))
+    rows_csv = list(csv.DictReader(open(csv_u["value"], encoding="utf-8-sig")))
     assert [r for r in rows_csv if r["row_type"] == "interval"] and rows_csv[0]["row_type"] == "summary"
     assert len([r for r in rows_csv if r["row_type"] == "interval"]) == len(result.interval_records())
     assert len([r for r in rows_csv if r["row_type"] == "sampler attempt"]) == len(result.attempts)
@@ -673,7 +673,7 @@ def test_posterior_sampler_section_renders_its_result(weat_session):
     assert groups["p (permutation)"].iloc[0] == t["p_permutation"]
     assert list(t["words_a"]) == ["amy", "joan", "lisa", "sarah"]
     assert sum(len(tr.x) for tr in pca.data) == len(result.pca["points"])
-    rows = list(csv.DictReader(open(csv_u["value"], encoding="utf-8")))
+    rows = list(csv.DictReader(open(csv_u["value"], encoding="utf-8-sig")))
     assert {r["word"] for r in rows if r["table"] == "group distance"} == {
         "amy", "joan", "lisa", "sarah", "john", "paul", "mike", "kevin"}
     # the posterior column holds a value ('+' and '-' came out as the neutralised "'+" and "'-")
@@ -828,7 +828,7 @@ def test_weat_shows_the_interval_of_d_in_the_summary_table_csv_and_json(glove):
     table = view[10].set_index("quantity")["value"]
     assert table["d, 95 % interval low"] == pytest.approx(lo, abs=1e-6)
     assert table["d, 95 % interval high"] == pytest.approx(hi, abs=1e-6)
-    every = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8")))
+    every = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8-sig")))
     summary = [r for r in every if r["row_type"] == "summary"]
     assert every[: len(summary)] == summary and len(summary) >= 5  # the CSV starts with them
     d_row = summary[0]
@@ -855,7 +855,7 @@ def test_weat_shows_the_interval_of_d_in_the_summary_table_csv_and_json(glove):
 def test_2afc_csv_alone_is_a_complete_record(paper_run):
     session, view = paper_run
     result, corr = session["result"], session["labour"]
-    every = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8")))
+    every = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8-sig")))
     assert [r["row_type"] for r in every] == ["summary"] * 8 + ["target"] * 60
     summary = {r["measure"]: r for r in every[:8]}
     lean = summary["targets leaning to female (PSE > 0.5)"]

@@ -331,7 +331,7 @@ def test_run_matches_a_naive_zero_shot_computation_and_the_csv(ran, tiny_clip):
     by_sha = {i.sha256: p for i, p in zip(ran["images"], naive, strict=True)}
     groups = {i.sha256: (1 if i.image_term == "man" else 2) for i in ran["images"]}
     csv_path, json_path = rep.write_exports(result)
-    with open(csv_path, newline="", encoding="utf-8") as fh:
+    with open(csv_path, newline="", encoding="utf-8-sig") as fh:
         everything = list(csv.DictReader(fh))
     rows = [r for r in everything if r["row_type"] == "image"]  # after the summary rows
     assert everything[0]["row_type"] == "summary" and everything[-len(rows):] == rows

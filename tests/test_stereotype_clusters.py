@@ -208,7 +208,7 @@ def test_the_csv_starts_with_summary_rows_that_name_the_run(tmp_path):
     r = summarize_stereotype(scores, model={"model_id": "=cmd|' /C calc'!A0", "model_kind": "causal"},
                              method="causal-sum", seed=3, n_resamples=500, spec=spec)
     csv_path, _ = rep.export_files(r, directory=tmp_path)
-    rows = list(csv.DictReader(csv_path.open(encoding="utf-8")))
+    rows = list(csv.DictReader(csv_path.open(encoding="utf-8-sig")))
     kinds = [row["row_type"] for row in rows]
     n_summary = kinds.index("pair")
     assert set(kinds[:n_summary]) == {"summary"} and kinds[n_summary:] == ["pair"] * len(scores)
@@ -256,4 +256,4 @@ def test_json_round_trip_and_results_saved_before_clusters_still_read(tmp_path):
     assert "Stereotype score" in summary and "cluster" not in summary and "Magnitude" not in summary
     assert "Holm" not in rep.interpretation(back)
     csv_path, _ = rep.export_files(back, directory=tmp_path)
-    assert "stereotype score, pairs independent" in csv_path.read_text(encoding="utf-8")
+    assert "stereotype score, pairs independent" in csv_path.read_text(encoding="utf-8-sig")

@@ -255,7 +255,7 @@ def test_csv_starts_with_summary_rows_that_name_the_run(tmp_path):
     images, probs, verdicts, _ = _planted(2, n_prompts=10, per_prompt=3)
     r = _summarize(images, probs, verdicts, n_resamples=300)
     csv_path, json_path = rep.write_exports(r, folder=tmp_path)
-    every = list(csv.DictReader(csv_path.open(encoding="utf-8")))
+    every = list(csv.DictReader(csv_path.open(encoding="utf-8-sig")))
     summary = [row for row in every if row["row_type"] == "summary"]
     image_rows = [row for row in every if row["row_type"] == "image"]
     assert every[: len(summary)] == summary and len(image_rows) == 30
@@ -327,7 +327,7 @@ def test_results_saved_before_clusters_still_read_report_and_recluster(tmp_path)
     assert "Clusters" not in text and "Magnitude" not in text and "Holm" not in text
     assert rep.term_rows(old)[0]["ci_low"] == new.soft.ci_low
     csv_path, _ = rep.write_exports(old, folder=tmp_path)
-    assert sum(row["row_type"] == "image" for row in csv.DictReader(csv_path.open(encoding="utf-8"))) == 30
+    assert sum(row["row_type"] == "image" for row in csv.DictReader(csv_path.open(encoding="utf-8-sig"))) == 30
     again = old.with_clusters("auto")  # recomputed from the images, q_t from the term probabilities
     for name in ("clusters", "soft_clustered", "hard_clustered", "magnitude", "magnitude_median"):
         assert getattr(again, name) == getattr(new, name), name

@@ -43,6 +43,7 @@ from biastest.audit.grid import Grid, GridError, load_grid
 from biastest.audit.plan import Cell, Plan, make_plan
 from biastest.audit.progress import progress_bar
 from biastest.errors import BiastestError
+from biastest.words import plural
 
 __all__ = [
     "AuditSummary",
@@ -59,8 +60,8 @@ __all__ = [
 MSG_OUT_NOT_FOLDER = "--out '{path}' is a file; give a folder for the audit (it is created if it does not exist)."
 MSG_CANNOT_WRITE = "The audit folder '{path}' cannot be written ({problem})."
 MSG_SUMMARY = (
-    "Audit '{name}': {cells} cells ({reused} already done, {computed} computed, {failed} failed); {skipped} "
-    "combinations left out (see audit.json)."
+    "Audit '{name}': {cells} ({reused} already done, {computed} computed, {failed} failed); {skipped} "
+    "left out (see audit.json)."
 )
 MSG_FAILED_CELL = "Failed: {model} × {spec} × {method} × seed {seed}: {error}"
 MSG_RERUN = "Run the same command again to retry the failed cells; finished cells are kept."
@@ -214,8 +215,9 @@ class AuditSummary:
     table: Path
 
     def message(self) -> str:
-        return MSG_SUMMARY.format(name=self.name, cells=self.cells, reused=self.reused, computed=self.computed,
-                                  failed=self.failed, skipped=self.skipped)
+        return MSG_SUMMARY.format(name=self.name, cells=plural(self.cells, "cell"), reused=self.reused,
+                                  computed=self.computed, failed=self.failed,
+                                  skipped=plural(self.skipped, "combination"))
 
 
 def write_table(plan: Plan, store: CellStore) -> Path:
@@ -240,7 +242,7 @@ def write_table(plan: Plan, store: CellStore) -> Path:
         if target.is_dir() and not target.is_symlink():
             raise BiastestError(MSG_TABLE_IN_THE_WAY.format(path=target))
     _atomic(parquet, lambda p: frame.to_parquet(p, index=False))
-    _atomic(plan.out / "results.csv", lambda p: write_csv(rows, p, columns=list(COLUMNS)))
+    _atomic(plan.out / "results.csv", lambda p: write_csv(rows, p, columns=list(COLUMNS), for_people=False))
     return parquet
 
 

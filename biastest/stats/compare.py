@@ -105,6 +105,7 @@ from biastest.stats.clusters import (
     design_effect,
 )
 from biastest.stats.multiple import holm
+from biastest.words import plural
 
 __all__ = [
     "ADJUST_HOLM",
@@ -849,8 +850,9 @@ def _compare_matrix(
         )
     notes = []
     if n_clusters is not None and n_clusters < MIN_CLUSTERS_FOR_INTERVAL:
-        notes.append(MSG_TOO_FEW_CLUSTERS.format(n_items=int(x.shape[0]), n_clusters=n_clusters,
-                                                 cluster_by=cluster_by, minimum=MIN_CLUSTERS_FOR_INTERVAL))
+        notes.append(MSG_TOO_FEW_CLUSTERS.format(
+                items=plural(int(x.shape[0]), "item"), clusters=plural(n_clusters, "independent cluster"),
+                cluster_by=cluster_by, minimum=MIN_CLUSTERS_FOR_INTERVAL))
     if clusters is not None:
         family = TEST_CLUSTER_SIGN_PAIRED
     else:

@@ -28,7 +28,7 @@ from biastest.generate.counterfactual import (
 from biastest.generate.minimal import format_differences, minimal_difference
 from biastest.measures.stereotype.result import StereotypeResult
 from biastest.records import SentencePair
-from biastest.report.export import private_dir, summary_first, write_csv, write_json
+from biastest.report.export import created_date, download_name, private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import item_grid, score_bars
 from biastest.report.text import level_label, md_escape, plural
 from biastest.spec import contains_term
@@ -82,6 +82,8 @@ PAIR_HEADERS = {
 }
 _FIELD_OF_HEADER = {v: k for k, v in PAIR_HEADERS.items()}
 
+#: The app's name in download names (:func:`biastest.report.export.download_name`).
+DOWNLOAD_APP = "gpt"
 #: Most pairs one test may score from the app (the CLI has no such limit).
 MAX_PAIRS = 5000
 #: Hover name of the per-term bars' interval (``{level}`` from the result's confidence, e.g. "95%").
@@ -98,7 +100,7 @@ MSG_HOLM_SOME = (
     "{family_title}s whose preference survives the correction for {m} comparisons (Holm, at {alpha} %): {terms}."
 )
 MSG_MACRO_SINGLE_PAIR_TERMS = (
-    "{count} of these {total} terms have a single pair, whose verdict resampling cannot vary, so this interval "
+    "Terms with a single pair, whose verdict resampling cannot vary: {count} of {total}; so this interval "
     "understates the uncertainty; see the per-term exact intervals."
 )
 
@@ -742,11 +744,13 @@ def export_files(result: StereotypeResult, *, directory: Path | None = None) -> 
     """Write the CSV (summary rows, :func:`summary_records`, then one row per pair) and the full JSON.
 
     The CSV's first column ``row_type`` is ``summary`` or ``pair``; text cells that a spreadsheet would run as a
-    formula are neutralised (:func:`biastest.report.export.write_csv`).
+    formula are neutralised (:func:`biastest.report.export.write_csv`). The names are
+    ``biastest-gpt-<model>-<date>.csv`` / ``.json`` (:func:`biastest.report.export.download_name`).
     """
     directory = directory or private_dir()
-    safe_model = "".join(c if c.isalnum() else "-" for c in result.model_id)[-40:] or "model"
     rows = summary_first(summary_records(result), result.pairs_records(), item_type="pair")
-    csv_path = write_csv(rows, directory / f"biastest-lm-{safe_model}-pairs.csv")
-    json_path = write_json(result.to_dict(), directory / f"biastest-lm-{safe_model}-result.json")
+    when = created_date(result)
+    csv_path = write_csv(rows, directory / download_name(DOWNLOAD_APP, result.model_id, when=when))
+    json_path = write_json(result.to_dict(), directory / download_name(DOWNLOAD_APP, result.model_id, when=when,
+                                                                         ext="json"))
     return csv_path, json_path

@@ -45,13 +45,14 @@ from biastest.options import validate_options
 from biastest.records import SentencePair
 from biastest.remote import RetryPolicy
 from biastest.spec import BiasSpec
+from biastest.words import plural
 
 __all__ = ["LMEndpoint", "StereotypeItems", "check_lm_endpoint", "run", "run_lm_test"]
 
 MSG_PROGRESS_LOADING = "Loading the model '{model_id}'…"
 MSG_PROGRESS_ENDPOINT = "Scoring with the model '{model_id}' at {where}…"
 MSG_PROGRESS_SUMMARY = "Computing scores and confidence intervals…"
-MSG_PROGRESS_DONE = "Done: {n_scored} of {n_pairs} pairs scored."
+MSG_PROGRESS_DONE = "Done: {n_scored} of {pairs} scored."
 MSG_BAD_SPEC = "The specification must be a BiasSpec, got {type_name}."
 MSG_NO_MINIMAL_PAIRS = (
     "None of the {n} sentence pairs is a minimal pair: in each, the two sentences differ in more than the group "
@@ -163,7 +164,7 @@ def run(
         clusters=options.clusters,
     )
     if progress is not None:
-        progress(1, 1, MSG_PROGRESS_DONE.format(n_scored=result.n_scored, n_pairs=result.n_pairs))
+        progress(1, 1, MSG_PROGRESS_DONE.format(n_scored=result.n_scored, pairs=plural(result.n_pairs, "pair")))
     return result
 
 

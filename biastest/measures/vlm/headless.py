@@ -16,6 +16,7 @@ from biastest.measures.vlm.options import VLMOptions
 from biastest.measures.vlm.report import write_exports
 from biastest.measures.vlm.run import VLMItems, run
 from biastest.remote import mask_secret, safe_base_url
+from biastest.words import plural
 
 __all__ = ["headless"]
 
@@ -62,5 +63,5 @@ def _headline(result: Any, where: str) -> str:
     what = "Bias score" if result.soft is not None else "Bias score (single answers)"
     n = result.n_soft if result.soft is not None else result.n_images
     at = f" at {where}" if where else ""
-    return (f"{what} {plain.score:.1f}% ({interval}) over {n} images with {result.method} on {result.model_id}{at} "
-            f"(seed {result.seed}).")
+    return (f"{what} {plain.score:.1f}% ({interval}) over {plural(n, 'image')} with {result.method} on "
+            f"{result.model_id}{at} (seed {result.seed}).")
