@@ -535,7 +535,7 @@ def test_interval_labels_follow_the_level_of_the_result(hard_fit, tmp_path):
     csv_path, json_path = rep.bayes_exports(res, source="toy", directory=tmp_path)
     rows = list(csv.DictReader(csv_path.open(encoding="utf-8-sig")))
     assert {r["interval"] for r in rows if r["row_type"] in ("summary", "interval")} == {"95% HPDI"}
-    assert json.loads(json_path.read_text(encoding="utf-8-sig"))["result"]["interval"] == "95% HPDI"
+    assert json.loads(json_path.read_text(encoding="utf-8"))["result"]["interval"] == "95% HPDI"
     # each interval holds its posterior mean
     overall = next(r for r in res.contrasts if r["protected_word"] == "(overall)")
     assert overall["hdi_low"] < overall["mean"] < overall["hdi_high"]

@@ -129,7 +129,7 @@ def test_too_few_templates_give_no_interval_and_the_report_says_why():
     r = _summarize(_planted(n_templates=4, per_template=10, effect=0.0, seed=1))
     c = r.overall_clustered
     assert c.n_clusters == 4 < MIN_CLUSTERS_FOR_INTERVAL and not c.interval_shown
-    reason = MSG_TOO_FEW_CLUSTERS.format(n_items=40, n_clusters=4, cluster_by="template",
+    reason = MSG_TOO_FEW_CLUSTERS.format(items="40 items", clusters="4 independent clusters", cluster_by="template",
                                          minimum=MIN_CLUSTERS_FOR_INTERVAL)
     assert c.reason == reason
     summary = rep.summary_markdown(r)

@@ -78,7 +78,7 @@ def test_default_clusters_follow_how_the_images_were_made():
     assert uploads.clusters == "image-term" and uploads.soft_clustered.n_clusters == 4
     assert uploads.soft_clustered.cluster_by == "image term" and not uploads.soft_clustered.interval_shown
     assert uploads.soft_clustered.reason == MSG_TOO_FEW_CLUSTERS.format(
-        n_items=16, n_clusters=4, cluster_by="image term", minimum=MIN_CLUSTERS_FOR_INTERVAL)
+        items="16 items", clusters="4 independent clusters", cluster_by="image term", minimum=MIN_CLUSTERS_FOR_INTERVAL)
     independent = _summarize(*_planted(1, n_prompts=8, per_prompt=2)[:3], n_resamples=200, clusters="image")
     assert independent.clusters == "image" and not independent.cluster_aware
     assert independent.soft_clustered.n_clusters == 16 and independent.soft_clustered.design_effect == pytest.approx(1)
