@@ -45,7 +45,7 @@ def test_a_csv_for_programs_and_the_json_keep_every_digit(tmp_path) -> None:
     ("q_bh", None, 1.0, 1.0), ("p_two_sided", None, 0.12345, 0.123), ("p_value", None, 0.0, 0.0),
     # percentages: two decimals (a row's estimate and interval when its unit is %, or a *_percent column)
     ("estimate", {"unit": "%"}, 56.4321, 56.43), ("ci_high", {"unit": "%"}, 99.999, 100.0),
-    ("female_percent", None, 12.3456, 12.35),
+    ("female_percent", None, 12.3456, 12.35), ("p_stereotyped", None, 0.518234, 0.5182),
     # every other number: four significant digits, the whole part kept
     ("estimate", {"unit": "nats"}, 56.4321, 56.43), ("difference", None, -0.000123456, -0.0001235),
     ("difference", None, -12.34567, -12.35), ("design_effect", None, 0.79321, 0.7932),

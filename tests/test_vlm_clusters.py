@@ -25,6 +25,7 @@ from biastest.measures import vlm as V
 from biastest.measures.vlm import report as rep
 from biastest.measures.vlm import report_figures as figs
 from biastest.records import TestImage
+from biastest.report.export import round_cell
 from biastest.spec import BiasSpec
 from biastest.stats.clusters import MIN_CLUSTERS_FOR_INTERVAL, MSG_TOO_FEW_CLUSTERS
 from tests.test_clusters import (  # the loop references of the cluster statistics, written once
@@ -43,6 +44,11 @@ GROUP1 = {"man", "father"}
 
 
 # ----------------------------------------------------------------------------- planted data and naive oracles
+
+def _written(row, column, value):
+    """``value`` as the CSV for people writes it in ``row`` (rounded by column kind: ``round_cell``)."""
+    return pytest.approx(round_cell(column, value, row))
+
 def _planted(seed, *, n_prompts=24, per_prompt=6, effect=0.0, prompt_sd=1.2, noise_sd=0.3, prompts=True):
     """Images whose log-odds of the stereotyped list = effect + the prompt's own lean + noise (4 image terms)."""
     rng = np.random.default_rng(seed)
@@ -262,27 +268,32 @@ def test_csv_starts_with_summary_rows_that_name_the_run(tmp_path):
     by = {row["measure"]: row for row in summary}
     head = by["bias score (probabilities), cluster-aware (headline)"]
     c = r.soft_clustered
-    assert float(head["estimate"]) == pytest.approx(r.soft.score) and float(head["ci_low"]) == pytest.approx(c.low)
-    assert float(head["ci_high"]) == pytest.approx(c.high) and float(head["p_value"]) == pytest.approx(c.p_value)
+    assert float(head["estimate"]) == _written(head, "estimate", r.soft.score)
+    assert float(head["ci_low"]) == _written(head, "ci_low", c.low)
+    assert float(head["ci_high"]) == _written(head, "ci_high", c.high)
+    assert float(head["p_value"]) == _written(head, "p_value", c.p_value)
     assert head["n_images"] == "30" and head["n_clusters"] == "10" and head["clusters"] == "image-prompt"
-    assert float(head["design_effect"]) == pytest.approx(c.design_effect)
+    assert float(head["design_effect"]) == _written(head, "design_effect", c.design_effect)
     for row in summary:  # every summary row names the run
         assert row["spec"] == "planted prompts" and row["model_id"] == "planted" and row["seed"] == str(SEED)
         assert row["method"] == "clip-zero-shot" and row["date"] == r.provenance["created_at"]
         assert json.loads(row["versions"])["numpy"] == np.__version__ and row["confidence"] == "0.95"
-    assert float(by["bias score (probabilities), images independent"]["ci_low"]) == pytest.approx(r.soft.ci_low)
-    assert float(by["magnitude: mean log-odds of the stereotyped list"]["estimate"]) == pytest.approx(
-        r.magnitude.estimate) and by["magnitude: mean log-odds of the stereotyped list"]["unit"] == "nats"
-    assert float(by["bias score (single answers), cluster-aware"]["ci_low"]) == pytest.approx(r.hard_clustered.low)
+    row = by["bias score (probabilities), images independent"]
+    assert float(row["ci_low"]) == _written(row, "ci_low", r.soft.ci_low)
+    row = by["magnitude: mean log-odds of the stereotyped list"]
+    assert float(row["estimate"]) == _written(row, "estimate", r.magnitude.estimate) and row["unit"] == "nats"
+    row = by["bias score (single answers), cluster-aware"]
+    assert float(row["ci_low"]) == _written(row, "ci_low", r.hard_clustered.low)
     man = by["image term: man"]
     term = r.per_image_term[0]
-    assert float(man["p_holm"]) == pytest.approx(term.p_holm) and float(man["q_bh"]) == pytest.approx(term.q_bh)
-    assert float(man["mean_log_odds"]) == pytest.approx(term.magnitude.estimate)
+    assert float(man["p_holm"]) == _written(man, "p_holm", term.p_holm)
+    assert float(man["q_bh"]) == _written(man, "q_bh", term.q_bh)
+    assert float(man["mean_log_odds"]) == _written(man, "mean_log_odds", term.magnitude.estimate)
     assert "target term: doctor" in by
     first = image_rows[0]
     assert first["cluster"] == "image prompt: a photo of a man, scene 0" and first["clusters"] == "image-prompt"
-    assert float(first["log_odds"]) == pytest.approx(math.log(float(first["p_stereotyped"])
-                                                              / (1 - float(first["p_stereotyped"]))))
+    assert float(first["log_odds"]) == pytest.approx(math.log(float(first["p_stereotyped"])  # 4 digits each
+                                                              / (1 - float(first["p_stereotyped"]))), abs=1e-3)
     assert json.loads(json_path.read_text())["soft_clustered"]["n_clusters"] == 10
 
 

@@ -53,8 +53,10 @@ CSV_ROUNDING = {
     "number": "four significant digits, never fewer than the whole part (log-probabilities, effect sizes, "
               "design effects, cosines, levels)",
 }
-#: Columns that hold p-values (and adjusted p-values / q-values), besides any named ``p_…`` or ``…_p_value``.
-P_COLUMNS = frozenset({"p", "p_value", "p_holm", "q_bh", "p_adjusted", "p_bh", "q_value", "p_exact"})
+#: Columns that hold p-values (and adjusted p-values / q-values), besides any named ``…_p_value``; a probability
+#: such as ``p_stereotyped`` is a number, not a p-value.
+P_COLUMNS = frozenset({"p", "p_value", "p_holm", "q_bh", "p_adjusted", "p_bh", "q_value", "p_exact", "p_two_sided",
+                       "p_one_sided", "p_less", "p_greater", "p_permutation", "p_welch"})
 #: Columns that hold a percentage whatever the row (``estimate``/``ci_low``/``ci_high`` are percentages in a row
 #: whose ``unit`` is ``%``).
 PERCENT_SUFFIXES = ("_percent", "_pct", "percent")
@@ -109,7 +111,7 @@ def column_kind(column: str, row: Mapping[str, Any] | None = None) -> str:
     ('p-value', 'percent', 'number')
     """
     name = column.casefold()
-    if name in P_COLUMNS or name.startswith("p_") or name.endswith(("_p", "_p_value", "_pvalue")):
+    if name in P_COLUMNS or name.endswith(("_p_value", "_pvalue")):
         return "p-value"
     if name.endswith(PERCENT_SUFFIXES) or (name in _UNIT_COLUMNS and row is not None
                                            and str(row.get("unit") or "").strip() == "%"):
