@@ -18,6 +18,7 @@ import pytest
 
 from biastest.measures.stereotype import report
 from biastest.measures.stereotype import run as lm_run
+from biastest.report.export import round_cell
 from biastest.report.text import md_escape
 from biastest.runner import services
 from biastest.ui import gpt as app
@@ -135,7 +136,8 @@ def test_run_equals_the_runner_and_exports_match(tiny_gpt2):
     assert everything[0]["row_type"] == "summary" and everything[-len(rows):] == rows  # summary rows first
     assert [r["stereotyped"] for r in rows] == ["He is good at math.", "She loves <b>@poetry</b> =1+1"]
     assert [r["attribute_term"] for r in rows] == ["math", "'@poetry"]  # formula cell neutralised
-    assert [float(r["difference"]) for r in rows] == pytest.approx([p.difference for p in direct.pairs], abs=1e-6)
+    # the CSV rounds (4 significant digits), the JSON keeps every digit
+    assert [float(r["difference"]) for r in rows] == [round_cell("difference", p.difference) for p in direct.pairs]
     saved = json.loads(open(json_path, encoding="utf-8").read())
     assert saved["seed"] == 7 and saved["method"] == "causal-sum" and saved["model_id"] == tiny_gpt2
     # hover text escapes the HTML

@@ -27,7 +27,7 @@ from biastest.errors import DataError, EmbeddingError, ModelLoadError, UsageErro
 from biastest.measures.stereotype.score import METHODS, MSG_METHOD_NOT_FOR_KIND, MSG_UNKNOWN_METHOD
 from biastest.measures.stereotype.summary import MSG_NOTHING_SCORED
 from biastest.records import SentencePair, TestImage
-from biastest.report.export import _jsonable
+from biastest.report.export import _jsonable, round_cell
 from biastest.spec import BiasSpec, TwoAFCSpec
 from biastest.specs import MSG_DID_YOU_MEAN, MSG_UNKNOWN_SPEC, list_specs
 from tests import lm_helpers, vlm_helpers
@@ -320,7 +320,7 @@ def test_2afc_spec_file_and_vector_file_equal_runner(tmp_path, capsys):
     assert every[0]["row_type"] == "summary" and every[0]["seed"] == str(SEED)
     want = twoafc_csv_rows(direct, source=f"file:{vectors.resolve()}")
     assert [r["target"] for r in got] == [r["target"] for r in want] and len(got) == 4
-    assert [float(r["pse"]) for r in got] == pytest.approx([r["pse"] for r in want])
+    assert [float(r["pse"]) for r in got] == pytest.approx([round_cell("pse", r["pse"], r) for r in want])
 
 
 class _SamplerSpy:
