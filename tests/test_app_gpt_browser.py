@@ -254,7 +254,7 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
         page.screenshot(path=str(SCREENSHOTS / "gpt_results.png"), full_page=True)
         with page.expect_download() as dl:
             page.click("#download-csv")
-        with open(dl.value.path(), newline="", encoding="utf-8") as fh:
+        with open(dl.value.path(), newline="", encoding="utf-8-sig") as fh:
             every = list(csv.DictReader(fh))
         rows = [r for r in every if r["row_type"] == "pair"]  # after the summary rows the CSV starts with
         assert len(rows) == 4 and every[0]["row_type"] == "summary" and every[0]["seed"] == "42"

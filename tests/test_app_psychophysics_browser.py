@@ -163,7 +163,7 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
             page.locator("#download-csv").click()
         path = tmp_path / "download.csv"
         info.value.save_as(path)
-        every = list(csv.DictReader(path.open(encoding="utf-8")))
+        every = list(csv.DictReader(path.open(encoding="utf-8-sig")))
         rows = [r for r in every if r["row_type"] == "target"]
         assert every[0]["row_type"] == "summary" and every[0]["spec"] == PAPER  # the summary rows come first
         assert [r["target"] for r in rows] == list(spec.targets)
@@ -303,7 +303,7 @@ def test_weat_then_bayesian_estimate_and_posterior_csv_in_the_browser(server, tm
             page.locator("#posterior-download-csv").click()
         path = tmp_path / "posterior.csv"
         info.value.save_as(path)
-        rows = list(csv.DictReader(path.open(encoding="utf-8")))
+        rows = list(csv.DictReader(path.open(encoding="utf-8-sig")))
         assert {r["posterior"] for r in rows} == {"positive", "negative"}
         assert {r["table"] for r in rows} == {"group distance", "nearest", "farthest"}
         groups = {r["group"] for r in rows if r["table"] == "group distance"}

@@ -175,7 +175,7 @@ def test_browser_walk_spec_upload_run_hover_download_reset(tiny_clip, tmp_path):
 
         with page.expect_download() as dl:
             page.click("#download-csv")
-        with open(dl.value.path(), newline="", encoding="utf-8") as fh:
+        with open(dl.value.path(), newline="", encoding="utf-8-sig") as fh:
             rows = [r for r in csv.DictReader(fh) if r["row_type"] == "image"]  # after the summary rows
         want = {i.sha256: i for i in expected.images}
         assert len(rows) == len(want) == 2 * PER_TERM
