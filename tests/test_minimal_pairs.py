@@ -260,3 +260,13 @@ def test_the_option_has_its_flag_and_default() -> None:
     from biastest.measures.stereotype.headless import RECORDED
 
     assert "keep_non_minimal" in RECORDED
+
+
+def test_the_apps_entry_point_passes_the_choice(tiny_gpt2) -> None:
+    from biastest.measures.stereotype.run import run_lm_test
+
+    kept = run_lm_test(pairs=[PAIR, EDITED], model_id=tiny_gpt2, method="causal-sum", seed=3, spec=None,
+                       keep_non_minimal=True)
+    left = run_lm_test(pairs=[PAIR, EDITED], model_id=tiny_gpt2, method="causal-sum", seed=3, spec=None)
+    assert (kept.n_scored, kept.provenance["minimal_pairs"]["keep_non_minimal"]) == (2, True)
+    assert (left.n_scored, left.excluded_reasons) == (1, {"not-minimal": 1})

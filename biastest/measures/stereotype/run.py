@@ -273,11 +273,13 @@ def run_lm_test(
     endpoint: LMEndpoint | None = None,
     cancel: threading.Event | None = None,
     clusters: str = "auto",
+    keep_non_minimal: bool = False,
 ) -> StereotypeResult:
     """The language-model test as the apps run it (a public server loads Hub models only).
 
     ``clusters`` chooses the pairs that lean together for the cluster-aware interval and test
-    (:data:`biastest.measures.stereotype.clusters.CLUSTERINGS`).
+    (:data:`biastest.measures.stereotype.clusters.CLUSTERINGS`); ``keep_non_minimal`` keeps pairs that break the
+    minimal-pair rule instead of leaving them out (recorded; :class:`StereotypeOptions`).
 
     With ``endpoint`` the model is the one served there (``model_id`` is ignored): checked with
     :func:`check_lm_endpoint` first, then scored through the completions protocol (:func:`run` with
@@ -288,8 +290,9 @@ def run_lm_test(
         endpoint = check_lm_endpoint(endpoint, method)
         options = StereotypeOptions.parse(model_id=endpoint.model, method=method, seed=seed, clusters=clusters,
                                           endpoint=endpoint.base_url, max_requests=endpoint.max_requests,
-                                          time_limit=endpoint.time_limit)
+                                          time_limit=endpoint.time_limit, keep_non_minimal=keep_non_minimal)
         return run(options, items, progress=progress, cancel=cancel, api_key=endpoint.api_key, retry=endpoint.retry)
     model_id = public.check_model_reference(model_id)
-    options = StereotypeOptions.parse(model_id=model_id, method=method, seed=seed, clusters=clusters)
+    options = StereotypeOptions.parse(model_id=model_id, method=method, seed=seed, clusters=clusters,
+                                      keep_non_minimal=keep_non_minimal)
     return run(options, items, progress=progress)
