@@ -66,6 +66,7 @@ ASSUMED: dict[str, tuple[str, str]] = {
     "public": ("errors/provenance", "the public-mode decision, read by every layer"),
     "settings": ("errors/provenance", "every environment variable read once, for every layer"),
     "workdir": ("errors/provenance", "the working folder, used by every layer"),
+    "words": ("errors/provenance", "counts in words (plurals) for every layer's messages"),
     "": ("errors/provenance", "the package root holds __version__ only"),
 }
 

@@ -44,7 +44,7 @@ PAPER = "Occupations vs gender (Liang & Acuna 2020)"
 
 
 def _read_csv(path) -> list[dict[str, str]]:
-    with open(path, encoding="utf-8") as fh:
+    with open(path, encoding="utf-8-sig") as fh:
         return list(csv.DictReader(fh))
 
 

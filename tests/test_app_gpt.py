@@ -18,6 +18,7 @@ import pytest
 
 from biastest.measures.stereotype import report
 from biastest.measures.stereotype import run as lm_run
+from biastest.report.export import round_cell
 from biastest.report.text import md_escape
 from biastest.runner import services
 from biastest.ui import gpt as app
@@ -130,12 +131,13 @@ def test_run_equals_the_runner_and_exports_match(tiny_gpt2):
     assert [p["difference"] for p in result["pairs"]] == pytest.approx([p.difference for p in direct.pairs], abs=1e-9)
     assert result["overall"]["score"] == direct.overall.score
     csv_path, json_path = out[9].value["path"], out[10].value["path"]
-    everything = list(csv.DictReader(open(csv_path, encoding="utf-8")))
+    everything = list(csv.DictReader(open(csv_path, encoding="utf-8-sig")))
     rows = [r for r in everything if r["row_type"] == "pair"]
     assert everything[0]["row_type"] == "summary" and everything[-len(rows):] == rows  # summary rows first
     assert [r["stereotyped"] for r in rows] == ["He is good at math.", "She loves <b>@poetry</b> =1+1"]
     assert [r["attribute_term"] for r in rows] == ["math", "'@poetry"]  # formula cell neutralised
-    assert [float(r["difference"]) for r in rows] == pytest.approx([p.difference for p in direct.pairs], abs=1e-6)
+    # the CSV rounds (4 significant digits), the JSON keeps every digit
+    assert [float(r["difference"]) for r in rows] == [round_cell("difference", p.difference) for p in direct.pairs]
     saved = json.loads(open(json_path, encoding="utf-8").read())
     assert saved["seed"] == 7 and saved["method"] == "causal-sum" and saved["model_id"] == tiny_gpt2
     # hover text escapes the HTML
@@ -185,11 +187,6 @@ def test_the_table_has_readable_headers_and_reads_back_either_way():
             report.MSG_ROW_GROUP_MISSING.format(row=1, sentence="The boy is good at math.", term="he"),
         ),
         (
-            [EDITED],
-            report.MSG_ROW_NOT_MINIMAL.format(row=1, term="he", counterpart="she", expected="…for numbers.",
-                                              side="anti-stereotyped", found="…for =cmd|' /C calc'!A0."),
-        ),
-        (
             [{**PAIRS[0], "anti_stereotyped": "She is good at art."}],
             report.MSG_ROW_ATTRIBUTE_MISSING.format(row=1, sentence="She is good at art.", term="math"),
         ),
@@ -206,18 +203,29 @@ def test_bad_tables_get_clear_inline_messages_before_any_model_loads(rows, expec
 
 
 def test_every_failing_row_is_named_and_none_is_scored(no_model):
-    rows = [PAIRS[0], EDITED, PAIRS[1], {**PAIRS[0], "anti_stereotyped": ""}]
+    missing = {**PAIRS[0], "stereotyped": "The boy is good at math."}
+    rows = [PAIRS[0], missing, PAIRS[1], {**PAIRS[0], "anti_stereotyped": ""}]
     out = app.run_test("gpt2", "causal-sum", 1, _state(), _table(rows))
     problems = [
-        report.MSG_ROW_NOT_MINIMAL.format(row=2, term="he", counterpart="she", expected="…for numbers.",
-                                          side="anti-stereotyped", found="…for =cmd|' /C calc'!A0."),
+        report.MSG_ROW_GROUP_MISSING.format(row=2, sentence="The boy is good at math.", term="he"),
         report.MSG_ROW_EMPTY_SENTENCE.format(row=4),
     ]
     assert out[0] == "\n".join([_inline(report.MSG_ROWS_PROBLEMS.format(count=2)),
                                 *(f"- {md_escape(p)}" for p in problems)])
     # unticking the failing rows is the way out
-    rows[1], rows[3] = {**EDITED, "keep": False}, {**rows[3], "keep": False}
+    rows[1], rows[3] = {**missing, "keep": False}, {**rows[3], "keep": False}
     assert len(report.pairs_from_table(_table(rows))) == 2
+
+
+def test_a_pair_that_is_not_minimal_is_named_and_left_to_the_run():
+    """Issue 28: the edited pair is named with its differing words; the table does not refuse it, the run leaves
+    it out (or keeps it by choice) and counts it."""
+    rows = [PAIRS[0], EDITED]
+    assert report.row_problems(_table(rows)) == {1: report.MSG_ROW_NOT_MINIMAL.format(
+        row=2, differences="'numbers' → '= cmd | ' / C calc ' ! A0'")}
+    assert report.row_problems(_table(rows), not_minimal=False) == {}
+    assert [p.stereotyped for p in report.pairs_from_table(_table(rows))] == [PAIRS[0]["stereotyped"],
+                                                                              EDITED["stereotyped"]]
 
 
 def test_rows_without_two_group_terms_are_not_swap_checked():

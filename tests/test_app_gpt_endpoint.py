@@ -206,7 +206,7 @@ def test_a_budget_that_runs_out_keeps_the_scored_pairs_and_says_the_result_is_pa
     assert 0 < result.n_scored < len(ROWS) and result.excluded_reasons.get("not-scored", 0) > 0
     assert report.MSG_SUMMARY_PARTIAL.format(message=md_escape(stop)) in out[4]
     assert stub.count("/v1/completions") == 1
-    with open(out[9].value["path"], newline="", encoding="utf-8") as fh:
+    with open(out[9].value["path"], newline="", encoding="utf-8-sig") as fh:
         rows = list(csv.DictReader(fh))
     not_scored = [r for r in rows if "stopped before this pair was scored" in " ".join(map(str, r.values()))]
     assert len(not_scored) == result.excluded_reasons["not-scored"]  # listed in the download with their reason

@@ -23,6 +23,7 @@ from biastest.measures.twoafc import load_occupations_bls
 from biastest.measures.twoafc import report as rep
 from biastest.measures.weat import report as weat_rep
 from biastest.models.embeddings import MSG_MOSTLY_MISSING, load_embeddings
+from biastest.report.export import round_cell
 from biastest.spec import MSG_CUE_PAIR_SHAPE, MSG_EMPTY_LIST
 from biastest.specs import get_twoafc_spec, list_specs
 from biastest.ui import psychophysics as app
@@ -336,11 +337,13 @@ def test_paper_experiment_pse_table_and_csv_equal_a_naive_computation(paper_run,
     for target, pse in zip(table["target"], table["PSE"], strict=True):
         assert pse == pytest.approx(naive[target], abs=1e-4)
     csv_path = view[-2]["value"]
-    every = list(csv.DictReader(open(csv_path, encoding="utf-8")))
+    every = list(csv.DictReader(open(csv_path, encoding="utf-8-sig")))
     rows = [r for r in every if r["row_type"] == "target"]
     assert [r["target"] for r in rows] == list(spec.targets)
+    full = {t.target: t.pse for t in result.targets}  # every digit (the JSON's); the CSV writes 4 significant
     for r in rows:
-        assert float(r["pse"]) == pytest.approx(naive[r["target"]], abs=1e-5)
+        assert full[r["target"]] == pytest.approx(naive[r["target"]], abs=1e-5)
+        assert float(r["pse"]) == round_cell("pse", full[r["target"]])
         assert r["embedding"] == "glove-6b-50d" and r["mode"] == "thurstonian" and r["seed"] == str(SEED)
         # issue 17: these were empty for all 60 rows; now filled, or the reason given in the row
         assert r["fit_status"] and (all(r[k] for k in ("fit_pse", "fit_pse_ci_low", "fit_pse_ci_high"))
@@ -544,7 +547,7 @@ def test_weat_and_mac_tables_name_statistic_and_effect_size_separately(glove):
     b_used = [t for t in b.split(", ") if glove.has(t)]
     s = np.mean([naive_cos(glove, w, t) for t in a_used]) - np.mean([naive_cos(glove, w, t) for t in b_used])
     assert words["s(w, A, B)"].iloc[0] == pytest.approx(s, abs=1e-5)
-    every = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8")))
+    every = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8-sig")))
     rows = [r for r in every if r["row_type"] == "word"]
     assert {r["word"] for r in rows} == set(weat.x) | set(weat.y)
     assert "effect size d" in view[0]
@@ -629,7 +632,7 @@ def test_bayes_estimate_shows_the_data_it_was_given(weat_session, glove):
     assert list(assoc.x) == pytest.approx([r["mean"] for r in rows])
     assert list(assoc.error_x.array) == pytest.approx([r["hdi_high"] - r["mean"] for r in rows])
     assert len(table) == len(result.contrasts) and len(contrast_fig.data) == 3
-    rows_csv = list(csv.DictReader(open(csv_u["value"], encoding="utf-8")))
+    rows_csv = list(csv.DictReader(open(csv_u["value"], encoding="utf-8-sig")))
     assert [r for r in rows_csv if r["row_type"] == "interval"] and rows_csv[0]["row_type"] == "summary"
     assert len([r for r in rows_csv if r["row_type"] == "interval"]) == len(result.interval_records())
     assert len([r for r in rows_csv if r["row_type"] == "sampler attempt"]) == len(result.attempts)
@@ -673,7 +676,7 @@ def test_posterior_sampler_section_renders_its_result(weat_session):
     assert groups["p (permutation)"].iloc[0] == t["p_permutation"]
     assert list(t["words_a"]) == ["amy", "joan", "lisa", "sarah"]
     assert sum(len(tr.x) for tr in pca.data) == len(result.pca["points"])
-    rows = list(csv.DictReader(open(csv_u["value"], encoding="utf-8")))
+    rows = list(csv.DictReader(open(csv_u["value"], encoding="utf-8-sig")))
     assert {r["word"] for r in rows if r["table"] == "group distance"} == {
         "amy", "joan", "lisa", "sarah", "john", "paul", "mike", "kevin"}
     # the posterior column holds a value ('+' and '-' came out as the neutralised "'+" and "'-")
@@ -828,19 +831,21 @@ def test_weat_shows_the_interval_of_d_in_the_summary_table_csv_and_json(glove):
     table = view[10].set_index("quantity")["value"]
     assert table["d, 95 % interval low"] == pytest.approx(lo, abs=1e-6)
     assert table["d, 95 % interval high"] == pytest.approx(hi, abs=1e-6)
-    every = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8")))
+    every = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8-sig")))
     summary = [r for r in every if r["row_type"] == "summary"]
     assert every[: len(summary)] == summary and len(summary) >= 5  # the CSV starts with them
     d_row = summary[0]
-    assert d_row["measure"] == "WEAT effect size d" and float(d_row["estimate"]) == pytest.approx(weat.effect_size)
-    assert float(d_row["ci_low"]) == pytest.approx(lo) and float(d_row["ci_high"]) == pytest.approx(hi)
+    assert d_row["measure"] == "WEAT effect size d"  # the CSV as it writes numbers (round_cell); the JSON every digit
+    assert float(d_row["estimate"]) == round_cell("estimate", weat.effect_size, d_row)
+    assert float(d_row["ci_low"]) == round_cell("ci_low", lo, d_row)
+    assert float(d_row["ci_high"]) == round_cell("ci_high", hi, d_row)
     for key, want in (("confidence", "0.95"), ("seed", str(SEED)), ("embedding", "glove-6b-50d"),
                       ("spec", WEAT_NAMES), ("n_resamples", "500")):
         assert d_row[key] == want, key
     assert d_row["method"].startswith("WEAT") and d_row["date"] == weat.provenance["created_at"]
     assert json.loads(d_row["versions"])["numpy"] == np.__version__
     p_row = next(r for r in summary if r["measure"].startswith("p-value, one-sided"))
-    assert float(p_row["p_value"]) == pytest.approx(weat.p_one_sided)
+    assert float(p_row["p_value"]) == round_cell("p_value", weat.p_one_sided, p_row)
     payload = json.loads(open(view[-1]["value"], encoding="utf-8").read())
     assert payload["weat"]["effect_size_ci"] == pytest.approx([lo, hi])
     # a resample count out of bounds is the user's mistake: inline, before anything runs
@@ -855,7 +860,7 @@ def test_weat_shows_the_interval_of_d_in_the_summary_table_csv_and_json(glove):
 def test_2afc_csv_alone_is_a_complete_record(paper_run):
     session, view = paper_run
     result, corr = session["result"], session["labour"]
-    every = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8")))
+    every = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8-sig")))
     assert [r["row_type"] for r in every] == ["summary"] * 8 + ["target"] * 60
     summary = {r["measure"]: r for r in every[:8]}
     lean = summary["targets leaning to female (PSE > 0.5)"]
@@ -864,8 +869,8 @@ def test_2afc_csv_alone_is_a_complete_record(paper_run):
     assert int(above["estimate"]) == sum(1 for t in result.targets if t.pse_ci[0] > 0.5)
     assert above["interval"] == rep.pse_interval_label(result)
     r = summary["Pearson r: PSE vs % women (U.S. BLS)"]
-    assert float(r["estimate"]) == pytest.approx(corr.pearson_r) and float(r["p_value"]) == pytest.approx(
-        corr.pearson_p) and int(r["n"]) == corr.n
+    assert float(r["estimate"]) == round_cell("estimate", corr.pearson_r, r) and int(r["n"]) == corr.n
+    assert float(r["p_value"]) == round_cell("p_value", corr.pearson_p, r)
     for row in every[:8]:
         assert row["spec"] == PAPER and row["embedding"] == "glove-6b-50d" and row["seed"] == str(SEED)
         assert row["mode"] == "thurstonian" and row["noise_sigma"] == "0.05" and row["n_resamples"] == "200"

@@ -163,14 +163,15 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
             page.locator("#download-csv").click()
         path = tmp_path / "download.csv"
         info.value.save_as(path)
-        every = list(csv.DictReader(path.open(encoding="utf-8")))
+        every = list(csv.DictReader(path.open(encoding="utf-8-sig")))
         rows = [r for r in every if r["row_type"] == "target"]
         assert every[0]["row_type"] == "summary" and every[0]["spec"] == PAPER  # the summary rows come first
         assert [r["target"] for r in rows] == list(spec.targets)
         assert all(r["fit_pse"] and r["fit_pse_ci_low"] and r["pse_ci_low"] for r in rows)
         for r in rows[:: max(1, len(rows) // 12)]:
             expected = np.mean([naive_pair_pse(glove, r["target"], c1, c2) for c1, c2 in spec.cue_pairs])
-            assert float(r["pse"]) == pytest.approx(expected, abs=1e-5)
+            # the naive PSE to 1e-5, written to 4 significant digits (≤ 5e-5 more)
+            assert float(r["pse"]) == pytest.approx(expected, abs=1e-5 + 5e-5)
         assert {r["embedding"] for r in rows} == {"glove-6b-50d"}
 
         # step 2's options changed after the run ("New bias test" used to leave most of these as set)
@@ -303,7 +304,7 @@ def test_weat_then_bayesian_estimate_and_posterior_csv_in_the_browser(server, tm
             page.locator("#posterior-download-csv").click()
         path = tmp_path / "posterior.csv"
         info.value.save_as(path)
-        rows = list(csv.DictReader(path.open(encoding="utf-8")))
+        rows = list(csv.DictReader(path.open(encoding="utf-8-sig")))
         assert {r["posterior"] for r in rows} == {"positive", "negative"}
         assert {r["table"] for r in rows} == {"group distance", "nearest", "farthest"}
         groups = {r["group"] for r in rows if r["table"] == "group distance"}

@@ -29,6 +29,7 @@ from biastest.measures.vlm import report_figures as figs
 from biastest.measures.vlm.run import MSG_NO_IMAGES_FOR_TERM
 from biastest.models import images as imgmod
 from biastest.models.vlm import MSG_NOT_A_VLM
+from biastest.report.export import round_cell
 from biastest.specs import get_spec, list_specs
 from biastest.ui import vqa as app
 from biastest.ui.spec_step import CUSTOM, fill_from_library
@@ -331,15 +332,19 @@ def test_run_matches_a_naive_zero_shot_computation_and_the_csv(ran, tiny_clip):
     by_sha = {i.sha256: p for i, p in zip(ran["images"], naive, strict=True)}
     groups = {i.sha256: (1 if i.image_term == "man" else 2) for i in ran["images"]}
     csv_path, json_path = rep.write_exports(result)
-    with open(csv_path, newline="", encoding="utf-8") as fh:
+    with open(csv_path, newline="", encoding="utf-8-sig") as fh:
         everything = list(csv.DictReader(fh))
     rows = [r for r in everything if r["row_type"] == "image"]  # after the summary rows
     assert everything[0]["row_type"] == "summary" and everything[-len(rows):] == rows
     assert len(rows) == len(ran["images"]) == 6
+    saved = {i["sha256"]: i for i in json.loads(Path(json_path).read_text())["images"]}
     for row in rows:
         p = by_sha[row["sha256"]]
-        assert float(row["p_t1"]) == pytest.approx(p[0], abs=1e-5)
-        assert float(row["p_t2"]) == pytest.approx(p[1], abs=1e-5)
+        # the JSON keeps every digit: the naive computation's; the CSV writes them to 4 significant digits
+        assert saved[row["sha256"]]["p_t1"] == pytest.approx(p[0], abs=1e-5)
+        assert saved[row["sha256"]]["p_t2"] == pytest.approx(p[1], abs=1e-5)
+        assert float(row["p_t1"]) == round_cell("p_t1", saved[row["sha256"]]["p_t1"])
+        assert float(row["p_t2"]) == round_cell("p_t2", saved[row["sha256"]]["p_t2"])
         assert row["path"] == f"images/{row['sha256']}.png"
         assert row["verdict"] == ("T1" if p[0] > p[1] else "T2")
         assert row["image_term"] == ("man" if groups[row["sha256"]] == 1 else "woman")

@@ -402,7 +402,7 @@ def test_divergences_are_reported_in_every_output(monkeypatch, tmp_path):
     md = rep.bayes_diagnostics_markdown(res)
     assert "**divergent transitions 3**" in md and "NOT converged" in md and "| 1 | 5 | 2000 | 1000 |" in md
     csv_path, json_path = rep.bayes_exports(res, source="toy", directory=tmp_path)
-    rows = list(csv.DictReader(csv_path.open(encoding="utf-8")))
+    rows = list(csv.DictReader(csv_path.open(encoding="utf-8-sig")))
     summary = [r for r in rows if r["row_type"] == "summary"]
     assert rows[0]["row_type"] == "summary" and len(summary) == 3  # one per overall contrast
     assert {(r["divergences"], r["converged"], r["interval"]) for r in summary} == {("3", "False", "89% HPDI")}
@@ -533,7 +533,7 @@ def test_interval_labels_follow_the_level_of_the_result(hard_fit, tmp_path):
     assert {"95% HPDI low", "95% HPDI high"} <= set(table.columns)
     assert any("whole 95% highest posterior density interval" in line for line in res.reading)
     csv_path, json_path = rep.bayes_exports(res, source="toy", directory=tmp_path)
-    rows = list(csv.DictReader(csv_path.open(encoding="utf-8")))
+    rows = list(csv.DictReader(csv_path.open(encoding="utf-8-sig")))
     assert {r["interval"] for r in rows if r["row_type"] in ("summary", "interval")} == {"95% HPDI"}
     assert json.loads(json_path.read_text(encoding="utf-8"))["result"]["interval"] == "95% HPDI"
     # each interval holds its posterior mean

@@ -27,7 +27,7 @@ from biastest.errors import DataError, EmbeddingError, ModelLoadError, UsageErro
 from biastest.measures.stereotype.score import METHODS, MSG_METHOD_NOT_FOR_KIND, MSG_UNKNOWN_METHOD
 from biastest.measures.stereotype.summary import MSG_NOTHING_SCORED
 from biastest.records import SentencePair, TestImage
-from biastest.report.export import _jsonable
+from biastest.report.export import _jsonable, round_cell
 from biastest.spec import BiasSpec, TwoAFCSpec
 from biastest.specs import MSG_DID_YOU_MEAN, MSG_UNKNOWN_SPEC, list_specs
 from tests import lm_helpers, vlm_helpers
@@ -129,10 +129,10 @@ def test_lm_pairs_file_equals_runner_and_csv_is_the_apps(files, tmp_path, capsys
     app_csv, _ = export_files(direct, directory=tmp_path)
 
     def undated(path):  # the summary rows carry each run's own date (its provenance), all else is the same
-        return [{k: v for k, v in r.items() if k != "date"} for r in csv.DictReader(path.open(encoding="utf-8"))]
+        return [{k: v for k, v in r.items() if k != "date"} for r in csv.DictReader(path.open(encoding="utf-8-sig"))]
 
-    assert undated(rows) == undated(app_csv) and rows.read_text(encoding="utf-8").startswith("row_type,")
-    every = list(csv.DictReader(rows.open(encoding="utf-8")))
+    assert undated(rows) == undated(app_csv) and rows.read_text(encoding="utf-8-sig").startswith("row_type,")
+    every = list(csv.DictReader(rows.open(encoding="utf-8-sig")))
     cells = [r["stereotyped"] for r in every if r["row_type"] == "pair"]  # after the summary rows
     assert "'=she said no ." in cells and len(cells) == 9
     assert every[0]["row_type"] == "summary" and every[0]["method"] == "causal-sum" and every[0]["seed"] == "42"
@@ -194,9 +194,9 @@ def test_vlm_image_folder_and_manifest_equal_runner(files, tmp_path, capsys):
     app_csv, _ = write_exports(direct, folder=tmp_path)
 
     def undated(path):  # the summary rows carry each run's own date (its provenance), all else is the same
-        return [{k: v for k, v in r.items() if k != "date"} for r in csv.DictReader(path.open(encoding="utf-8"))]
+        return [{k: v for k, v in r.items() if k != "date"} for r in csv.DictReader(path.open(encoding="utf-8-sig"))]
 
-    assert undated(rows) == undated(app_csv) and rows.read_text(encoding="utf-8").startswith("row_type,")
+    assert undated(rows) == undated(app_csv) and rows.read_text(encoding="utf-8-sig").startswith("row_type,")
     assert doc["options"]["clusters"] == "auto" and doc["result"]["clusters"] == "image-term"  # folders: no prompts
 
     manifest = root / "manifest.csv"  # the same images listed in a manifest give the same result
@@ -228,9 +228,9 @@ def test_weat_on_default_glove_equals_runner(tmp_path, capsys):
     app_csv, _ = weat_exports(weat, mac, source="glove-6b-50d", spec=spec.to_dict())
 
     def undated(path):  # the summary rows carry each run's own date (its provenance), all else is the same
-        return [{k: v for k, v in r.items() if k != "date"} for r in csv.DictReader(path.open(encoding="utf-8"))]
+        return [{k: v for k, v in r.items() if k != "date"} for r in csv.DictReader(path.open(encoding="utf-8-sig"))]
 
-    assert undated(rows) == undated(app_csv) and rows.read_text(encoding="utf-8").startswith("row_type,")
+    assert undated(rows) == undated(app_csv) and rows.read_text(encoding="utf-8-sig").startswith("row_type,")
     assert f"d = {weat.effect_size:.3f}" in stdout
 
 
@@ -316,12 +316,12 @@ def test_2afc_spec_file_and_vector_file_equal_runner(tmp_path, capsys):
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["test"] == "2afc" and doc["result"]["provenance"]["seed"] == SEED
     _same(doc["result"], direct.to_dict())
-    every = list(csv.DictReader(rows.open(encoding="utf-8")))
+    every = list(csv.DictReader(rows.open(encoding="utf-8-sig")))
     got = [r for r in every if r["row_type"] == "target"]  # after the summary rows the CSV starts with
     assert every[0]["row_type"] == "summary" and every[0]["seed"] == str(SEED)
     want = twoafc_csv_rows(direct, source=f"file:{vectors.resolve()}")
     assert [r["target"] for r in got] == [r["target"] for r in want] and len(got) == 4
-    assert [float(r["pse"]) for r in got] == pytest.approx([r["pse"] for r in want])
+    assert [float(r["pse"]) for r in got] == pytest.approx([round_cell("pse", r["pse"], r) for r in want])
 
 
 class _SamplerSpy:
@@ -383,7 +383,7 @@ def test_bayes_hands_the_sampler_what_a_direct_call_does(tmp_path, capsys, monke
     assert _strip_volatile(got) == _strip_volatile(want)
     assert got["settings"] == {"model": "additive", "seed": SEED, "draws": 100, "tune": 100, "chains": 1,
                                "hdi_prob": 0.9, "time_limit": 30, "max_attempts": 4}
-    table = list(csv.DictReader(rows.open(encoding="utf-8")))
+    table = list(csv.DictReader(rows.open(encoding="utf-8-sig")))
     assert [r["word"] for r in table if r["row_type"] == "interval"] == got["words"]
     assert table[0]["row_type"] == "sampler attempt" and {r["interval"] for r in table[1:]} == {"90% HPDI"}
 

@@ -221,8 +221,8 @@ def test_too_few_clusters_give_no_interval_and_say_why():
     s = cl.summarize_clusters(values, labels, seed=0, n_resamples=200, cluster_by="template",
                               test_values=[2 * v - 1 for v in values])
     assert not s.interval_shown and s.low is None and s.high is None
-    assert s.reason == cl.MSG_TOO_FEW_CLUSTERS.format(n_items=8, n_clusters=4, cluster_by="template",
-                                                      minimum=cl.MIN_CLUSTERS_FOR_INTERVAL)
+    assert s.reason == cl.MSG_TOO_FEW_CLUSTERS.format(items="8 items", clusters="4 independent clusters",
+                                                      cluster_by="template", minimum=cl.MIN_CLUSTERS_FOR_INTERVAL)
     assert s.estimate == 0.75 and s.n_clusters == 4
     # signs per cluster: a (+1, −1) and c (−1, +1) sit at the null, b and d lean to the stereotype
     assert (s.n_clusters_above, s.n_clusters_below, s.n_clusters_at_null) == (2, 0, 2)

@@ -12,6 +12,7 @@ from biastest.errors import GenerationError
 from biastest.generate import base, counterfactual, prompts, sentences
 from biastest.generate.base import SentenceRules
 from biastest.generate.counterfactual import check_rewrite, diff_template, is_gender_pair, swap_counterfactual
+from biastest.generate.minimal import Difference
 from biastest.remote import RetryPolicy, RunLimits
 from tests.generate_helpers import small_spec
 
@@ -287,9 +288,19 @@ def test_check_pair_holds_any_pair_to_the_rewrite_rules() -> None:
     # agreeing words swapped with the group term belong to a minimal pair, whichever side was the original
     assert check("The man lost his keys.", "The woman lost her keys.", group_term="man", counterpart="woman") is None
     assert check("Her book is on math.", "His book is on math.", group_term="her", counterpart="his") is None
-    # a rewrite may change up to MINIMAL_SLACK more tokens than the swap, as for generation
-    assert check("The man is good at math.", "The woman is quite good at math.", group_term="man",
-                 counterpart="woman") is None
+    # a typed pair gets no slack: one added word ("quite") is a difference, named (issue 28: minimal pairs)
+    problem = check("The man is good at math.", "The woman is quite good at math.", group_term="man",
+                    counterpart="woman")
+    assert problem == counterfactual.PairProblem(
+        counterfactual.REWRITE_REJECT_NOT_MINIMAL, "second", "woman", expected="", found="quite",
+        differences=(Difference("", "quite", "added"),))
+    # the finding of issue 28: one more changed word ("said" → "agreed", "good" → "bad") is not minimal
+    for second, words in (("Everyone agreed that the woman was good at math.", ("said", "agreed")),
+                          ("Everyone said that the woman was bad at math.", ("good", "bad"))):
+        problem = check("Everyone said that the man was good at math.", second, group_term="man",
+                        counterpart="woman", attribute_term="math")
+        assert (problem.reason, problem.differences) == (counterfactual.REWRITE_REJECT_NOT_MINIMAL,
+                                                         (Difference(*words, "changed"),)), second
     missing_attribute, missing_group = counterfactual.REWRITE_REJECT_MISSING_ATTRIBUTE, \
         counterfactual.PAIR_REJECT_MISSING_GROUP_TERM
     cases = {
@@ -306,11 +317,12 @@ def test_check_pair_holds_any_pair_to_the_rewrite_rules() -> None:
                                                                 "second", "sister")
     problem = check("He has a real passion for numbers.", "She has a real passion for =cmd|' /C calc'!A0.",
                     group_term="he", counterpart="she")
-    assert problem == counterfactual.PairProblem(counterfactual.REWRITE_REJECT_NOT_MINIMAL, "second", "she",
-                                                 expected="…for numbers.", found="…for =cmd|' /C calc'!A0.")
+    assert problem == counterfactual.PairProblem(
+        counterfactual.REWRITE_REJECT_NOT_MINIMAL, "second", "she", expected="numbers",
+        found="= cmd | ' / C calc ' ! A0", differences=(Difference("numbers", "= cmd | ' / C calc ' ! A0", "added"),))
     problem = check("He is good at math.", "She is not at all good at math, sadly.", group_term="he",
                     counterpart="she")
-    assert (problem.expected, problem.found) == ("…is good…", "…is not at all good…")
+    assert problem.differences == (Difference("", "not at all", "added"), Difference("", ", sadly", "added"))
 
 
 def test_check_rewrite_and_check_pair_share_their_rules(monkeypatch) -> None:

@@ -43,7 +43,7 @@ def test_biastestgpt_pairs_real_files(shared_data, fname):
         assert pair.attribute_term == row["group_term"]  # the original's column naming is swapped
         assert pair.spec_name == row["group"] and pair.template == row["template"]
     assert res.message == imp.MSG_IMPORTED.format(n_items=len(rows), kind="sentence pairs", name=fname,
-                                                  n_rows=len(rows), details="")
+                                                  n_rows=f"{len(rows)} rows", details="")
 
 
 def test_biastestgpt_pairs_discarded_and_broken_rows_are_counted(shared_data, tmp_path):

@@ -24,7 +24,7 @@ def test_formula_cells_are_neutralised_and_numbers_kept(tmp_path):
         {"a": "plain", "b": 2, "c": None, "d": "\tTAB", "e": float("nan"), "f": {"k": [1, 2]}},
     ]
     path = write_csv(rows, tmp_path / "x.csv")
-    got = list(csv.DictReader(path.open()))
+    got = list(csv.DictReader(path.open(encoding="utf-8-sig")))
     assert got[0]["a"] == '\'=HYPERLINK("http://x")'
     assert got[0]["b"] == "-3.5"
     assert got[0]["c"] == "'+1" and got[0]["d"] == "'@SUM(A1)" and got[0]["e"] == "'-x"

@@ -188,10 +188,10 @@ def test_two_servers_share_generated_sentences_through_a_hub_outage(tiny_gpt2, t
                     page.click(button)
                 downloads.append(tmp_path / "downloads" / dl.value.suggested_filename)
                 dl.value.save_as(downloads[-1])  # kept under tmp_path: the secrets check reads them too
-            assert list((tmp_path / "tmp_b").rglob("biastest-lm-*.csv")), "B's exports are not where it is searched"
+            assert list((tmp_path / "tmp_b").rglob("biastest-gpt-*.csv")), "B's exports are not where it is searched"
             assert _secrets_in(tmp_path) == []  # B's files, its working folder and exports, while it runs
             ctx.close()
-        with open(downloads[0], newline="", encoding="utf-8") as fh:
+        with open(downloads[0], newline="", encoding="utf-8-sig") as fh:
             rows = [r for r in csv.DictReader(fh) if r.get("row_type", "pair") == "pair"]  # not the summary rows
         fields = ("stereotyped", "anti_stereotyped", "attribute_term", "group_term_stereotyped", "group_term_anti",
                   "source")

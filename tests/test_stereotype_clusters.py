@@ -23,11 +23,17 @@ from biastest.measures.stereotype import report as rep
 from biastest.measures.stereotype.result import PairScore, StereotypeResult
 from biastest.measures.stereotype.score import verdict_of
 from biastest.measures.stereotype.summary import summarize_stereotype
+from biastest.report.export import round_cell
 from biastest.stats.clusters import MIN_CLUSTERS_FOR_INTERVAL, MSG_TOO_FEW_CLUSTERS, summarize_clusters
 from biastest.stats.multiple import holm
 
 MODEL = {"model_id": "planted", "model_kind": "causal"}
 
+
+
+def _written(row, column, value):
+    """``value`` as the CSV for people writes it in ``row`` (rounded by column kind: ``round_cell``)."""
+    return pytest.approx(round_cell(column, value, row))
 
 def _pair(i, difference, *, attribute="nurse", template="", group="she", category="c"):
     verdict = verdict_of(difference)
@@ -129,7 +135,7 @@ def test_too_few_templates_give_no_interval_and_the_report_says_why():
     r = _summarize(_planted(n_templates=4, per_template=10, effect=0.0, seed=1))
     c = r.overall_clustered
     assert c.n_clusters == 4 < MIN_CLUSTERS_FOR_INTERVAL and not c.interval_shown
-    reason = MSG_TOO_FEW_CLUSTERS.format(n_items=40, n_clusters=4, cluster_by="template",
+    reason = MSG_TOO_FEW_CLUSTERS.format(items="40 items", clusters="4 independent clusters", cluster_by="template",
                                          minimum=MIN_CLUSTERS_FOR_INTERVAL)
     assert c.reason == reason
     summary = rep.summary_markdown(r)
@@ -208,24 +214,26 @@ def test_the_csv_starts_with_summary_rows_that_name_the_run(tmp_path):
     r = summarize_stereotype(scores, model={"model_id": "=cmd|' /C calc'!A0", "model_kind": "causal"},
                              method="causal-sum", seed=3, n_resamples=500, spec=spec)
     csv_path, _ = rep.export_files(r, directory=tmp_path)
-    rows = list(csv.DictReader(csv_path.open(encoding="utf-8")))
+    rows = list(csv.DictReader(csv_path.open(encoding="utf-8-sig")))
     kinds = [row["row_type"] for row in rows]
     n_summary = kinds.index("pair")
     assert set(kinds[:n_summary]) == {"summary"} and kinds[n_summary:] == ["pair"] * len(scores)
     head = {row["measure"]: row for row in rows[:n_summary]}
     clustered = head["stereotype score, cluster-aware (headline)"]
-    assert float(clustered["estimate"]) == pytest.approx(r.overall.score)
-    assert float(clustered["ci_low"]) == pytest.approx(r.overall_clustered.low)
-    assert float(clustered["p_value"]) == pytest.approx(r.overall_clustered.p_value)
+    assert float(clustered["estimate"]) == _written(clustered, "estimate", r.overall.score)
+    assert float(clustered["ci_low"]) == _written(clustered, "ci_low", r.overall_clustered.low)
+    assert float(clustered["p_value"]) == _written(clustered, "p_value", r.overall_clustered.p_value)
     assert clustered["n_pairs"] == "240" and clustered["n_clusters"] == "40" and clustered["clusters"] == "template"
-    assert float(clustered["design_effect"]) == pytest.approx(r.overall_clustered.design_effect)
+    assert float(clustered["design_effect"]) == _written(clustered, "design_effect", r.overall_clustered.design_effect)
     mean = head["magnitude: mean Δ log-prob (stereotyped − anti)"]
-    assert float(mean["estimate"]) == pytest.approx(r.magnitude.estimate) and mean["unit"] == "nats"
+    assert float(mean["estimate"]) == _written(mean, "estimate", r.magnitude.estimate) and mean["unit"] == "nats"
     term = head["attribute term: attr0"]
     t0 = next(t for t in r.per_attribute if t.term == "attr0")
-    assert float(term["p_holm"]) == pytest.approx(t0.p_holm) and float(term["q_bh"]) == pytest.approx(t0.q_bh)
-    assert float(term["mean_difference"]) == pytest.approx(t0.magnitude.estimate)
-    assert float(term["mean_difference_low"]) == pytest.approx(t0.magnitude.low)  # 5 templates: an interval
+    assert float(term["p_holm"]) == _written(term, "p_holm", t0.p_holm)
+    assert float(term["q_bh"]) == _written(term, "q_bh", t0.q_bh)
+    assert float(term["mean_difference"]) == _written(term, "mean_difference", t0.magnitude.estimate)
+    # 5 templates: an interval
+    assert float(term["mean_difference_low"]) == _written(term, "mean_difference_low", t0.magnitude.low)
     for row in rows[:n_summary]:
         assert row["spec"] == "planted spec" and row["method"] == "causal-sum" and row["seed"] == "3"
         assert row["model_id"] == "'=cmd|' /C calc'!A0"  # formula neutralised
@@ -256,4 +264,4 @@ def test_json_round_trip_and_results_saved_before_clusters_still_read(tmp_path):
     assert "Stereotype score" in summary and "cluster" not in summary and "Magnitude" not in summary
     assert "Holm" not in rep.interpretation(back)
     csv_path, _ = rep.export_files(back, directory=tmp_path)
-    assert "stereotype score, pairs independent" in csv_path.read_text(encoding="utf-8")
+    assert "stereotype score, pairs independent" in csv_path.read_text(encoding="utf-8-sig")

@@ -25,6 +25,7 @@ from biastest.measures import vlm as V
 from biastest.measures.vlm import report as rep
 from biastest.measures.vlm import report_figures as figs
 from biastest.records import TestImage
+from biastest.report.export import round_cell
 from biastest.spec import BiasSpec
 from biastest.stats.clusters import MIN_CLUSTERS_FOR_INTERVAL, MSG_TOO_FEW_CLUSTERS
 from tests.test_clusters import (  # the loop references of the cluster statistics, written once
@@ -43,6 +44,11 @@ GROUP1 = {"man", "father"}
 
 
 # ----------------------------------------------------------------------------- planted data and naive oracles
+
+def _written(row, column, value):
+    """``value`` as the CSV for people writes it in ``row`` (rounded by column kind: ``round_cell``)."""
+    return pytest.approx(round_cell(column, value, row))
+
 def _planted(seed, *, n_prompts=24, per_prompt=6, effect=0.0, prompt_sd=1.2, noise_sd=0.3, prompts=True):
     """Images whose log-odds of the stereotyped list = effect + the prompt's own lean + noise (4 image terms)."""
     rng = np.random.default_rng(seed)
@@ -78,7 +84,7 @@ def test_default_clusters_follow_how_the_images_were_made():
     assert uploads.clusters == "image-term" and uploads.soft_clustered.n_clusters == 4
     assert uploads.soft_clustered.cluster_by == "image term" and not uploads.soft_clustered.interval_shown
     assert uploads.soft_clustered.reason == MSG_TOO_FEW_CLUSTERS.format(
-        n_items=16, n_clusters=4, cluster_by="image term", minimum=MIN_CLUSTERS_FOR_INTERVAL)
+        items="16 items", clusters="4 independent clusters", cluster_by="image term", minimum=MIN_CLUSTERS_FOR_INTERVAL)
     independent = _summarize(*_planted(1, n_prompts=8, per_prompt=2)[:3], n_resamples=200, clusters="image")
     assert independent.clusters == "image" and not independent.cluster_aware
     assert independent.soft_clustered.n_clusters == 16 and independent.soft_clustered.design_effect == pytest.approx(1)
@@ -255,34 +261,39 @@ def test_csv_starts_with_summary_rows_that_name_the_run(tmp_path):
     images, probs, verdicts, _ = _planted(2, n_prompts=10, per_prompt=3)
     r = _summarize(images, probs, verdicts, n_resamples=300)
     csv_path, json_path = rep.write_exports(r, folder=tmp_path)
-    every = list(csv.DictReader(csv_path.open(encoding="utf-8")))
+    every = list(csv.DictReader(csv_path.open(encoding="utf-8-sig")))
     summary = [row for row in every if row["row_type"] == "summary"]
     image_rows = [row for row in every if row["row_type"] == "image"]
     assert every[: len(summary)] == summary and len(image_rows) == 30
     by = {row["measure"]: row for row in summary}
     head = by["bias score (probabilities), cluster-aware (headline)"]
     c = r.soft_clustered
-    assert float(head["estimate"]) == pytest.approx(r.soft.score) and float(head["ci_low"]) == pytest.approx(c.low)
-    assert float(head["ci_high"]) == pytest.approx(c.high) and float(head["p_value"]) == pytest.approx(c.p_value)
+    assert float(head["estimate"]) == _written(head, "estimate", r.soft.score)
+    assert float(head["ci_low"]) == _written(head, "ci_low", c.low)
+    assert float(head["ci_high"]) == _written(head, "ci_high", c.high)
+    assert float(head["p_value"]) == _written(head, "p_value", c.p_value)
     assert head["n_images"] == "30" and head["n_clusters"] == "10" and head["clusters"] == "image-prompt"
-    assert float(head["design_effect"]) == pytest.approx(c.design_effect)
+    assert float(head["design_effect"]) == _written(head, "design_effect", c.design_effect)
     for row in summary:  # every summary row names the run
         assert row["spec"] == "planted prompts" and row["model_id"] == "planted" and row["seed"] == str(SEED)
         assert row["method"] == "clip-zero-shot" and row["date"] == r.provenance["created_at"]
         assert json.loads(row["versions"])["numpy"] == np.__version__ and row["confidence"] == "0.95"
-    assert float(by["bias score (probabilities), images independent"]["ci_low"]) == pytest.approx(r.soft.ci_low)
-    assert float(by["magnitude: mean log-odds of the stereotyped list"]["estimate"]) == pytest.approx(
-        r.magnitude.estimate) and by["magnitude: mean log-odds of the stereotyped list"]["unit"] == "nats"
-    assert float(by["bias score (single answers), cluster-aware"]["ci_low"]) == pytest.approx(r.hard_clustered.low)
+    row = by["bias score (probabilities), images independent"]
+    assert float(row["ci_low"]) == _written(row, "ci_low", r.soft.ci_low)
+    row = by["magnitude: mean log-odds of the stereotyped list"]
+    assert float(row["estimate"]) == _written(row, "estimate", r.magnitude.estimate) and row["unit"] == "nats"
+    row = by["bias score (single answers), cluster-aware"]
+    assert float(row["ci_low"]) == _written(row, "ci_low", r.hard_clustered.low)
     man = by["image term: man"]
     term = r.per_image_term[0]
-    assert float(man["p_holm"]) == pytest.approx(term.p_holm) and float(man["q_bh"]) == pytest.approx(term.q_bh)
-    assert float(man["mean_log_odds"]) == pytest.approx(term.magnitude.estimate)
+    assert float(man["p_holm"]) == _written(man, "p_holm", term.p_holm)
+    assert float(man["q_bh"]) == _written(man, "q_bh", term.q_bh)
+    assert float(man["mean_log_odds"]) == _written(man, "mean_log_odds", term.magnitude.estimate)
     assert "target term: doctor" in by
     first = image_rows[0]
     assert first["cluster"] == "image prompt: a photo of a man, scene 0" and first["clusters"] == "image-prompt"
-    assert float(first["log_odds"]) == pytest.approx(math.log(float(first["p_stereotyped"])
-                                                              / (1 - float(first["p_stereotyped"]))))
+    assert float(first["log_odds"]) == pytest.approx(math.log(float(first["p_stereotyped"])  # 4 digits each
+                                                              / (1 - float(first["p_stereotyped"]))), abs=1e-3)
     assert json.loads(json_path.read_text())["soft_clustered"]["n_clusters"] == 10
 
 
@@ -327,7 +338,7 @@ def test_results_saved_before_clusters_still_read_report_and_recluster(tmp_path)
     assert "Clusters" not in text and "Magnitude" not in text and "Holm" not in text
     assert rep.term_rows(old)[0]["ci_low"] == new.soft.ci_low
     csv_path, _ = rep.write_exports(old, folder=tmp_path)
-    assert sum(row["row_type"] == "image" for row in csv.DictReader(csv_path.open(encoding="utf-8"))) == 30
+    assert sum(row["row_type"] == "image" for row in csv.DictReader(csv_path.open(encoding="utf-8-sig"))) == 30
     again = old.with_clusters("auto")  # recomputed from the images, q_t from the term probabilities
     for name in ("clusters", "soft_clustered", "hard_clustered", "magnitude", "magnitude_median"):
         assert getattr(again, name) == getattr(new, name), name

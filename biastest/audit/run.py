@@ -47,6 +47,7 @@ from biastest.audit.progress import progress_bar
 from biastest.errors import BiastestError
 from biastest.provenance import utc_now
 from biastest.report.export import _jsonable, write_csv, write_json
+from biastest.words import plural
 
 __all__ = [
     "AuditSummary",
@@ -63,8 +64,8 @@ __all__ = [
 MSG_OUT_NOT_FOLDER = "--out '{path}' is a file; give a folder for the audit (it is created if it does not exist)."
 MSG_CANNOT_WRITE = "The audit folder '{path}' cannot be written ({problem})."
 MSG_SUMMARY = (
-    "Audit '{name}': {cells} cells ({reused} already done, {computed} computed, {failed} failed); {skipped} "
-    "combinations left out (see audit.json)."
+    "Audit '{name}': {cells} ({reused} already done, {computed} computed, {failed} failed); {skipped} "
+    "left out (see audit.json)."
 )
 MSG_FAILED_CELL = "Failed: {model} × {spec} × {method} × seed {seed}: {error}"
 MSG_RERUN = "Run the same command again to retry the failed cells; finished cells are kept."
@@ -210,8 +211,9 @@ class AuditSummary:
     table: Path
 
     def message(self) -> str:
-        return MSG_SUMMARY.format(name=self.name, cells=self.cells, reused=self.reused, computed=self.computed,
-                                  failed=self.failed, skipped=self.skipped)
+        return MSG_SUMMARY.format(name=self.name, cells=plural(self.cells, "cell"), reused=self.reused,
+                                  computed=self.computed, failed=self.failed,
+                                  skipped=plural(self.skipped, "combination"))
 
 
 def write_table(plan: Plan, store: CellStore) -> Path:
@@ -232,7 +234,7 @@ def write_table(plan: Plan, store: CellStore) -> Path:
         if target.is_dir() and not target.is_symlink():
             raise BiastestError(MSG_TABLE_IN_THE_WAY.format(path=target))
     _atomic(parquet, lambda p: frame.to_parquet(p, index=False))
-    _atomic(plan.out / "results.csv", lambda p: write_csv(rows, p, columns=list(COLUMNS)))
+    _atomic(plan.out / "results.csv", lambda p: write_csv(rows, p, columns=list(COLUMNS), for_people=False))
     return parquet
 
 

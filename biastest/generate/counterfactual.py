@@ -45,7 +45,9 @@ The rewrite must be one sentence within the length rules, contain the
 counterpart (the spec's or the grammatical one) and the attribute term,
 no longer contain the group term, and differ minimally: its token edit
 distance to the original may exceed the rule-based swap's by at most
-``slack`` tokens (default 2).
+``slack`` tokens (default 2), and it must meet the minimal-pair rule of
+:mod:`biastest.generate.minimal` (differ only in the group term and the
+words that agree with it, token by token).
 
 Pairs from elsewhere (:func:`check_pair`)
 -----------------------------------------
@@ -53,8 +55,9 @@ A pair typed, edited or imported by a user passes the same test as a
 generated one: one sentence, read as the original, must contain its group
 term (and the attribute term, when given), and the other must pass the
 rewrite rules above against it (counterpart present, group term gone,
-minimal difference) — in either direction, since either side may have been
-the generated original. What fails is described by a :class:`PairProblem`.
+the minimal-pair rule; no edit-distance slack) — in either direction, since
+either side may have been the generated original. What fails is described
+by a :class:`PairProblem`, which names the differing words.
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ from biastest.generate.base import (
     split_sentences,
     token_edit_distance,
 )
+from biastest.generate.minimal import Difference, minimal_difference
 from biastest.records import GROUP_SLOT
 from biastest.spec import contains_term, term_regex
 
@@ -106,7 +110,8 @@ REWRITE_REJECT_LENGTH = "rewrite_length"
 REWRITE_REJECT_NOT_MINIMAL = "rewrite_not_minimal"
 PAIR_REJECT_MISSING_GROUP_TERM = "pair_missing_group_term"
 
-#: Tokens a counterfactual may change beyond what the rule-based swap changes (rewrites and checked pairs).
+#: Tokens an LLM rewrite may change beyond what the rule-based swap changes (it must also meet the minimal-pair
+#: rule, :func:`biastest.generate.minimal.minimal_difference`; checked pairs meet that rule alone).
 MINIMAL_SLACK = 2
 
 #: Gendered words, male form → female form (pronouns handled separately below).
@@ -383,14 +388,15 @@ def _rewrite_problem(
     group_term: str,
     counterpart: str,
     attribute_term: str,
-    slack: int,
+    slack: int | None,
     agreement: bool,
     rules: SentenceRules | None = None,
 ) -> tuple[str | None, Counterfactual, str | None, int]:
     """The rewrite rules shared by :func:`check_rewrite` and :func:`check_pair`.
 
     Returns ``(reason or None, rule-based reference swap, counterpart found in text, token edits)``;
-    ``rules`` (length bounds) apply to generated rewrites only, and an empty ``attribute_term`` is not checked.
+    ``rules`` (length bounds) and ``slack`` (None: not checked) apply to generated rewrites only, an empty
+    ``attribute_term`` is not checked, and the minimal-pair rule always applies.
     """
     reference = swap_counterfactual(original, group_term, counterpart, agreement=agreement)
     found = next((c for c in (counterpart, reference.counterpart) if contains_term(text, c)), None)
@@ -405,7 +411,9 @@ def _rewrite_problem(
         if n < rules.min_words or n > rules.max_words:
             return REWRITE_REJECT_LENGTH, reference, found, 0
     edits = token_edit_distance(original, text)
-    if edits > reference.edits + slack:
+    if slack is not None and edits > reference.edits + slack:
+        return REWRITE_REJECT_NOT_MINIMAL, reference, found, edits
+    if not minimal_difference(original, text, group_term, found).minimal:
         return REWRITE_REJECT_NOT_MINIMAL, reference, found, edits
     return None, reference, found, edits
 
@@ -434,7 +442,7 @@ def check_rewrite(
         Length bounds applied to the rewrite.
     slack : int
         Tokens the rewrite may change beyond what the rule-based swap
-        changes.
+        changes (the rewrite must also meet the minimal-pair rule).
     agreement : bool
         As for :func:`swap_counterfactual` (defines the reference swap).
 
@@ -483,10 +491,13 @@ class PairProblem:
         The term concerned (the missing group term, counterpart or attribute
         term, or the group term kept in the second sentence).
     expected, found : str
-        For ``REWRITE_REJECT_NOT_MINIMAL``: the first passage where the second
-        sentence departs from the rule-based swap of the first, as the swap has
-        it and as the second sentence has it (a word of context either side,
-        ``…`` where text is left out); empty otherwise.
+        For ``REWRITE_REJECT_NOT_MINIMAL``: the words of the first difference
+        (:attr:`differences`), as the first sentence and as the second
+        sentence have them; empty otherwise.
+    differences : tuple of Difference
+        For ``REWRITE_REJECT_NOT_MINIMAL``: every difference beyond the group
+        term and the words that agree with it
+        (:func:`biastest.generate.minimal.minimal_difference`).
     """
 
     reason: str
@@ -494,30 +505,7 @@ class PairProblem:
     term: str
     expected: str = ""
     found: str = ""
-
-
-_PASSAGE_TOKENS = re.compile(r"\S+")
-
-
-def _first_difference(expected: str, found: str, *, context: int = 1) -> tuple[str, str]:
-    """The first differing passage of two texts (whitespace tokens, case-insensitive), with context."""
-    a = [(m.start(), m.end()) for m in _PASSAGE_TOKENS.finditer(expected)]
-    b = [(m.start(), m.end()) for m in _PASSAGE_TOKENS.finditer(found)]
-    sm = difflib.SequenceMatcher(a=[expected[s:e].casefold() for s, e in a],
-                                 b=[found[s:e].casefold() for s, e in b], autojunk=False)
-    op = next((o for o in sm.get_opcodes() if o[0] != "equal"), None)
-    if op is None:
-        return "", ""
-
-    def passage(text: str, spans: list[tuple[int, int]], i1: int, i2: int) -> str:
-        lo, hi = max(0, i1 - context), min(len(spans), i2 + context)
-        if lo >= hi:
-            return ""
-        out = text[spans[lo][0]:spans[hi - 1][1]]
-        return ("…" if lo > 0 else "") + out + ("…" if hi < len(spans) else "")
-
-    _, i1, i2, j1, j2 = op
-    return passage(expected, a, i1, i2), passage(found, b, j1, j2)
+    differences: tuple[Difference, ...] = ()
 
 
 def check_pair(
@@ -527,7 +515,6 @@ def check_pair(
     group_term: str,
     counterpart: str,
     attribute_term: str = "",
-    slack: int = MINIMAL_SLACK,
     agreement: bool = True,
 ) -> PairProblem | None:
     """Check that two sentences differ only in their group terms, as a generated pair does.
@@ -535,8 +522,9 @@ def check_pair(
     ``first`` must contain ``group_term``, ``second`` ``counterpart``, and both
     ``attribute_term`` when it is not empty; ``second`` must pass the rewrite rules of :func:`check_rewrite`
     against it (contain ``counterpart`` or its grammatical form and the
-    attribute term, no longer contain ``group_term``, and change at most
-    ``slack`` tokens more than the rule-based swap), with ``first`` as the
+    attribute term, no longer contain ``group_term``, and differ from it only
+    in the group term and the words that agree with it:
+    :func:`biastest.generate.minimal.minimal_difference`), with ``first`` as the
     original — or, failing that, the same with the two sentences' roles
     exchanged (either side of a pair may be the generated original).
 
@@ -548,7 +536,6 @@ def check_pair(
         The group terms of ``first`` and ``second``.
     attribute_term : str
         The attribute term both sentences contain ("" to leave it unchecked).
-    slack : int
     agreement : bool
         As for :func:`swap_counterfactual`.
 
@@ -571,16 +558,17 @@ def check_pair(
     for side, sentence in (("first", first), ("second", second)):
         if attribute_term and not contains_term(sentence, attribute_term):
             return PairProblem(REWRITE_REJECT_MISSING_ATTRIBUTE, side, attribute_term)
-    kw = {"attribute_term": attribute_term, "slack": slack, "agreement": agreement}
-    reason, reference, _, _ = _rewrite_problem(first, second, group_term=group_term, counterpart=counterpart, **kw)
+    kw = {"attribute_term": attribute_term, "slack": None, "agreement": agreement}
+    reason, _, found, _ = _rewrite_problem(first, second, group_term=group_term, counterpart=counterpart, **kw)
     if reason is None:
         return None
     back, _, _, _ = _rewrite_problem(second, first, group_term=counterpart, counterpart=group_term, **kw)
     if back is None:
         return None
     if reason == REWRITE_REJECT_NOT_MINIMAL:
-        expected, found = _first_difference(reference.text, second)
-        return PairProblem(reason, "second", counterpart, expected=expected, found=found)
+        differences = minimal_difference(first, second, group_term, found or counterpart).differences
+        d = differences[0]
+        return PairProblem(reason, "second", counterpart, expected=d.first, found=d.second, differences=differences)
     term = {REWRITE_REJECT_MISSING_ATTRIBUTE: attribute_term, REWRITE_REJECT_KEPT_GROUP_TERM: group_term}.get(
         reason, counterpart)
     return PairProblem(reason, "second", term)

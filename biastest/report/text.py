@@ -7,7 +7,10 @@ import math
 import re
 from typing import Any
 
-__all__ = ["esc", "fmt", "fmt_p", "level_label", "level_percent", "md_escape"]
+from biastest.words import plural, plural_word
+
+__all__ = ["esc", "fmt", "fmt_p", "level_label", "level_percent", "md_escape", "plural", "plural_word"]
+
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~])")
 
@@ -65,3 +68,4 @@ def level_label(confidence: float, *, space: bool = True) -> str:
     """A confidence level as a reader sees it: 0.95 → ``"95 %"`` (``"95%"`` without the space)."""
     text = f"{100 * confidence:.4g}"
     return f"{text} %" if space else f"{text}%"
+

@@ -115,6 +115,7 @@ import numpy as np
 from biastest.errors import DataError
 from biastest.stats.bootstrap import check_confidence, check_n_resamples, check_seed
 from biastest.stats.proportion import binomial_p_value
+from biastest.words import plural
 
 __all__ = [
     "INTERVAL_CLUSTER_BOOTSTRAP",
@@ -154,8 +155,8 @@ MSG_NOT_FINITE = "The values contain {count} missing or infinite numbers; remove
 MSG_BAD_CLUSTERS = "The clusters must give one label per value ({n_values} values, {n_labels} labels)."
 MSG_BAD_STATISTIC = "Unknown statistic '{value}'. Choose 'mean' or 'median'."
 MSG_TOO_FEW_CLUSTERS = (
-    "No interval: the {n_items} items fall into only {n_clusters} independent clusters ({cluster_by}), fewer than "
-    "the {minimum} a cluster bootstrap needs to mean anything."
+    "No interval: the {items} fall into only {clusters} ({cluster_by}), fewer than the {minimum} a cluster "
+    "bootstrap needs to mean anything."
 )
 
 _CHUNK_ELEMENTS = 2_000_000
@@ -620,8 +621,8 @@ def _summary(
         interval_method=INTERVAL_CLUSTER_BOOTSTRAP,
         interval_shown=shown,
         reason=None if shown else MSG_TOO_FEW_CLUSTERS.format(
-            n_items=int(x.size), n_clusters=n_clusters, cluster_by=cluster_by or "clusters",
-            minimum=MIN_CLUSTERS_FOR_INTERVAL),
+            items=plural(int(x.size), "item"), clusters=plural(n_clusters, "independent cluster"),
+            cluster_by=cluster_by or "clusters", minimum=MIN_CLUSTERS_FOR_INTERVAL),
         n_resamples=ci.n_resamples,
         seed=ci.seed,
     )

@@ -58,6 +58,7 @@ from biastest.provenance import provenance
 from biastest.records import SentencePair, TestSentence
 from biastest.store.hub import hub_api, is_network_error
 from biastest.store.local import AddReport, DatasetStore
+from biastest.words import plural, plural_word
 
 __all__ = [
     "ImportResult",
@@ -83,7 +84,7 @@ SKIP_DIRECTION = "direction is neither stereo nor antistereo"
 SKIP_GOLD = "no gold stereotype and anti-stereotype sentence"
 SKIP_MALFORMED = "not a StereoSet example (a field is missing or of the wrong type)"
 
-MSG_IMPORTED = "Imported {n_items} {kind} from {name} ({n_rows} rows read{details})."
+MSG_IMPORTED = "Imported {n_items} {kind} from {name} ({n_rows} read{details})."
 MSG_MISSING_COLUMNS = (
     "The file {name} is not a {kind} file: it lacks the column(s) {missing}. Expected columns: {expected}."
 )
@@ -153,10 +154,10 @@ class ImportResult:
     def message(self) -> str:
         sentences_only = self.kind in ("biastestgpt-sentences", "biastestgpt-public")
         n_items = len(self.sentences) if sentences_only else len(self.pairs)
-        kind = "sentences" if sentences_only else "sentence pairs"
+        kind = plural_word(n_items, "sentence" if sentences_only else "sentence pair")
         details = "".join(f"; {n} skipped: {why}" for why, n in self.skipped.items() if n)
-        return MSG_IMPORTED.format(n_items=n_items, kind=kind, name=self.name, n_rows=self.rows_read,
-                                   details=details)
+        return MSG_IMPORTED.format(n_items=n_items, kind=kind, name=self.name,
+                                   n_rows=plural(self.rows_read, "row"), details=details)
 
     def store_into(self, store: DatasetStore, *, local_only: bool = False) -> AddReport:
         """Add the records to ``store``."""

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from biastest.report.export import ROW_TYPE, private_dir, write_csv, write_json
+from biastest.report.export import ROW_TYPE, created_date, download_name, private_dir, write_csv, write_json
 from biastest.report.figures import FONT, NEUTRAL, hover_safe
 from biastest.report.text import esc as _esc
 from biastest.report.text import level_percent
@@ -226,9 +226,11 @@ def bayes_exports(result, *, source: str, directory: Path | None = None) -> tupl
     the CSV alone is a complete record; its first column ``row_type`` says which is which.
     """
     folder = Path(directory) if directory is not None else private_dir("biastest-bayes-")
-    csv_path = write_csv(csv_rows(result, source=source), folder / "bayes_estimate.csv")
+    name = download_name("psychophysics", source, when=created_date(result), part="bayes")
+    csv_path = write_csv(csv_rows(result, source=source), folder / name)
     json_path = write_json({"test": "bayes", "embedding": source, "result": result.to_dict()},
-                           folder / "bayes_estimate.json")
+                           folder / download_name("psychophysics", source, when=created_date(result), ext="json",
+                                                  part="bayes"))
     return csv_path, json_path
 
 

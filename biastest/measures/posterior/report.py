@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from biastest.report.export import private_dir, write_csv, write_json
+from biastest.report.export import created_date, download_name, private_dir, write_csv, write_json
 from biastest.report.figures import FONT
 from biastest.report.text import esc as _esc
 
@@ -130,9 +130,11 @@ def posterior_exports(result, *, source: str, directory: Path | None = None) -> 
     keeps the result's own ``+`` / ``-``. Every text cell still goes through the formula neutraliser.
     """
     folder = Path(directory) if directory is not None else private_dir("biastest-posterior-")
-    csv_path = write_csv(csv_rows(result, source=source), folder / "embedding_posterior.csv")
+    name = download_name("psychophysics", source, when=created_date(result), part="posterior")
+    csv_path = write_csv(csv_rows(result, source=source), folder / name)
     json_path = write_json({"test": "embedding_posterior", "embedding": source, "result": result.to_dict()},
-                           folder / "embedding_posterior.json")
+                           folder / download_name("psychophysics", source, when=created_date(result), ext="json",
+                                                  part="posterior"))
     return csv_path, json_path
 
 

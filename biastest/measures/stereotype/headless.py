@@ -20,6 +20,7 @@ from biastest.measures.stereotype.run import StereotypeItems, run
 from biastest.measures.stereotype.score import methods_for_kind
 from biastest.models.lm import detect_model_kind
 from biastest.remote import mask_secret, safe_base_url
+from biastest.words import plural
 
 __all__ = ["DEFAULT_SEED", "ENDPOINT_METHOD", "headless", "prepare"]
 
@@ -30,7 +31,7 @@ ENDPOINT_METHOD = "causal-sum"
 #: What a run records of its options in process (through an endpoint: without device and dtype, with the
 #: endpoint's settings the user gave).
 RECORDED = ("model_id", "method", "seed", "revision", "batch_size", "device", "dtype", "n_resamples", "confidence",
-            "tie_tolerance", "clusters")
+            "tie_tolerance", "clusters", "keep_non_minimal")
 ENDPOINT_RECORDED = ("concurrency", "max_requests", "time_limit")
 
 
@@ -82,11 +83,11 @@ def _headline(result: Any, where: str) -> str:
     o, c = result.overall, result.overall_clustered
     if result.cluster_aware and c is not None:
         interval = (f"{c.low:.1f}–{c.high:.1f}" if c.interval_shown else "no interval") + (
-            f", {c.n_clusters} clusters by {c.cluster_by}")
+            f", {plural(c.n_clusters, 'cluster')} by {c.cluster_by}")
     else:
         interval = f"{o.ci_low:.1f}–{o.ci_high:.1f}"
     return (
-        f"Stereotype score {o.score:.1f}% ({interval}), {result.n_scored} of {result.n_pairs} "
-        f"pairs scored with {result.method} on {result.model_id}{f' at {where}' if where else ''} "
+        f"Stereotype score {o.score:.1f}% ({interval}), {result.n_scored} of {plural(result.n_pairs, 'pair')} "
+        f"scored with {result.method} on {result.model_id}{f' at {where}' if where else ''} "
         f"(seed {result.seed})."
     )

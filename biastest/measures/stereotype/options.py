@@ -93,6 +93,10 @@ class StereotypeOptions(OptionsBase):
         overall time limit and one request's time-out, in seconds.
     clusters : {"auto", "template", "attribute-term", "pair"}
         How pairs group into independent clusters for the cluster-aware interval and test.
+    keep_non_minimal : bool
+        Keep pairs whose sentences differ in more than the group term and the words that agree with it
+        (:mod:`biastest.generate.minimal`); by default they are left out of the test and counted. For
+        reproducing published results on data sets with such pairs; recorded in the result.
     method : str
         A scoring method (:data:`~biastest.measures.stereotype.score.METHODS`); stored by its registry name.
     model_id : str
@@ -144,6 +148,10 @@ class StereotypeOptions(OptionsBase):
         DEFAULT_CLUSTERS, json_schema_extra=cli_flag("--clusters",
             "items that lean together, for the cluster-aware interval and test: auto (default: template, else "
             "attribute-term, else pair), template, attribute-term or pair"))
+    keep_non_minimal: bool = Field(
+        False, json_schema_extra=cli_flag("--keep-non-minimal",
+            "keep pairs that differ in more than the group term and the words agreeing with it (default: left "
+            "out and counted); for reproducing published results; recorded"))
     method: str = Field(
         json_schema_extra=cli_flag("--method",
             "scoring method (list-methods --kind lm; default: the first for the model kind)"))

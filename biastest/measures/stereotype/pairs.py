@@ -7,6 +7,10 @@ rules (:func:`biastest.generate.counterfactual.swap_counterfactual`: case
 kept, gendered agreeing words swapped for gender pairs). Freshly generated
 sentences already come with their pairs from
 :func:`biastest.generate.sentences.generate_sentences`.
+
+:func:`minimal_checks` holds pairs from anywhere (imported, edited, generated, retrieved) to the minimal-pair
+rule (:mod:`biastest.generate.minimal`): the test leaves out a pair whose sentences differ in more than the
+group term and the words that agree with it, unless the user keeps such pairs (``keep_non_minimal``).
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ from typing import Any
 
 from biastest.errors import DataError
 from biastest.generate.counterfactual import swap_counterfactual
+from biastest.generate.minimal import MINIMAL_RULE, MinimalCheck, format_differences, minimal_difference
 from biastest.records import SentencePair, TestSentence
 from biastest.spec import BiasSpec, contains_term
 
-__all__ = ["PairBuild", "pairs_from_templates"]
+__all__ = ["PairBuild", "minimal_checks", "minimal_provenance", "pairs_from_templates"]
 
 MSG_SKIP_GROUP_TERM = "Its group term '{term}' is in neither social group of the specification."
 MSG_SKIP_ATTRIBUTE = "Its attribute term '{term}' is in neither attribute list of the specification."
@@ -157,3 +162,39 @@ def pairs_from_templates(
             pairs.append(pair)
             made_any = True
     return PairBuild(pairs=tuple(pairs), skipped=tuple(skipped))
+
+
+def minimal_checks(pairs: Sequence[SentencePair]) -> dict[int, MinimalCheck]:
+    """The pairs that are not minimal: position in ``pairs`` → what differs beyond the group term.
+
+    Each pair is checked with its own group terms
+    (:func:`~biastest.generate.minimal.minimal_difference`; a pair without two different group terms may
+    differ in one passage, the term that varies).
+    """
+    out = {}
+    for i, p in enumerate(pairs):
+        check = minimal_difference(p.stereotyped, p.anti_stereotyped, p.group_term_stereotyped, p.group_term_anti)
+        if not check.minimal:
+            out[i] = check
+    return out
+
+
+def minimal_provenance(pairs: Sequence[SentencePair], flagged: dict[int, MinimalCheck], *,
+                       keep_non_minimal: bool) -> dict[str, Any]:
+    """What a result records of the minimal-pair rule: the rule, the choice, and every pair it flags.
+
+    ``n_not_minimal`` counts the flagged pairs; ``left_out`` says whether they were left out of the test
+    (``keep_non_minimal`` False) or kept anyway; ``pairs`` lists each with its position in the input, id,
+    sentences and differing words (stereotyped sentence's words first).
+    """
+    return {
+        "rule": MINIMAL_RULE,
+        "keep_non_minimal": bool(keep_non_minimal),
+        "n_checked": len(pairs),
+        "n_not_minimal": len(flagged),
+        "left_out": bool(flagged) and not keep_non_minimal,
+        "pairs": [{"index": i, "pair_id": pairs[i].id, "stereotyped": pairs[i].stereotyped,
+                   "anti_stereotyped": pairs[i].anti_stereotyped,
+                   "differences": format_differences(c.differences, limit=len(c.differences)),
+                   "detail": [d.to_dict() for d in c.differences]} for i, c in sorted(flagged.items())],
+    }

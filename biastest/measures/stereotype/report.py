@@ -25,11 +25,12 @@ from biastest.generate.counterfactual import (
     REWRITE_REJECT_NOT_MINIMAL,
     check_pair,
 )
+from biastest.generate.minimal import format_differences, minimal_difference
 from biastest.measures.stereotype.result import StereotypeResult
 from biastest.records import SentencePair
-from biastest.report.export import private_dir, summary_first, write_csv, write_json
+from biastest.report.export import created_date, download_name, private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import item_grid, score_bars
-from biastest.report.text import level_label, md_escape
+from biastest.report.text import level_label, md_escape, plural
 from biastest.spec import contains_term
 
 __all__ = [
@@ -38,6 +39,8 @@ __all__ = [
     "MAX_PAIRS",
     "as_display_table",
     "MSG_MACRO_SINGLE_PAIR_TERMS",
+    "NOT_MINIMAL",
+    "not_minimal_count",
     "TERM_INTERVAL_LABEL",
     "attribute_figure",
     "export_files",
@@ -79,6 +82,8 @@ PAIR_HEADERS = {
 }
 _FIELD_OF_HEADER = {v: k for k, v in PAIR_HEADERS.items()}
 
+#: The app's name in download names (:func:`biastest.report.export.download_name`).
+DOWNLOAD_APP = "gpt"
 #: Most pairs one test may score from the app (the CLI has no such limit).
 MAX_PAIRS = 5000
 #: Hover name of the per-term bars' interval (``{level}`` from the result's confidence, e.g. "95%").
@@ -95,7 +100,7 @@ MSG_HOLM_SOME = (
     "{family_title}s whose preference survives the correction for {m} comparisons (Holm, at {alpha} %): {terms}."
 )
 MSG_MACRO_SINGLE_PAIR_TERMS = (
-    "{count} of these {total} terms have a single pair, whose verdict resampling cannot vary, so this interval "
+    "Terms with a single pair, whose verdict resampling cannot vary: {count} of {total}; so this interval "
     "understates the uncertainty; see the per-term exact intervals."
 )
 
@@ -103,6 +108,12 @@ MSG_SUMMARY_ENDPOINT = (
     "- Scored through the endpoint {endpoint} (served model {served}{version}; {prompts}): {requests}."
 )
 MSG_SUMMARY_PARTIAL = "- ⚠️ **Partial result.** {message}"
+MSG_SUMMARY_NOT_SCORED = (
+    "- **{n} of {pairs} could not be scored** and are excluded ({reasons}); they are listed in the downloads with "
+    "their reasons."
+)
+#: The exclusion code of a pair the minimal-pair rule left out (:data:`biastest.measures.stereotype.score.REASONS`).
+NOT_MINIMAL = "not-minimal"
 MSG_PROMPTS = {"token-ids": "token ids from the model's tokenizer", "text": "text split into tokens by the server"}
 MSG_PAIR_LABEL = "#{number} of '{term}'"
 MSG_TABLE_EMPTY = "The table of test sentences is empty. Find, import or generate sentence pairs first."
@@ -123,8 +134,19 @@ MSG_ROW_KEPT_GROUP_TERM = (
     "sentences must differ only in the group term. Fix it or untick 'Keep'."
 )
 MSG_ROW_NOT_MINIMAL = (
-    "Row {row}: the two sentences differ in more than the group term. Swapping '{term}' for '{counterpart}' gives "
-    "'{expected}' where the {side} sentence has '{found}'. Make them differ only in the group term, or untick 'Keep'."
+    "Row {row}: the two sentences differ in more than the group term and the words that agree with it "
+    "(stereotyped → anti-stereotyped: {differences}). The test leaves this pair out unless pairs that are not "
+    "minimal are kept; make the sentences differ only in the group term, or untick 'Keep'."
+)
+#: The summary's line for pairs the minimal-pair rule flagged: left out, or kept by choice.
+MSG_SUMMARY_NOT_MINIMAL = (
+    "- **{pairs} left out: not minimal** (the two sentences differ in more than the group term and the words "
+    "that agree with it); they are listed in the downloads with the words that differ."
+)
+MSG_SUMMARY_KEPT_NON_MINIMAL = (
+    "- ⚠️ {pairs} not minimal (the two sentences differ in more than the group term and the words that agree "
+    "with it) kept anyway, as chosen (keep pairs that are not minimal: for reproducing published results); "
+    "the score measures those other differences too."
 )
 MSG_ROWS_PROBLEMS = "{count} rows cannot be tested as they are; fix them or untick 'Keep':"
 MSG_ROWS_MORE = "… and {count} more."
@@ -183,13 +205,16 @@ def _kept(value: Any) -> bool:
     return bool(value)
 
 
-def _row_problem(row_number: int, row: dict[str, Any]) -> str | None:
-    """What keeps one table row from being tested (``MSG_ROW_*``), or None.
+def _row_problem(row_number: int, row: dict[str, Any], *, not_minimal: bool = True) -> str | None:
+    """What keeps one table row from being tested as it is (``MSG_ROW_*``), or None.
 
     Besides the two sentences being present and different, a row that names two different group terms is checked
     as a generated pair is (:func:`biastest.generate.counterfactual.check_pair`): each sentence contains its group
-    term (and the attribute term, when given), and the two differ only in the group term and the words that agree
-    with it. Rows without two group terms (CrowS-Pairs, StereoSet) have no term to check the difference against.
+    term (and the attribute term, when given), and the other does not keep it. Every row is then held to the
+    minimal-pair rule (:func:`biastest.generate.minimal.minimal_difference`: the two differ only in the group term
+    and the words that agree with it; a row without two group terms, CrowS-Pairs or StereoSet, in one passage):
+    :data:`MSG_ROW_NOT_MINIMAL` names the differing words (``not_minimal=False`` leaves that check out: such a
+    pair is not refused but left out of the test, or kept by choice, by the run).
     """
     s, a = _text(row.get("stereotyped")), _text(row.get("anti_stereotyped"))
     if not s or not a:
@@ -200,15 +225,15 @@ def _row_problem(row_number: int, row: dict[str, Any]) -> str | None:
     for sentence, term in ((s, gs), (a, ga)):
         if term and not contains_term(sentence, term):
             return MSG_ROW_GROUP_MISSING.format(row=row_number, sentence=sentence, term=term)
-    if not gs or not ga or gs.casefold() == ga.casefold():
-        return None
-    problem = check_pair(s, a, group_term=gs, counterpart=ga, attribute_term=_text(row.get("attribute_term")))
-    if problem is None:
+    problem = None
+    if gs and ga and gs.casefold() != ga.casefold():
+        problem = check_pair(s, a, group_term=gs, counterpart=ga, attribute_term=_text(row.get("attribute_term")))
+    if problem is None or problem.reason == REWRITE_REJECT_NOT_MINIMAL:
+        check = minimal_difference(s, a, gs, ga)
+        if not_minimal and not check.minimal:
+            return MSG_ROW_NOT_MINIMAL.format(row=row_number, differences=format_differences(check.differences))
         return None
     sentence = s if problem.sentence == "first" else a
-    if problem.reason == REWRITE_REJECT_NOT_MINIMAL:
-        return MSG_ROW_NOT_MINIMAL.format(row=row_number, term=gs, counterpart=ga, expected=problem.expected,
-                                          side="anti-stereotyped", found=problem.found)
     if problem.reason == REWRITE_REJECT_MISSING_ATTRIBUTE:
         return MSG_ROW_ATTRIBUTE_MISSING.format(row=row_number, sentence=sentence, term=problem.term)
     if problem.reason == REWRITE_REJECT_KEPT_GROUP_TERM:
@@ -217,10 +242,13 @@ def _row_problem(row_number: int, row: dict[str, Any]) -> str | None:
     return MSG_ROW_GROUP_MISSING.format(row=row_number, sentence=sentence, term=problem.term)
 
 
-def row_problems(table: pd.DataFrame | None, rows: Sequence[int] | None = None) -> dict[int, str]:
+def row_problems(table: pd.DataFrame | None, rows: Sequence[int] | None = None, *,
+                 not_minimal: bool = True) -> dict[int, str]:
     """Problems of table rows (0-based positions → ``MSG_ROW_*`` message naming the 1-based row), kept or not.
 
-    ``rows`` limits the check to those positions (default: every row).
+    ``rows`` limits the check to those positions (default: every row). ``not_minimal`` (default) includes rows
+    that break the minimal-pair rule (:data:`MSG_ROW_NOT_MINIMAL`, naming the differing words); False gives only
+    the problems that keep a row from being tested at all (what :func:`pairs_from_table` refuses).
     """
     if table is None or len(table) == 0:
         return {}
@@ -228,7 +256,7 @@ def row_problems(table: pd.DataFrame | None, rows: Sequence[int] | None = None) 
     positions = range(len(records)) if rows is None else rows
     out = {}
     for i in positions:
-        problem = _row_problem(i + 1, records[i])
+        problem = _row_problem(i + 1, records[i], not_minimal=not_minimal)
         if problem is not None:
             out[i] = problem
     return out
@@ -249,7 +277,9 @@ def problems_message(problems: Sequence[str]) -> str:
 def pairs_from_table(table: pd.DataFrame | None, *, spec_name: str = "") -> list[SentencePair]:
     """Validate the edited table and turn the kept rows into pairs.
 
-    Every kept row is checked (:func:`row_problems`); nothing is returned while one fails.
+    Every kept row is checked (:func:`row_problems` without the minimal-pair rule); nothing is returned while
+    one fails. A row that is not a minimal pair is returned: the run leaves it out of the test and counts it
+    (or keeps it, ``keep_non_minimal``), naming its differing words.
 
     Raises
     ------
@@ -268,7 +298,7 @@ def pairs_from_table(table: pd.DataFrame | None, *, spec_name: str = "") -> list
         raise DataError(MSG_NOTHING_KEPT)
     if len(kept) > MAX_PAIRS:
         raise DataError(MSG_TOO_MANY_PAIRS.format(n=len(kept), limit=MAX_PAIRS))
-    problems = list(row_problems(table, kept).values())
+    problems = list(row_problems(table, kept, not_minimal=False).values())
     if problems:
         raise DataError(problems_message(problems), problems=tuple(problems))
     return [
@@ -388,23 +418,32 @@ def summary_markdown(result: StereotypeResult) -> str:
     single = sum(1 for t in result.per_attribute if t.summary.n == 1)
     if single:
         lines[-1] += " " + MSG_MACRO_SINGLE_PAIR_TERMS.format(count=single, total=ma.n_groups)
-    if result.n_excluded:
-        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(result.excluded_reasons.items()))
-        lines.append(
-            f"- **{result.n_excluded} of {result.n_pairs} pairs could not be scored** and are excluded ({reasons}); "
-            "they are listed in the downloads with their reasons."
-        )
+    lines += _not_minimal_lines(result)
+    other = {k: v for k, v in result.excluded_reasons.items() if k != NOT_MINIMAL}
+    if other:
+        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(other.items()))
+        lines.append(MSG_SUMMARY_NOT_SCORED.format(n=sum(other.values()), pairs=plural(result.n_pairs, "pair"),
+                                                   reasons=reasons))
     lines += endpoint_lines(result)
     return "\n".join(lines)
+
+
+def not_minimal_count(result: StereotypeResult) -> tuple[int, bool]:
+    """How many pairs the minimal-pair rule flagged, and whether they were kept (from the result's provenance)."""
+    info = (result.provenance or {}).get("minimal_pairs") or {}
+    return int(info.get("n_not_minimal") or 0), bool(info.get("keep_non_minimal"))
+
+
+def _not_minimal_lines(result: StereotypeResult) -> list[str]:
+    n, kept = not_minimal_count(result)
+    if not n:
+        return []
+    return [(MSG_SUMMARY_KEPT_NON_MINIMAL if kept else MSG_SUMMARY_NOT_MINIMAL).format(pairs=plural(n, "pair"))]
 
 
 def _code(text: str) -> str:
     """``text`` as a Markdown code span (shown as typed; a backquote in it cannot close the span)."""
     return "`" + text.replace("`", "%60") + "`"
-
-
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def endpoint_lines(result: StereotypeResult) -> list[str]:
@@ -418,7 +457,7 @@ def endpoint_lines(result: StereotypeResult) -> list[str]:
         served=md_escape(str(info.get("served_model") or info.get("model_id") or "")),
         version=f", server version {md_escape(str(version))}" if version else "",
         prompts=MSG_PROMPTS.get(str(info.get("prompts")), md_escape(str(info.get("prompts")))),
-        requests=_count(int((info.get("requests") or {}).get("completions", 0)), "request"),
+        requests=plural(int((info.get("requests") or {}).get("completions", 0)), "request"),
     )]
     if info.get("complete") is False:
         lines.append(MSG_SUMMARY_PARTIAL.format(message=md_escape(str(info.get("stop_message") or ""))))
@@ -676,6 +715,10 @@ def summary_records(result: StereotypeResult) -> list[dict[str, Any]]:
                                  **_cluster_row_values(result.magnitude, unit="nats")))
         rows.append(_summary_row(result, "magnitude: median Δ log-prob (stereotyped − anti)",
                                  **_cluster_row_values(result.magnitude_median, unit="nats")))
+    n_flagged, kept = not_minimal_count(result)
+    if n_flagged:
+        rows.append(_summary_row(result, "pairs kept though not minimal" if kept else "pairs left out: not minimal",
+                                 n_pairs=n_flagged))
     ma = result.macro_attribute
     rows.append(_summary_row(result, "stereotype score, macro over attribute terms", estimate=ma.score, unit="%",
                              ci_low=ma.ci_low, ci_high=ma.ci_high, interval=ma.ci_method, n_pairs=ma.n))
@@ -701,11 +744,13 @@ def export_files(result: StereotypeResult, *, directory: Path | None = None) -> 
     """Write the CSV (summary rows, :func:`summary_records`, then one row per pair) and the full JSON.
 
     The CSV's first column ``row_type`` is ``summary`` or ``pair``; text cells that a spreadsheet would run as a
-    formula are neutralised (:func:`biastest.report.export.write_csv`).
+    formula are neutralised (:func:`biastest.report.export.write_csv`). The names are
+    ``biastest-gpt-<model>-<date>.csv`` / ``.json`` (:func:`biastest.report.export.download_name`).
     """
     directory = directory or private_dir()
-    safe_model = "".join(c if c.isalnum() else "-" for c in result.model_id)[-40:] or "model"
     rows = summary_first(summary_records(result), result.pairs_records(), item_type="pair")
-    csv_path = write_csv(rows, directory / f"biastest-lm-{safe_model}-pairs.csv")
-    json_path = write_json(result.to_dict(), directory / f"biastest-lm-{safe_model}-result.json")
+    when = created_date(result)
+    csv_path = write_csv(rows, directory / download_name(DOWNLOAD_APP, result.model_id, when=when))
+    json_path = write_json(result.to_dict(), directory / download_name(DOWNLOAD_APP, result.model_id, when=when,
+                                                                         ext="json"))
     return csv_path, json_path

@@ -24,10 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from biastest import public
-from biastest.errors import OptionError, SpecError
+from biastest.errors import DataError, OptionError, SpecError
+from biastest.generate.minimal import format_differences
 from biastest.measures.stereotype.options import StereotypeOptions, check_endpoint_method
-from biastest.measures.stereotype.result import StereotypeResult
-from biastest.measures.stereotype.score import check_method_for_kind, check_pairs, score_pairs
+from biastest.measures.stereotype.pairs import minimal_checks, minimal_provenance
+from biastest.measures.stereotype.result import PairScore, StereotypeResult
+from biastest.measures.stereotype.score import check_method_for_kind, check_pairs, excluded_score, score_pairs
 from biastest.measures.stereotype.summary import summarize_stereotype
 from biastest.models.cache import MODEL_CACHE, ModelCache
 from biastest.models.endpoint_lm import (
@@ -43,14 +45,20 @@ from biastest.options import validate_options
 from biastest.records import SentencePair
 from biastest.remote import RetryPolicy
 from biastest.spec import BiasSpec
+from biastest.words import plural
 
 __all__ = ["LMEndpoint", "StereotypeItems", "check_lm_endpoint", "run", "run_lm_test"]
 
 MSG_PROGRESS_LOADING = "Loading the model '{model_id}'…"
 MSG_PROGRESS_ENDPOINT = "Scoring with the model '{model_id}' at {where}…"
 MSG_PROGRESS_SUMMARY = "Computing scores and confidence intervals…"
-MSG_PROGRESS_DONE = "Done: {n_scored} of {n_pairs} pairs scored."
+MSG_PROGRESS_DONE = "Done: {n_scored} of {pairs} scored."
 MSG_BAD_SPEC = "The specification must be a BiasSpec, got {type_name}."
+MSG_NO_MINIMAL_PAIRS = (
+    "None of the {n} sentence pairs is a minimal pair: in each, the two sentences differ in more than the group "
+    "term and the words that agree with it, so the test leaves them all out. Fix the pairs, or keep them anyway "
+    "(keep_non_minimal, --keep-non-minimal) to reproduce a published result."
+)
 #: What the progress says while the model is made ready, by where it is served (:attr:`ModelRef.served_by`).
 MSG_PROGRESS_MODEL = {"process": MSG_PROGRESS_LOADING, "endpoint": MSG_PROGRESS_ENDPOINT}
 
@@ -129,10 +137,15 @@ def run(
     spec = items.spec
     if spec is not None and not isinstance(spec, BiasSpec):
         raise SpecError(MSG_BAD_SPEC.format(type_name=type(spec).__name__))
+    flagged = minimal_checks(pairs)
+    left_out = {} if options.keep_non_minimal else flagged
+    if len(left_out) == len(pairs):
+        raise DataError(MSG_NO_MINIMAL_PAIRS.format(n=len(pairs)))
     ref = options.model_ref()
     lm = _language_model(options, ref, progress=progress, cancel=cancel, api_key=api_key, retry=retry, cache=cache)
-    scores = score_pairs(lm, pairs, method=options.method, batch_size=options.batch_size,
-                         tie_tolerance=options.tie_tolerance, progress=progress)
+    tested = [p for i, p in enumerate(pairs) if i not in left_out]
+    scores = _with_left_out(score_pairs(lm, tested, method=options.method, batch_size=options.batch_size,
+                                        tie_tolerance=options.tie_tolerance, progress=progress), pairs, left_out)
     if progress is not None:
         progress(1, 1, MSG_PROGRESS_SUMMARY)
     result = summarize_stereotype(
@@ -145,12 +158,31 @@ def run(
         tie_tolerance=options.tie_tolerance,
         batch_size=options.batch_size,
         spec=spec.to_dict() if spec is not None else None,
-        extra_provenance={"pair_sources": sorted({p.source for p in pairs}), **ref.served_at()},
+        extra_provenance={"pair_sources": sorted({p.source for p in pairs}), **ref.served_at(),
+                          "minimal_pairs": minimal_provenance(pairs, flagged,
+                                                              keep_non_minimal=options.keep_non_minimal)},
         clusters=options.clusters,
     )
     if progress is not None:
-        progress(1, 1, MSG_PROGRESS_DONE.format(n_scored=result.n_scored, n_pairs=result.n_pairs))
+        progress(1, 1, MSG_PROGRESS_DONE.format(n_scored=result.n_scored, pairs=plural(result.n_pairs, "pair")))
     return result
+
+
+def _with_left_out(scores: list[PairScore], pairs: Sequence[SentencePair], left_out: dict[int, Any]
+                   ) -> list[PairScore]:
+    """Every input pair in input order: the scores of the tested ones, an excluded record (``not-minimal``,
+    naming the differing words) for each left out; ``index`` is the position among the input pairs."""
+    if not left_out:
+        return scores
+    tested = iter(scores)
+    out = []
+    for i, pair in enumerate(pairs):
+        if i in left_out:
+            out.append(excluded_score(i, pair, "not-minimal",
+                                      differences=format_differences(left_out[i].differences)))
+        else:
+            out.append(next(tested).model_copy(update={"index": i}))
+    return out
 
 
 def _language_model(options: StereotypeOptions, ref: ModelRef, *, progress: ProgressCallback | None,
@@ -241,11 +273,13 @@ def run_lm_test(
     endpoint: LMEndpoint | None = None,
     cancel: threading.Event | None = None,
     clusters: str = "auto",
+    keep_non_minimal: bool = False,
 ) -> StereotypeResult:
     """The language-model test as the apps run it (a public server loads Hub models only).
 
     ``clusters`` chooses the pairs that lean together for the cluster-aware interval and test
-    (:data:`biastest.measures.stereotype.clusters.CLUSTERINGS`).
+    (:data:`biastest.measures.stereotype.clusters.CLUSTERINGS`); ``keep_non_minimal`` keeps pairs that break the
+    minimal-pair rule instead of leaving them out (recorded; :class:`StereotypeOptions`).
 
     With ``endpoint`` the model is the one served there (``model_id`` is ignored): checked with
     :func:`check_lm_endpoint` first, then scored through the completions protocol (:func:`run` with
@@ -256,8 +290,9 @@ def run_lm_test(
         endpoint = check_lm_endpoint(endpoint, method)
         options = StereotypeOptions.parse(model_id=endpoint.model, method=method, seed=seed, clusters=clusters,
                                           endpoint=endpoint.base_url, max_requests=endpoint.max_requests,
-                                          time_limit=endpoint.time_limit)
+                                          time_limit=endpoint.time_limit, keep_non_minimal=keep_non_minimal)
         return run(options, items, progress=progress, cancel=cancel, api_key=endpoint.api_key, retry=endpoint.retry)
     model_id = public.check_model_reference(model_id)
-    options = StereotypeOptions.parse(model_id=model_id, method=method, seed=seed, clusters=clusters)
+    options = StereotypeOptions.parse(model_id=model_id, method=method, seed=seed, clusters=clusters,
+                                      keep_non_minimal=keep_non_minimal)
     return run(options, items, progress=progress)

@@ -109,6 +109,7 @@ __all__ = [
     "check_method_for_kind",
     "check_pairs",
     "check_tie_tolerance",
+    "excluded_score",
     "get_method",
     "method_names",
     "methods_for_kind",
@@ -152,6 +153,10 @@ REASONS: dict[str, str] = {
     "not-scored": "The endpoint stopped before this pair was scored ({why}). Run the test again to score it.",
     "unreadable-answer": "The endpoint's answer with this pair's sentences could not be read ({why}), so it was "
                          "not scored.",
+    "not-minimal": (
+        "The two sentences differ in more than the group term and the words that agree with it ({differences}), "
+        "so the pair is left out of the test."
+    ),
     "first-token-unscored": (
         "The endpoint gives no log-probability for the first token of a sentence, and the two sentences begin "
         "with different tokens, so the words that differ would not be compared. Give the model's tokenizer to "
@@ -188,6 +193,12 @@ def _pair_base(index: int, pair: SentencePair) -> dict[str, Any]:
         "source": pair.source,
         "template": pair.template,
     }
+
+
+def excluded_score(index: int, pair: SentencePair, code: str, **fields: Any) -> PairScore:
+    """The record of a pair left out before scoring (``code`` a key of :data:`REASONS`, formatted with ``fields``)."""
+    return PairScore(**_pair_base(index, pair), score_stereotyped=None, score_anti=None, difference=None,
+                     verdict=None, excluded_code=code, excluded_reason=REASONS[code].format(**fields))
 
 
 @dataclass

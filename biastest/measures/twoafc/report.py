@@ -23,7 +23,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from biastest.measures.embedding_common import level_text, record_fields
-from biastest.report.export import private_dir, summary_first, write_csv, write_json
+from biastest.report.export import created_date, download_name, private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import C1_COLOR, C2_COLOR, FONT, NEUTRAL, SAT_COLOR, hover_safe
 from biastest.report.text import esc as _esc
 from biastest.report.text import fmt as _fmt
@@ -685,10 +685,11 @@ def twoafc_exports(result, *, source: str, corr=None, spec: Mapping[str, Any] | 
     folder = Path(directory) if directory is not None else private_dir("biastest-2afc-")
     rows = summary_first(twoafc_summary_records(result, source=source, corr=corr, spec=spec),
                          twoafc_csv_rows(result, source=source), item_type="target")
-    csv_path = write_csv(rows, folder / "psychophysics_2afc.csv")
+    csv_path = write_csv(rows, folder / download_name("psychophysics", source, when=created_date(result), part="2afc"))
     payload = {"test": "2afc", "embedding": source, "spec": dict(spec) if spec else None, "result": result.to_dict(),
                "labour_statistics": corr.to_dict() if corr is not None else None}
-    json_path = write_json(payload, folder / "psychophysics_2afc.json")
+    json_path = write_json(payload, folder / download_name("psychophysics", source, when=created_date(result),
+                                                           ext="json", part="2afc"))
     return csv_path, json_path
 
 

@@ -16,6 +16,7 @@ from biastest.measures.vlm.options import VLMOptions
 from biastest.measures.vlm.report import write_exports
 from biastest.measures.vlm.run import VLMItems, run
 from biastest.remote import mask_secret, safe_base_url
+from biastest.words import plural
 
 __all__ = ["headless"]
 
@@ -62,8 +63,8 @@ def _headline(result: Any, where: str) -> str:
     what = "Bias score" if result.soft is not None else "Bias score (single answers)"
     n = result.n_soft if result.soft is not None else result.n_images
     at = f" at {where}" if where else ""
-    line = (f"{what} {plain.score:.1f}% ({interval}) over {n} images with {result.method} on {result.model_id}{at} "
-            f"(seed {result.seed}).")
+    line = (f"{what} {plain.score:.1f}% ({interval}) over {plural(n, 'image')} with {result.method} on "
+            f"{result.model_id}{at} (seed {result.seed}).")
     if result.orders:  # a chat model asked in both orders: what was left out of the share, and the order effect
         line += (f" Of {result.n_answers} answers (both orders), {result.n_refused} refused and "
                  f"{result.n_unparseable} unparseable, left out of the stereotyped share; position bias "

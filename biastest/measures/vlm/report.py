@@ -78,7 +78,16 @@ from biastest.measures.vlm.report_words import (  # noqa: F401 (the words, also 
 )
 from biastest.measures.vlm.result import VLMResult
 from biastest.measures.vlm.score import LOG_ODDS_EPS
-from biastest.report.export import ROW_TYPE, private_dir, summary_first, write_csv, write_json
+from biastest.report.export import (
+    ROW_TYPE,
+    created_date,
+    download_name,
+    private_dir,
+    summary_first,
+    write_csv,
+    write_json,
+)
+from biastest.words import plural_word
 
 __all__ = [
     "GRID_HOVER_FIELDS",
@@ -690,8 +699,9 @@ def write_exports(result: VLMResult, *, folder: str | Path | None = None) -> tup
     """
     out = Path(folder) if folder is not None else private_dir("biastest-vqa-")
     columns = [ROW_TYPE, *SUMMARY_COLUMNS, *(c for c in csv_columns(result) if c not in SUMMARY_COLUMNS)]
-    csv_path = write_csv(csv_rows(result), out / "vqa_images.csv", columns=columns)
-    json_path = write_json(result.to_dict(), out / "vqa_result.json")
+    when = created_date(result)
+    csv_path = write_csv(csv_rows(result), out / download_name("vqa", result.model_id, when=when), columns=columns)
+    json_path = write_json(result.to_dict(), out / download_name("vqa", result.model_id, when=when, ext="json"))
     return csv_path, json_path
 
 
@@ -730,7 +740,7 @@ def coverage_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     total = sum(int(r["images in this test"]) for r in rows)
     missing = [r["image term"] for r in rows if r["status"] == "missing"]
     few = [r["image term"] for r in rows if r["status"] == "few"]
-    parts = [f"**{total}** images for **{len(rows)}** image terms."]
+    parts = [f"**{total}** {plural_word(total, 'image')} for **{len(rows)}** {plural_word(len(rows), 'image term')}."]
     if missing:
         parts.append(
             "<span class='bt-warn'>⚠ No images yet for "

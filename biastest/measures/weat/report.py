@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from biastest.measures.embedding_common import level_text, record_fields
-from biastest.report.export import private_dir, summary_first, write_csv, write_json
+from biastest.report.export import created_date, download_name, private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import C1_COLOR, C2_COLOR, FONT, hover_safe
 from biastest.report.text import esc as _esc
 from biastest.report.text import fmt_p as _p
@@ -234,7 +234,9 @@ def weat_exports(weat, mac, *, source: str, spec: Mapping[str, Any] | None = Non
                      "weat_test_statistic": weat.test_statistic, "p_one_sided": weat.p_one_sided,
                      "p_two_sided": weat.p_two_sided, "mac": mac.mac, "embedding": source, "seed": weat.seed})
     rows = summary_first(weat_summary_records(weat, mac, source=source, spec=spec), rows, item_type="word")
-    csv_path = write_csv(rows, folder / "weat_mac.csv")
+    csv_path = write_csv(rows, folder / download_name("psychophysics", source, when=created_date(weat), part="weat"))
     json_path = write_json({"test": "weat_mac", "embedding": source, "spec": dict(spec) if spec else None,
-                            "weat": weat.to_dict(), "mac": mac.to_dict()}, folder / "weat_mac.json")
+                            "weat": weat.to_dict(), "mac": mac.to_dict()},
+                           folder / download_name("psychophysics", source, when=created_date(weat), ext="json",
+                                                  part="weat"))
     return csv_path, json_path

@@ -43,6 +43,7 @@ from biastest.stats.compare.resampling import (
     sign_test,
 )
 from biastest.stats.multiple import holm
+from biastest.words import plural
 
 MSG_TOO_FEW_MODELS = "A comparison needs at least two models; got {n}."
 MSG_NOT_SAME_ITEMS = (
@@ -331,8 +332,9 @@ def _compare_matrix(
         )
     notes = []
     if n_clusters is not None and n_clusters < MIN_CLUSTERS_FOR_INTERVAL:
-        notes.append(MSG_TOO_FEW_CLUSTERS.format(n_items=int(x.shape[0]), n_clusters=n_clusters,
-                                                 cluster_by=cluster_by, minimum=MIN_CLUSTERS_FOR_INTERVAL))
+        notes.append(MSG_TOO_FEW_CLUSTERS.format(
+                items=plural(int(x.shape[0]), "item"), clusters=plural(n_clusters, "independent cluster"),
+                cluster_by=cluster_by, minimum=MIN_CLUSTERS_FOR_INTERVAL))
     if clusters is not None:
         family = TEST_CLUSTER_SIGN_PAIRED
     else:
