@@ -75,7 +75,7 @@ def test_the_tab_shows_the_measures_figures_per_category_and_the_downloads(data)
     assert row["accuracy ambiguous"].startswith(f"{100 * o.accuracy_ambig.value:.1f}%")
     assert row["refused"].startswith(f"{100 * o.refusal_rate.value:.1f}%") and o.refusal_rate.value > 0
     assert " (" in row["s_DIS"]  # with its interval
-    rows = list(csv.DictReader(open(out[3].value["path"], encoding="utf-8")))
+    rows = list(csv.DictReader(open(out[3].value["path"], encoding="utf-8-sig")))
     assert rows[0]["row_type"] == "summary"
     assert len([r for r in rows if r["row_type"] == "request"]) == direct.n_requests
     saved = json.loads(open(out[4].value["path"], encoding="utf-8").read())

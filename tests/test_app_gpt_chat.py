@@ -130,7 +130,7 @@ def test_the_planted_rule_is_recovered_and_step3_shows_readings_hover_and_the_cs
         assert ask.text in hover
     assert list(terms.columns)[:2] == ["term", "share %"]
     assert len(terms) == len(ATTRIBUTES) + len({f[0] for f in FRAMES})  # per attribute term, per group term
-    rows = list(csv.DictReader(open(dl_csv.value["path"], encoding="utf-8")))
+    rows = list(csv.DictReader(open(dl_csv.value["path"], encoding="utf-8-sig")))
     answers = [r for r in rows if r["row_type"] == "answer"]
     assert len(answers) == 2 * n and rows[0]["row_type"] == "summary"
     assert {r["order"] for r in answers} == {"stereotyped-first", "anti-first"}

@@ -57,7 +57,7 @@ def test_run_bbq_writes_the_result_and_prints_the_cost_first(tmp_path, shared_da
                  model=DummyChatLM(lambda request: "A", model_id="tiny-chat"))
     assert result.overall == direct.overall and result.rows == direct.rows
     assert result.overall.position_shares == [1.0, 0.0, 0.0]
-    with table.open(encoding="utf-8", newline="") as fh:
+    with table.open(encoding="utf-8-sig", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert rows[0]["row_type"] == "summary" and sum(r["row_type"] == "request" for r in rows) == 180
     ref, kw = dummy_chat[0]

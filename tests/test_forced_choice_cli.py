@@ -73,7 +73,7 @@ def test_forced_choice_runs_through_the_command_line(tmp_path, pairs_file, built
     assert "endpoint" not in doc["options"] and doc["options"]["use_cache"] is True
     assert built[0]["seed"] == 5 and built[0]["cache_dir"] is not None and built[0]["api_key"] is None
     assert "48 questions" in stderr and "Forced choice: stereotyped-choice share 50.0%" in stdout
-    table = (tmp_path / "fc.csv").read_text(encoding="utf-8")
+    table = (tmp_path / "fc.csv").read_text(encoding="utf-8-sig")
     assert table.startswith("row_type") and table.count("\nanswer,") == 48
 
 

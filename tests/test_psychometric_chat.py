@@ -165,7 +165,7 @@ def test_the_result_round_trips_and_exports_the_exact_requests_and_replies(plant
     assert rows[0]["answer"] == r.asks[0].reply["text"]
     assert [row["context"] for row in summary_records(r)] == list(r.contexts)
     csv_path, json_path = export_files(r, directory=tmp_path)
-    assert csv_path.read_text(encoding="utf-8").startswith("row_type") and json_path.is_file()
+    assert csv_path.read_text(encoding="utf-8-sig").startswith("row_type") and json_path.is_file()
     fig = curves_figure(r)
     assert len(fig.data) == 3 * 3  # per context: answers, fit, PSE
     assert "David" in json.dumps([list(row) for row in fig.data[0].customdata])
