@@ -228,6 +228,17 @@ def test_a_pair_that_is_not_minimal_is_named_and_left_to_the_run():
                                                                               EDITED["stereotyped"]]
 
 
+def test_the_keep_anyway_choice_reaches_the_run_and_is_recorded(tiny_gpt2):
+    """Step 2's "keep pairs that are not minimal": off, the edited pair is left out and counted; on, it is tested."""
+    state, table = _state(), _table([*PAIRS, EDITED])
+    ticked = len(report.pairs_from_table(table, spec_name=SPEC_NAME))
+    left = app.run_test(tiny_gpt2, "causal-sum", 7, state, table)[1]["result"]
+    kept = app.run_test(tiny_gpt2, "causal-sum", 7, state, table, keep_non_minimal=True)[1]["result"]
+    assert left["provenance"]["minimal_pairs"]["n_not_minimal"] == 1
+    assert left["provenance"]["minimal_pairs"]["left_out"] is True and left["n_scored"] == ticked - 1
+    assert kept["provenance"]["minimal_pairs"]["keep_non_minimal"] is True and kept["n_scored"] == ticked
+
+
 def test_rows_without_two_group_terms_are_not_swap_checked():
     """CrowS-Pairs rows name no group terms and StereoSet rows the same target twice: nothing to swap."""
     crows = {**PAIRS[0], "group_term_stereotyped": "", "group_term_anti": "", "attribute_term": "",

@@ -352,9 +352,16 @@ def _model_slot(slot: threading.Lock | None, progress) -> Iterator[None]:
 RUN_OUTPUTS = 11  # run message, state, tabs, results tab, summary, reading, 3 figures, 2 downloads
 
 
+#: Step 2's "keep anyway" choice for pairs that break the minimal-pair rule.
+KEEP_NON_MINIMAL_LABEL = "Keep pairs that are not minimal (to reproduce published results)"
+KEEP_NON_MINIMAL_INFO = ("Off: pairs whose sentences differ in more than the group term (and the words that agree "
+                         "with it) are left out of the test and counted in the results. On: they are tested; the "
+                         "result records it.")
+
+
 @user_errors
 def run_test(model_id, method, seed, state, table, progress=gr.Progress(), *, slot: threading.Lock | None = None,
-             endpoint: lm_run.LMEndpoint | None = None, clusters: str = "auto"):
+             endpoint: lm_run.LMEndpoint | None = None, clusters: str = "auto", keep_non_minimal: bool = False):
     """Check everything the user typed, then score (holding ``slot``, if given, while the model runs).
 
     The inputs are checked before the test waits for the model, so a mistake (an empty table, a row that is not a
@@ -366,7 +373,9 @@ def run_test(model_id, method, seed, state, table, progress=gr.Progress(), *, sl
     log-probabilities, another model, a refused key, a server that keeps failing) is shown next to the button; a run
     that a limit stopped keeps what was scored and says it is partial. The key is used for the requests only.
 
-    ``clusters`` is step 3's choice of the pairs that lean together (:data:`CLUSTER_CHOICES`).
+    ``clusters`` is step 3's choice of the pairs that lean together (:data:`CLUSTER_CHOICES`);
+    ``keep_non_minimal`` (step 2's "keep pairs that are not minimal") keeps pairs that break the minimal-pair rule in
+    the test instead of leaving them out and counting them (recorded in the result, for reproducing published data).
 
     Outputs: run message, state, tabs, results tab, summary, reading, attribute bars, group bars, pair grid, CSV and
     JSON downloads.
@@ -391,7 +400,8 @@ def run_test(model_id, method, seed, state, table, progress=gr.Progress(), *, sl
     try:
         with _model_slot(slot, progress):
             result = lm_run.run_lm_test(pairs=pairs, model_id=model, method=method, seed=seed, spec=spec,
-                                        progress=progress_callback(progress), endpoint=endpoint, clusters=clusters)
+                                        progress=progress_callback(progress), endpoint=endpoint, clusters=clusters,
+                                        keep_non_minimal=keep_non_minimal)
     except (*USER_MISTAKES, EndpointError) as exc:  # an endpoint's answer: what to check is in the message
         return (inline(exc), *skip)
     state = {**state, "result": result.to_dict(), "shown": "lm"}  # step 3 shows this result (not a chat model's)

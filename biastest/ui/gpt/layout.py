@@ -25,6 +25,8 @@ from biastest.ui.gpt.handlers import (
     CLUSTER_INFO,
     DEFAULT_METHOD,
     INTRO,
+    KEEP_NON_MINIMAL_INFO,
+    KEEP_NON_MINIMAL_LABEL,
     METHOD_HELP,
     MODEL_ENDPOINT,
     MODEL_HERE,
@@ -145,6 +147,7 @@ class Step2:
     run_btn: Any
     run_msg: Any
     restart: Any
+    keep_non_minimal: Any = None
 
 
 @dataclass
@@ -351,13 +354,15 @@ def build_step2(state: Any, *, generation_seconds: float, dataset=None) -> Step2
         )
         model = _build_model()
         chat_fields = _build_chat()
+        keep = gr.Checkbox(False, label=KEEP_NON_MINIMAL_LABEL, info=KEEP_NON_MINIMAL_INFO,
+                           elem_id="keep-non-minimal")
         run_btn = gr.Button("Run the test ▶", variant="primary", elem_id="data-run")
         run_msg = gr.Markdown("", elem_id="run-message", min_height=40)
         restart2 = gr.Button("New bias test", elem_id="restart-data")
     return Step2(tab=tab_data, testing=testing, show_panel=show_panel, wire_panel=wire_panel, find_btn=find_btn,
                  find_msg=find_msg, coverage=coverage, upload=upload, fmt=fmt, import_btn=import_btn,
                  import_msg=import_msg, gen=gen, table=table, run_btn=run_btn, run_msg=run_msg, restart=restart2,
-                 chat=chat_fields, **model)
+                 chat=chat_fields, keep_non_minimal=keep, **model)
 
 
 def build_step3() -> Step3:
@@ -412,13 +417,14 @@ def _run_handler(slot: threading.Lock):
     """The Run button's handler: the endpoint's fields make an :class:`~lm_run.LMEndpoint` for this call only."""
 
     def run_handler(model_id, method, seed, state, table, model_where, endpoint_url, endpoint_model, endpoint_key,
-                    clusters="auto", progress=gr.Progress()):
+                    clusters="auto", keep_non_minimal=False, progress=gr.Progress()):
         # the key lives in this call only: it is passed to the runner, never put in the session's state
         endpoint = (lm_run.LMEndpoint(endpoint_url, endpoint_model, endpoint_key) if model_where == MODEL_ENDPOINT
                     else None)
         # a model behind an endpoint does not use this server's model slot: it does not wait for a local test
         return run_test(model_id, method, seed, state, table, progress=progress,
-                        slot=slot if endpoint is None else None, endpoint=endpoint, clusters=clusters)
+                        slot=slot if endpoint is None else None, endpoint=endpoint, clusters=clusters,
+                        keep_non_minimal=bool(keep_non_minimal))
 
     return run_handler
 
@@ -519,7 +525,8 @@ def wire_steps(demo: gr.Blocks, tabs: Any, state: Any, s1: Step1, s2: Step2, s3:
         _run_handler(model_slot),
         # the endpoint's fields come last: a call through the API that names a model on this server (model,
         # method, seed, table) keeps working, the rest taking their defaults
-        [s2.model, s2.method, s2.seed, state, s2.table, s2.model_where, *s2.endpoint, s3.clusters],
+        [s2.model, s2.method, s2.seed, state, s2.table, s2.model_where, *s2.endpoint, s3.clusters,
+         s2.keep_non_minimal],
         [s2.run_msg, state, tabs, s3.tab, *results],
         api_name="run_test",
         concurrency_id="gpt-run",
