@@ -301,9 +301,9 @@ def test_imported_pairs_are_checked_and_failing_ones_left_unticked(tmp_path, no_
     assert list(table[report.PAIR_HEADERS["keep"]]) == [True, True, False]
     problem = report.MSG_ROW_ATTRIBUTE_MISSING.format(row=3, sentence="She hates everything.", term="math")
     assert import_msg == "\n".join([
-        app.MSG_IMPORTED.format(n=2, name=md_escape("pairs.csv")),
+        app.MSG_IMPORTED.format(pairs="2 sentence pairs", name=md_escape("pairs.csv")),
         "",
-        _inline(app.MSG_LEFT_UNTICKED.format(count=1)),
+        _inline(app.MSG_LEFT_UNTICKED.format(count=1, verb="is")),
         f"- {md_escape(problem)}",
     ])
     assert (find_msg, gen_msg, run_msg) == ("", "", "")  # the messages about the earlier table are gone

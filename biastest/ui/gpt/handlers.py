@@ -44,6 +44,7 @@ from biastest.ui.common import (
 )
 from biastest.ui.dataset_panel import panel_markdown
 from biastest.ui.spec_step import spec_from_inputs, spec_summary
+from biastest.words import plural
 
 log = logging.getLogger("biastest.ui.gpt")
 
@@ -100,12 +101,12 @@ METHOD_HELP = "\n".join(f"- **{m.name}** ({', '.join(m.kinds)} models): {m.summa
 MSG_NO_SPEC = "Complete step 1 first: the bias specification is missing."
 MSG_FOUND = "{where} Found {n_pairs} sentence pairs for this specification."
 MSG_NOTHING_FOUND = "No stored sentences match this specification yet. Generate some below or import a file."
-MSG_IMPORTED = "Imported {n} sentence pairs from {name}."
+MSG_IMPORTED = "Imported {pairs} from {name}."  # pairs: plural(n, "sentence pair")
 MSG_NO_FILE = "Choose a file to import first."
 MSG_NO_MODEL = "Type or choose the model to test (a Hub id such as gpt2, or a local folder)."
 MSG_BAD_SEED = "The seed must be a whole number, got {value!r}."
 MSG_LEFT_UNTICKED = (
-    "{count} of the new pairs are left unticked and will not be tested, for the reasons below. Fix them and tick "
+    "{count} of the new pairs {verb} left unticked and will not be tested, for the reasons below. Fix them and tick "
     "'Keep', or leave them out:"
 )
 MSG_FAILED = "⛔ That did not work: the message at the top right of the page says why. Your inputs are kept."
@@ -228,7 +229,7 @@ def _merge(table: pd.DataFrame | None, pairs: Sequence[SentencePair]) -> tuple[p
     if not problems:
         return merged, ""
     merged.loc[list(problems), report.PAIR_HEADERS["keep"]] = False
-    head = MSG_LEFT_UNTICKED.format(count=len(problems))
+    head = MSG_LEFT_UNTICKED.format(count=len(problems), verb="is" if len(problems) == 1 else "are")
     gr.Warning(head)
     listed = [f"- {md_escape(m)}" for m in list(problems.values())[: report.MAX_LISTED]]
     if len(problems) > report.MAX_LISTED:
@@ -290,7 +291,8 @@ def import_file(file, fmt, state, table):
     except USER_MISTAKES as exc:
         return (gr.skip(), gr.skip(), inline(exc), gr.skip(), gr.skip())
     merged, note = _merge(table, pairs)
-    message = MSG_IMPORTED.format(n=len(pairs), name=md_escape(str(path).rsplit("/", 1)[-1])) + note
+    name = md_escape(str(path).rsplit("/", 1)[-1])
+    message = MSG_IMPORTED.format(pairs=plural(len(pairs), "sentence pair"), name=name) + note
     return merged, "", message, "", ""
 
 
