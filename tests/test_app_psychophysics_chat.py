@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from biastest import public
+from biastest.continuum import name_continuum
 from biastest.errors import PolicyError
 from biastest.measures.chat_twoafc import TwoAFCChatOptions, estimate_cost, report
 from biastest.measures.chat_twoafc.result import CUE1, CUE2
 from biastest.measures.chat_twoafc.templates import MSG_TEMPLATE_PLACEHOLDERS
 from biastest.measures.forced_choice.cost import CONFIRM_ABOVE_REQUESTS
+from biastest.measures.psychometric_chat import report as report_pc
+from biastest.measures.psychometric_chat.templates import MSG_CONTEXT_SLOT, MSG_CUES_BAD
 from biastest.models import factory
 from biastest.models.dummy import DummyChatLM
 from biastest.models.endpoint_lm import MSG_NEED_ENDPOINT_URL, check_endpoint_url
@@ -28,8 +32,9 @@ from biastest.report.export import ROW_TYPE
 from biastest.report.text import md_escape
 from biastest.ui import psychophysics as app
 from biastest.ui.chat_choice import CHAT_ENDPOINT, CHAT_HERE, MSG_CONFIRM_NEEDED, MSG_NO_CHAT_MODEL
-from biastest.ui.psychophysics import chat
+from biastest.ui.psychophysics import chat, curves
 from tests.chat_stub import ChatStub
+from tests.psychometric_helpers import PlantedPsychometricResponder
 from tests.twoafc_chat_helpers import BLS, planted_answer
 
 SEED = 3
@@ -177,3 +182,59 @@ def test_the_model_choice_shows_one_part_and_the_template_box_follows_the_pick()
     assert chat.chat_template("associate-v1", chat.template_text("associate-v1")) == ("associate-v1", None)
     own = "Be brief.\n---\nWord: {target}\nA. {option_a}\nB. {option_b}"
     assert chat.chat_template("occupation-who-v1", own) == ("custom", own)
+
+
+# ------------------------------------------------------------------ psychometric curves of the chat model
+NEUTRAL, NURSE = "{stimulus} is a person.", "{stimulus} is a nurse."
+PLANTED = {NEUTRAL: (0.5, 12.0), NURSE: (0.35, 12.0)}  # (PSE, rate) per context
+run_curves = curves.make_curves_run_handler(6)
+
+
+def _responder(alphas):
+    return PlantedPsychometricResponder(alphas, PLANTED, cues=("man", "woman"), q=0.2, seed=SEED, refusal_rate=0.05)
+
+
+def _curves(session, model, *, contexts=f"{NEUTRAL}\n{NURSE}", cues="man/woman", source=curves.CONTINUUM_NAMES,
+            upload=None, where=CHAT_HERE, name="planted-chat", url="", samples=2, boot=60, confirmed=False):
+    return run_curves(session, where, name, url, "", contexts, cues, source, upload, samples, 1.0, SEED, boot,
+                      confirmed, model=model)
+
+
+def test_the_curves_of_a_planted_chat_model_show_pse_jnd_and_shift_with_readings_and_downloads(session):
+    continuum = name_continuum()
+    model = DummyChatLM(_responder({s.text: s.alpha for s in continuum.stimuli}), model_id="planted-chat")
+    out = _curves(session, model)
+    n = 2 * len(continuum) * 2 * 2  # contexts × stimuli × orders × samples
+    assert out[0].startswith("✅") and model.requests == n
+    result = out[1]["curves"]
+    box, readings, fig, table, csv_btn, json_btn = out[4:]
+    assert box.visible is True and readings == "\n\n".join(md_escape(r) for r in report_pc.readings(result))
+    records = report_pc.summary_records(result)
+    assert list(table["context"]) == [NEUTRAL, NURSE]
+    for row, rec in zip(table.to_dict("records"), records, strict=True):
+        for k in ("pse", "pse_low", "pse_high", "jnd", "pse_shift", "shift_low", "shift_high"):
+            assert (math.isnan(row[k]) and rec[k] is None) or row[k] == pytest.approx(rec[k], abs=1e-3)
+    # the nurse context's planted PSE lies 0.15 below the neutral one's: its shift is negative
+    assert records[1]["pse_shift"] < 0 and records[0]["fit_status"] == "ok"
+    assert any(t.hovertemplate for t in fig.data) and len({t.legendgroup for t in fig.data}) == 2
+    with open(csv_btn.value["path"], encoding="utf-8", newline="") as f:
+        assert sum(1 for r in csv.DictReader(f) if r[ROW_TYPE] == "answer") == n
+    assert json.loads(Path(json_btn.value["path"]).read_text(encoding="utf-8"))["model_id"] == "planted-chat"
+
+
+def test_an_uploaded_continuum_is_used_and_mistakes_are_the_measures_messages(session, tmp_path):
+    path = tmp_path / "names.csv"
+    path.write_text("stimulus,alpha\n" + "".join(f"Name{i:02d},{i / 10}\n" for i in range(11)), encoding="utf-8")
+    model = DummyChatLM(_responder({f"Name{i:02d}": i / 10 for i in range(11)}))
+    out = _curves(session, model, source=curves.CONTINUUM_UPLOAD, upload=str(path))
+    assert out[0].startswith("✅") and len(out[1]["curves"].continuum["stimuli"]) == 11
+    asked = model.requests
+    assert _curves(session, model, source=curves.CONTINUUM_UPLOAD)[0] == _inline(curves.MSG_NO_CONTINUUM_FILE)
+    out = _curves(session, model, contexts="no slot here")
+    assert out[0].startswith(_inline(MSG_CONTEXT_SLOT.split("{number}")[0]))
+    assert _curves(session, model, cues="man")[0].startswith(_inline(MSG_CUES_BAD.split("{limit}")[0]))
+    assert _curves(session, model, name="")[0] == _inline(MSG_NO_CHAT_MODEL)
+    assert model.requests == asked
+    line, box = curves.curves_cost_handler(session, CHAT_HERE, "m", "", NEUTRAL, "man/woman", curves.CONTINUUM_NAMES,
+                                           None, 1, 0.0, SEED, 60)
+    assert line.startswith("**Before you run:**") and "questions" in line and box.visible is False

@@ -47,6 +47,7 @@ from biastest.ui.chat_choice import (
     model_and_endpoint,
 )
 from biastest.ui.common import option_value, progress_callback, session_export_dir, unlock_step, user_errors
+from biastest.ui.psychophysics import curves
 from biastest.ui.psychophysics.data import female_cue_side
 from biastest.ui.psychophysics.state import MSG_SPEC_FIRST, Section, need_session
 
@@ -352,6 +353,7 @@ def build_step2() -> Section:
                 gr.update(value=False, visible=False))
         sec.add("message", gr.Markdown("", elem_id="chat-message"), "")
         sec.run = gr.Button("Ask the chat model →", variant="primary", elem_id="chat-run")
+        sec.curves = curves.build_step2()
     return sec
 
 
