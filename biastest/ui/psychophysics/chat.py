@@ -1,12 +1,13 @@
 """The 2AFC test of a chat model in the word-embedding app: step 2's "Which model?" and step 3's chat results.
 
 Step 2 of a 2AFC specification asks which model answers: a word embedding (the cue mixed between the two cue
-vectors, :mod:`.data`) or **a chat model that is asked questions** (the ``twoafc-chat`` measure,
-:mod:`biastest.measures.chat_twoafc`): for each target and cue pair, which cue fits the target better, with the
-cues in both orders and ``samples`` seeded samples. The chat model runs in this process or behind an
-OpenAI-compatible endpoint (:mod:`biastest.ui.chat_choice`: the same choice and checks as the language-model app;
-the key goes to the run only, never into the session, a file or a log). The cost (questions, estimated tokens) is
-shown before the run; a hosted endpoint over the measure's limit needs the confirmation box ticked.
+vectors, :mod:`.data`), a text classifier (:mod:`.classifier`) or **a chat model that is asked questions** (the
+``twoafc-chat`` measure, :mod:`biastest.measures.chat_twoafc`): for each target and cue pair, which cue fits the
+target better, with the cues in both orders and ``samples`` seeded samples. The chat model runs in this process or
+behind an OpenAI-compatible endpoint (:mod:`biastest.ui.chat_choice`: the same choice and checks as the
+language-model app; the key goes to the run only, never into the session, a file or a log). The cost (questions,
+estimated tokens) is shown before the run; a hosted endpoint over the measure's limit needs the confirmation box
+ticked.
 
 Step 3 shows the measure's readings first, then P(cue 1) per target with its interval (hover: counts), the rates
 (refusals, unparseable answers, position bias, order consistency) with their intervals, the labour-statistics
@@ -47,12 +48,13 @@ from biastest.ui.chat_choice import (
     model_and_endpoint,
 )
 from biastest.ui.common import option_value, progress_callback, session_export_dir, unlock_step, user_errors
-from biastest.ui.psychophysics import curves
+from biastest.ui.psychophysics import classifier, curves
 from biastest.ui.psychophysics.data import female_cue_side
 from biastest.ui.psychophysics.state import MSG_SPEC_FIRST, Section, need_session
 
 __all__ = [
     "MODEL_CHAT",
+    "MODEL_CLASSIFIER",
     "MODEL_EMBEDDING",
     "MODEL_KIND_CHOICES",
     "MSG_CHAT_DONE",
@@ -78,8 +80,10 @@ __all__ = [
 
 MODEL_EMBEDDING = "embedding"
 MODEL_CHAT = "chat"
+MODEL_CLASSIFIER = "classifier"
 MODEL_KIND_CHOICES = [("A word embedding (the cue mixed between two word vectors)", MODEL_EMBEDDING),
-                      ("A chat model (asks it questions)", MODEL_CHAT)]
+                      ("A chat model (asks it questions)", MODEL_CHAT),
+                      ("A text classifier (scores sentences that differ only in the cue)", MODEL_CLASSIFIER)]
 SEPARATOR = "---"
 
 MSG_CHAT_DONE = ("✅ Asked {model} {requests:,} questions about {n} targets ({parseable:,} answers chose a cue): "
@@ -172,9 +176,10 @@ def cost_handler(session, where, model, url, template, text, samples, temperatur
 
 @user_errors
 def model_kind_view(kind):
-    """Which of step 2's parts shows: the embedding's options and button, or the chat model's."""
-    chat = kind == MODEL_CHAT
-    return gr.Column(visible=not chat), gr.Column(visible=chat), gr.Button(visible=not chat)
+    """Which of step 2's parts shows: the embedding's options and button, the chat model's or the classifier's."""
+    embedding = kind not in (MODEL_CHAT, MODEL_CLASSIFIER)
+    return (gr.Column(visible=embedding), gr.Column(visible=kind == MODEL_CHAT),
+            gr.Column(visible=kind == MODEL_CLASSIFIER), gr.Button(visible=embedding))
 
 
 # ------------------------------------------------------------------ the run
@@ -354,6 +359,7 @@ def build_step2() -> Section:
         sec.add("message", gr.Markdown("", elem_id="chat-message"), "")
         sec.run = gr.Button("Ask the chat model →", variant="primary", elem_id="chat-run")
         sec.curves = curves.build_step2()
+    sec.classifier = classifier.build_step2()
     return sec
 
 
@@ -382,7 +388,8 @@ def build_results() -> Section:
 def wire(sec: Section, session: Any, *, data: Section, results: Section, chat_results: Section, tabs: Any,
          tab3: Any, stale: list[tuple[Any, Any]]) -> None:
     """The model choice, the endpoint boxes, the template, the cost line and the chat run."""
-    sec.kind.change(model_kind_view, sec.kind, [data.embedding_box, sec.box, data.run], queue=False)
+    sec.kind.change(model_kind_view, sec.kind, [data.embedding_box, sec.box, sec.classifier.box, data.run],
+                    queue=False)
     sec.where.change(chat_where_visibility, sec.where, sec.endpoint_box, queue=False, show_progress="hidden")
     sec.template.input(_template_box, sec.template, sec.text, queue=False, show_progress="hidden")
     cost_inputs = [session, sec.where, sec.model, sec.url, sec.template, sec.text, sec.samples, sec.temperature,
