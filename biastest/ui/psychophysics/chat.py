@@ -395,7 +395,7 @@ def wire(sec: Section, session: Any, *, data: Section, results: Section, chat_re
     cost_inputs = [session, sec.where, sec.model, sec.url, sec.template, sec.text, sec.samples, sec.temperature,
                    data.seed]
     for control in (sec.kind, sec.where, sec.model, sec.url, sec.template, sec.text, sec.samples, sec.temperature):
-        control.input(cost_handler, cost_inputs, [sec.cost, sec.confirm], queue=False, show_progress="hidden")
+        control.change(cost_handler, cost_inputs, [sec.cost, sec.confirm], queue=False, show_progress="hidden")
     sec.run.click(lambda: "", None, sec.message, queue=False, show_progress="hidden").then(
         make_chat_run_handler(tuple(v for _, v in stale), len(chat_results.outputs)),
         [session, sec.where, sec.model, sec.url, sec.key, sec.template, sec.text, sec.samples, sec.temperature,

@@ -230,7 +230,7 @@ def wire(sec: Section, session: Any, *, chat: Section, seed: Any, curve_results:
     cost_inputs = [session, chat.where, chat.model, chat.url, sec.contexts, sec.cues, sec.source, sec.upload,
                    chat.samples, chat.temperature, seed, sec.n_boot]
     for control in (sec.contexts, sec.cues, sec.source, sec.n_boot, chat.model, chat.url, chat.samples):
-        control.input(curves_cost_handler, cost_inputs, [sec.cost, sec.confirm], queue=False, show_progress="hidden")
+        control.change(curves_cost_handler, cost_inputs, [sec.cost, sec.confirm], queue=False, show_progress="hidden")
     sec.upload.upload(curves_cost_handler, cost_inputs, [sec.cost, sec.confirm], queue=False, show_progress="hidden")
     sec.run.click(lambda: "", None, sec.message, queue=False, show_progress="hidden").then(
         make_curves_run_handler(len(curve_results.outputs)),
