@@ -31,8 +31,8 @@ from biastest.measures.bbq.run import data_dir_of
 from biastest.models.endpoint_lm import MSG_NEED_ENDPOINT_URL, check_endpoint_url
 from biastest.models.protocols import ChatLM
 from biastest.report.text import md_escape
+from biastest.ui.chat_choice import CHAT_ENDPOINT, CHAT_HERE, CHAT_WHERE_CHOICES, MSG_NO_CHAT_MODEL, confirmation_needed
 from biastest.ui.common import progress_callback, session_export_dir, user_errors
-from biastest.ui.gpt.chat import CHAT_ENDPOINT, CHAT_HERE, CHAT_WHERE_CHOICES, MSG_NO_CHAT_MODEL, confirmation_needed
 from biastest.ui.gpt.handlers import MSG_FAILED, _model_slot, _seed
 
 __all__ = ["BBQ_RUN_OUTPUTS", "DEFAULT_PER_CATEGORY", "MSG_BBQ_CONFIRM", "MSG_BBQ_DONE", "bbq_cost_handler",

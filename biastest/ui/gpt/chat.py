@@ -28,7 +28,6 @@ import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 
-from biastest import public
 from biastest.errors import BiastestError, DataError, OptionError
 from biastest.measures.forced_choice import (
     ForcedChoiceItems,
@@ -40,18 +39,27 @@ from biastest.measures.forced_choice import (
     report,
     run_forced_choice,
 )
-from biastest.measures.forced_choice.cost import CONFIRM_ABOVE_REQUESTS, Cost
+from biastest.measures.forced_choice.cost import CONFIRM_ABOVE_REQUESTS
 from biastest.measures.forced_choice.result import ANTI_FIRST, STEREOTYPED_FIRST
 from biastest.measures.forced_choice.templates import CUSTOM, DEFAULT_TEMPLATE, SEPARATOR, TEMPLATES, custom_template
 from biastest.measures.stereotype import report as lm_report
 from biastest.measures.stereotype.result import StereotypeResult
-from biastest.models.endpoint_lm import MSG_NEED_ENDPOINT_URL, check_endpoint_url
 from biastest.models.protocols import ChatLM
 from biastest.report import compare as rep
 from biastest.report.figures import item_grid
 from biastest.report.text import md_escape
 from biastest.spec import BiasSpec
 from biastest.stats.compare import keyed, model_labels
+from biastest.ui.chat_choice import (
+    CHAT_ENDPOINT,
+    CHAT_HERE,
+    CHAT_WHERE_CHOICES,
+    MSG_CONFIRM_NEEDED,
+    MSG_NO_CHAT_MODEL,
+    chat_where_visibility,
+    confirmation_needed,
+    model_and_endpoint,
+)
 from biastest.ui.common import progress_callback, session_export_dir, unlock_step, user_errors
 from biastest.ui.gpt.handlers import _model_slot, _seed
 from biastest.ui.gpt.handlers import _spec as _checked_spec
@@ -79,19 +87,9 @@ __all__ = [
     "template_text",
 ]
 
-#: Where the chat model runs (step 2's chat choice).
-CHAT_HERE = "here"
-CHAT_ENDPOINT = "endpoint"
-CHAT_WHERE_CHOICES = [("An instruct model on this server (its chat template)", CHAT_HERE),
-                      ("A model behind a chat endpoint (OpenAI chat protocol)", CHAT_ENDPOINT)]
 #: Most forced-choice results a comparison holds (the latest ones on the same pairs).
 MAX_COMPARED = 6
 
-MSG_NO_CHAT_MODEL = "Type the chat model to ask (a Hub id or folder; at an endpoint, the name it serves)."
-MSG_CONFIRM_NEEDED = (
-    "This run asks {requests:,} questions of a hosted endpoint, more than {limit:,}: tick 'I accept this cost' "
-    "next to the button to run it."
-)
 MSG_CHAT_DONE = "✅ Asked {model} about {n} sentence pairs ({requests:,} questions): the results are in step 3."
 MSG_CHAT_PARTIAL = "⚠️ Asked {model} about {n} sentence pairs, but the run stopped early: {why}"
 MSG_COST_NEEDS_PAIRS = "The cost is shown here once the table holds sentence pairs to ask about."
@@ -169,17 +167,7 @@ def chat_options(chat_where: Any, model: Any, url: Any, template: Any, text: Any
         No endpoint address or a bad one (public mode: one that is not public), a bad template, samples or
         temperature out of bounds (the options' own messages).
     """
-    model = str(model or "").strip()
-    if not model:
-        raise DataError(MSG_NO_CHAT_MODEL)
-    endpoint = None
-    if chat_where == CHAT_ENDPOINT:
-        url = str(url or "").strip()
-        if not url:
-            raise OptionError(MSG_NEED_ENDPOINT_URL)
-        endpoint = check_endpoint_url(url)
-    else:
-        model = public.check_model_reference(model)
+    model, endpoint = model_and_endpoint(chat_where, model, url)
     name, custom = chat_template(template, text)
     values: dict[str, Any] = {"model_id": model, "endpoint": endpoint, "template": name, "template_text": custom,
                               "seed": seed, "samples": samples, "temperature": temperature}
@@ -188,11 +176,6 @@ def chat_options(chat_where: Any, model: Any, url: Any, template: Any, text: Any
     if n_resamples is not None:
         values["n_resamples"] = n_resamples
     return ForcedChoiceOptions.parse(values)
-
-
-def confirmation_needed(cost: Cost, confirmed: Any) -> bool:
-    """Whether a run must wait for the user's confirmation: a hosted endpoint over the limit, the box unticked."""
-    return bool(cost.needs_confirmation) and not bool(confirmed)
 
 
 def cost_view(options: ForcedChoiceOptions | None, pairs: list | None) -> tuple[str, bool]:
@@ -204,11 +187,6 @@ def cost_view(options: ForcedChoiceOptions | None, pairs: list | None) -> tuple[
     if cost.needs_confirmation:
         text += MSG_COST_CONFIRM.format(limit=cost.limit)
     return text, cost.needs_confirmation
-
-
-def chat_where_visibility(where: Any) -> Any:
-    """The endpoint's address and key boxes show only for a model behind a chat endpoint."""
-    return gr.Column(visible=where == CHAT_ENDPOINT)
 
 
 # ------------------------------------------------------------------ the run

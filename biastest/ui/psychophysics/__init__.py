@@ -15,6 +15,11 @@ handlers (``wire``):
 
 * :mod:`.spec` — step 1: the specification and the embedding source;
 * :mod:`.data` — step 2: the words found, the replicate set, the run options and the run;
+* :mod:`.chat` — step 2's "Which model?" for a 2AFC test: a chat model asked questions (the ``twoafc-chat``
+  measure), its cost and run, and its results in step 3;
+* :mod:`.classifier` — step 2's text classifier (the ``classifier-2afc`` measure) and its results in step 3;
+* :mod:`.curves` — under the chat model, its psychometric curves along a continuum of names per context
+  (the ``psychometric-chat`` measure) and their results in step 3;
 * :mod:`.results` — step 3: the 2AFC and WEAT/MAC results;
 * :mod:`biastest.ui.compare` — step 3's “Compare with another embedding” (shared with the other apps);
 * :mod:`.bayes` — the Bayesian estimate with control groups;
@@ -39,7 +44,7 @@ from biastest.ui.common import (
     measure_label,
     user_errors,
 )
-from biastest.ui.psychophysics import bayes, data, posterior, results, spec
+from biastest.ui.psychophysics import bayes, chat, classifier, curves, data, posterior, results, spec
 from biastest.ui.psychophysics.bayes import (
     BAYES_DEFAULTS,
     MSG_BAYES_DONE,
@@ -188,9 +193,12 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
             with gr.Tab("1 · Specification", id="spec", elem_id="tab-spec"):
                 step1 = spec.build(allow_paths=allow_paths)
             with gr.Tab("2 · Data", id="data", interactive=False, elem_id="tab-data") as tab2:
-                step2 = data.build()
+                step2 = data.build(model_choice=chat.build_step2)
             with gr.Tab("3 · Results", id="results", interactive=False, elem_id="tab-results") as tab3:
                 step3 = results.build()
+                chat_res = chat.build_results()
+                curve_res = curves.build_results()
+                clf_res = classifier.build_results()
                 compare_ui = compare.build_embedding_compare(allow_paths=allow_paths)
                 with gr.Accordion(measure_label("bayes"), open=False, elem_id="bayes-section"):
                     bayes_ui = bayes.build()
@@ -200,7 +208,13 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
 
         spec.wire(step1, session, allow_paths=allow_paths, tabs=tabs, tab2=tab2, tab3=tab3, data=step2)
         data.wire(step2, session, tabs=tabs, tab3=tab3, results=step3,
+                  stale=[*bayes_ui.resets(), *post_ui.resets(), *chat_res.resets(), *curve_res.resets(),
+                         *clf_res.resets()])
+        chat.wire(step2.chat, session, data=step2, results=step3, chat_results=chat_res, tabs=tabs, tab3=tab3,
                   stale=[*bayes_ui.resets(), *post_ui.resets()])
+        curves.wire(step2.chat.curves, session, chat=step2.chat, seed=step2.seed, curve_results=curve_res,
+                    tabs=tabs, tab3=tab3)
+        classifier.wire(step2.chat.classifier, session, seed=step2.seed, results=clf_res, tabs=tabs, tab3=tab3)
         results.wire(step3, session)
         compare.wire_embedding_compare(compare_ui, session, allow_paths=allow_paths,
                                        clear_on=[step2.run])
@@ -209,7 +223,9 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
 
         # New bias test: back to step 1, every input and output cleared, a fresh session
         resets: list[tuple[Any, Any]] = [
-            *(pair for sec in (step1, step2, step3, compare_ui, bayes_ui, post_ui) for pair in sec.resets())
+            *(pair for sec in (step1, step2, step2.chat, step2.chat.curves, step2.chat.classifier, step3, chat_res,
+                               curve_res, clf_res, compare_ui, bayes_ui, post_ui)
+              for pair in sec.resets())
         ]
         reset_outputs = [session, tabs, tab2, tab3, *(c for c, _ in resets)]
 

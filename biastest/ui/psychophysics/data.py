@@ -13,6 +13,7 @@ every other output is left as it was.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -287,8 +288,12 @@ def make_run_handler(stale: tuple, n_results: int):
 
 
 # --------------------------------------------------------------------------- controls and wiring
-def build() -> Section:
-    """Step 2's controls (call inside its tab); “New bias test” resets each to its value here."""
+def build(model_choice: Callable[[], Any] | None = None) -> Section:
+    """Step 2's controls (call inside its tab); “New bias test” resets each to its value here.
+
+    ``model_choice`` builds the 2AFC part's "Which model?" and its other models' fields (:mod:`.chat`), above the
+    embedding's options (``sec.embedding_box``); ``sec.chat`` is what it returns.
+    """
     sec = Section()
     sec.add("summary", gr.Markdown("", elem_id="data-summary"), "")
     sec.add("lookup", gr.Dataframe(
@@ -297,59 +302,62 @@ def build() -> Section:
         elem_id="lookup-table",
     ), None)
     with sec.add("twoafc_box", gr.Column(visible=True), gr.update(visible=True)):
-        gr.Markdown(NOISE_HELP)
-        sec.add("rep_mode", gr.Radio(
-            [
-                ("One model, with a perceptual noise σ that you set (an assumption, not data)", REPLICATES_NONE),
-                ("Several embedding files that you upload (replicates)", REPLICATES_UPLOAD),
-                ("Train replicates on a text corpus that you upload", REPLICATES_TRAIN),
-            ],
-            value=REPLICATES_NONE,
-            label="Replicate set",
-            elem_id="replicate-mode",
-        ), REPLICATES_NONE)
-        sec.add("sigma", gr.Number(
-            value=0.05,
-            label="Perceptual noise σ (your assumption, in cosine-similarity units)",
-            info="SD of Gaussian noise on the score difference of the answers (Thurstonian); 0 = no noise.",
-            elem_id="noise-sigma",
-        ), gr.update(value=0.05, visible=True))
-        sec.add("rep_files", gr.File(
-            label="Replicate embedding files (two or more)",
-            file_count="multiple",
-            file_types=list(SAFE_EMBEDDING_SUFFIXES),
-            visible=False,
-            elem_id="replicate-files",
-        ), gr.update(value=None, visible=False))
-        with sec.add("train_box", gr.Column(visible=False), gr.update(visible=False)):
-            sec.add("corpus", gr.File(
-                label="Text corpus (.txt, one sentence or document a line)",
-                file_types=[".txt"],
-                elem_id="corpus-file",
-            ), None)
-            with gr.Row():
-                sec.add("n_rep", gr.Slider(2, 32, value=8, step=1, label="Replicates", elem_id="n-replicates"), 8)
-                sec.add("dim", gr.Slider(10, 300, value=50, step=10, label="Vector size", elem_id="vector-size"), 50)
-                sec.add("epochs", gr.Slider(1, 20, value=5, step=1, label="Epochs", elem_id="epochs"), 5)
-                sec.add("min_count", gr.Slider(1, 20, value=2, step=1, label="Minimum word count",
-                                               elem_id="min-count"), 2)
-            sec.train = gr.Button("Train replicates", elem_id="train-replicates")
-            sec.add("train_status", gr.Markdown("", elem_id="train-status"), "")
-        with gr.Accordion("Psychometric fit", open=False):
-            with gr.Row():
-                sec.add("sigmoid", gr.Dropdown(
-                    [("cumulative normal", "norm"), ("logistic", "logistic")],
-                    value="norm",
-                    label="Psychometric function",
-                    elem_id="sigmoid",
-                ), "norm")
-                sec.add("lapse", gr.Checkbox(False, label="Fit a lapse rate", elem_id="lapse"), False)
-                sec.add("n_boot", gr.Number(
-                    DEFAULT_TWOAFC_BOOTSTRAP, label="Bootstrap samples for the intervals", precision=0,
-                    elem_id="n-bootstrap",
-                    info="Resamples of the cue pairs (one model) or of the replicate models behind the PSE "
-                         "intervals, and refits of the psychometric function; more give steadier interval ends.",
-                ), DEFAULT_TWOAFC_BOOTSTRAP)
+        sec.chat = model_choice() if model_choice is not None else None
+        with sec.add("embedding_box", gr.Column(visible=True), gr.update(visible=True)):
+            gr.Markdown(NOISE_HELP)
+            sec.add("rep_mode", gr.Radio(
+                [
+                    ("One model, with a perceptual noise σ that you set (an assumption, not data)", REPLICATES_NONE),
+                    ("Several embedding files that you upload (replicates)", REPLICATES_UPLOAD),
+                    ("Train replicates on a text corpus that you upload", REPLICATES_TRAIN),
+                ],
+                value=REPLICATES_NONE,
+                label="Replicate set",
+                elem_id="replicate-mode",
+            ), REPLICATES_NONE)
+            sec.add("sigma", gr.Number(
+                value=0.05,
+                label="Perceptual noise σ (your assumption, in cosine-similarity units)",
+                info="SD of Gaussian noise on the score difference of the answers (Thurstonian); 0 = no noise.",
+                elem_id="noise-sigma",
+            ), gr.update(value=0.05, visible=True))
+            sec.add("rep_files", gr.File(
+                label="Replicate embedding files (two or more)",
+                file_count="multiple",
+                file_types=list(SAFE_EMBEDDING_SUFFIXES),
+                visible=False,
+                elem_id="replicate-files",
+            ), gr.update(value=None, visible=False))
+            with sec.add("train_box", gr.Column(visible=False), gr.update(visible=False)):
+                sec.add("corpus", gr.File(
+                    label="Text corpus (.txt, one sentence or document a line)",
+                    file_types=[".txt"],
+                    elem_id="corpus-file",
+                ), None)
+                with gr.Row():
+                    sec.add("n_rep", gr.Slider(2, 32, value=8, step=1, label="Replicates", elem_id="n-replicates"), 8)
+                    sec.add("dim", gr.Slider(10, 300, value=50, step=10, label="Vector size",
+                                             elem_id="vector-size"), 50)
+                    sec.add("epochs", gr.Slider(1, 20, value=5, step=1, label="Epochs", elem_id="epochs"), 5)
+                    sec.add("min_count", gr.Slider(1, 20, value=2, step=1, label="Minimum word count",
+                                                   elem_id="min-count"), 2)
+                sec.train = gr.Button("Train replicates", elem_id="train-replicates")
+                sec.add("train_status", gr.Markdown("", elem_id="train-status"), "")
+            with gr.Accordion("Psychometric fit", open=False):
+                with gr.Row():
+                    sec.add("sigmoid", gr.Dropdown(
+                        [("cumulative normal", "norm"), ("logistic", "logistic")],
+                        value="norm",
+                        label="Psychometric function",
+                        elem_id="sigmoid",
+                    ), "norm")
+                    sec.add("lapse", gr.Checkbox(False, label="Fit a lapse rate", elem_id="lapse"), False)
+                    sec.add("n_boot", gr.Number(
+                        DEFAULT_TWOAFC_BOOTSTRAP, label="Bootstrap samples for the intervals", precision=0,
+                        elem_id="n-bootstrap",
+                        info="Resamples of the cue pairs (one model) or of the replicate models behind the PSE "
+                             "intervals, and refits of the psychometric function; more give steadier interval ends.",
+                    ), DEFAULT_TWOAFC_BOOTSTRAP)
     with sec.add("weat_box", gr.Column(visible=False), gr.update(visible=False)):
         sec.add("n_perm", gr.Number(
             10_000,
@@ -368,7 +376,7 @@ def build() -> Section:
     sec.add("seed", gr.Number(0, precision=0, label="Seed (repeat it to get the same numbers)", elem_id="seed"), 0)
     sec.add("message", gr.Markdown("", elem_id="run-message"), "")
     with gr.Row():
-        sec.run = gr.Button("Run the test →", variant="primary", elem_id="run-test")
+        sec.add("run", gr.Button("Run the test →", variant="primary", elem_id="run-test"), gr.update(visible=True))
         sec.new = gr.Button("New bias test", elem_id="new-test-2")
     return sec
 
