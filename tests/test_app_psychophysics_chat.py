@@ -77,7 +77,7 @@ def _inline(message: str) -> str:
 
 
 def _csv(out) -> list[dict]:
-    with open(out[VIEW + 7].value["path"], encoding="utf-8", newline="") as f:
+    with open(out[VIEW + 7].value["path"], encoding="utf-8-sig", newline="") as f:
         return list(csv.DictReader(f))
 
 
@@ -220,7 +220,7 @@ def test_the_curves_of_a_planted_chat_model_show_pse_jnd_and_shift_with_readings
     # the nurse context's planted PSE lies 0.15 below the neutral one's: its shift is negative
     assert records[1]["pse_shift"] < 0 and records[0]["fit_status"] == "ok"
     assert any(t.hovertemplate for t in fig.data) and len({t.legendgroup for t in fig.data}) == 2
-    with open(csv_btn.value["path"], encoding="utf-8", newline="") as f:
+    with open(csv_btn.value["path"], encoding="utf-8-sig", newline="") as f:
         assert sum(1 for r in csv.DictReader(f) if r[ROW_TYPE] == "answer") == n
     assert json.loads(Path(json_btn.value["path"]).read_text(encoding="utf-8"))["model_id"] == "planted-chat"
 
@@ -268,7 +268,7 @@ def test_a_planted_classifier_effect_is_found_and_step3_shows_the_table_and_down
     box, headline, table, csv_btn, json_btn = out[4:]
     assert box.visible is True and headline == md_escape(report_clf.headline(result))
     assert len(table) == len(report_clf.summary_rows(result)) and "template" in set(table.iloc[:, 0])
-    with open(csv_btn.value["path"], encoding="utf-8", newline="") as f:
+    with open(csv_btn.value["path"], encoding="utf-8-sig", newline="") as f:
         assert sum(1 for _ in csv.DictReader(f)) == len(report_clf.csv_rows(result))
     assert json.loads(Path(json_btn.value["path"]).read_text(encoding="utf-8"))["model_id"] == "planted-clf"
 

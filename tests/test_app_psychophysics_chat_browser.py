@@ -103,7 +103,7 @@ def test_a_chat_model_answers_the_2afc_questions_through_the_app(tmp_path, monke
             page.click("#chat-download-csv")
         text = open(dl.value.path(), encoding="utf-8").read()
         assert KEY not in text
-        with open(dl.value.path(), newline="", encoding="utf-8") as fh:
+        with open(dl.value.path(), newline="", encoding="utf-8-sig") as fh:
             rows = list(csv.DictReader(fh))
         answers = [r for r in rows if r["row_type"] == "answer"]
         assert rows[0]["row_type"] == "summary" and len(answers) == N_QUESTIONS
