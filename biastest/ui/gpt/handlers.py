@@ -65,6 +65,11 @@ MSG_ENDPOINT_HINT = (
     "and cannot be scored. The key is used for this session's requests only: it is never stored, logged or "
     "written to the results."
 )
+MSG_TOKENIZER_INFO = (
+    "Empty: the served model name's tokenizer is loaded here and token ids are sent, so the scores equal those of "
+    "the same model on this server; if none loads, or you type none, the server splits the text itself and the "
+    "scores are not comparable with in-process ones."
+)
 MSG_RUN_PARTIAL = (
     "⚠️ Tested {n_scored} of {n} sentence pairs with {model}: the results in step 3 are partial. {why}"
 )
