@@ -1,8 +1,8 @@
 """The language-model app: handlers against the runner, bad input, exports (no browser here).
 
 Mistakes the user fixes by editing an input come back inline (``⚠️`` + the escaped message, the first output of
-the handler's message box) with a yellow toast; red errors are left for what editing cannot fix (a model that
-cannot be loaded).
+the handler's message box) with a yellow toast; what editing cannot fix (a model that cannot be loaded, an
+unexpected error) is shown in the same box as what failed, that the inputs are kept, and the project's own reason.
 """
 
 from __future__ import annotations
@@ -253,9 +253,10 @@ def test_bad_model_and_method_and_seed_are_clear(tiny_gpt2, tmp_path):
     assert app.run_test("", "causal-sum", 1, state, table)[0] == _inline(app.MSG_NO_MODEL)
     message = app.run_test(tiny_gpt2, "pll-unmodified", 1, state, table)[0]
     assert message.startswith("⚠️") and "causal" in message and "causal\\-sum" in message
-    with pytest.raises(gr.Error) as err:  # a model that cannot be loaded is not the user's typing: red
-        app.run_test(str(tmp_path / "nothing-here"), "causal-sum", 1, state, table)
-    assert "Traceback" not in err.value.message
+    # a model that cannot be loaded: the reason next to the button (issue 28: not only a pop-up that vanishes)
+    failed = app.run_test(str(tmp_path / "nothing-here"), "causal-sum", 1, state, table)[0]
+    assert failed.startswith(app.MSG_ACTION_FAILED.split("{")[0]) and "nothing\\-here" in failed
+    assert "Traceback" not in failed and app.MSG_UNEXPECTED_REASON not in failed
     assert app.run_test(tiny_gpt2, "causal-sum", "abc", state, table)[0] == _inline(app.MSG_BAD_SEED.format(
         value="abc"))
 
@@ -522,3 +523,75 @@ def test_refresh_from_the_dataset_returns_at_once_and_a_later_find_sees_new_sent
         n=2, repo=HUB_REPO, pulled="pulled just now"))
     assert found == md_escape(app.MSG_FOUND.format(where=where, n_pairs=2))
     reader.stop()
+
+
+# ----------------------------------------------------------------------------- failures stay inline (issue 28, 6)
+def _failed(action: str, reason: str = app.MSG_UNEXPECTED_REASON) -> str:
+    return app.MSG_ACTION_FAILED.format(action=action, reason=md_escape(reason))
+
+
+def _broken(exc: Exception):
+    def fail(*_, **__):
+        raise exc
+
+    return fail
+
+
+def _all_skipped(outputs) -> bool:
+    return all(isinstance(o, type(gr.skip())) for o in outputs)
+
+
+def test_a_run_that_fails_says_why_next_to_its_button_and_the_next_run_clears_it(tiny_gpt2, monkeypatch):
+    from biastest.errors import ModelLoadError
+    from biastest.ui.gpt import handlers
+
+    state, table = _state(), _table(PAIRS)
+    real = lm_run.run_lm_test
+    monkeypatch.setattr(lm_run, "run_lm_test", _broken(RuntimeError("CUDA internal detail")))
+    out = app.run_test(tiny_gpt2, "causal-sum", 7, state, table)
+    assert out[0] == _failed(handlers.ACTION_RUN)
+    assert "RuntimeError" not in out[0] and "CUDA" not in out[0]  # the class name and internals are no reason
+    assert len(out) == app.RUN_OUTPUTS and _all_skipped(out[1:])  # the inputs and any earlier result are kept
+    # the project's own message is a reason: it is shown
+    monkeypatch.setattr(lm_run, "run_lm_test", _broken(ModelLoadError("The model 'x' could not be loaded.")))
+    assert app.run_test(tiny_gpt2, "causal-sum", 7, state, table)[0] == _failed(
+        handlers.ACTION_RUN, "The model 'x' could not be loaded.")
+    monkeypatch.setattr(lm_run, "run_lm_test", real)
+    again = app.run_test(tiny_gpt2, "causal-sum", 7, state, table)
+    assert again[0] == app.MSG_RUN_DONE.format(n=2, model=md_escape(tiny_gpt2))  # the old message is replaced
+
+
+def test_find_import_and_generate_failures_are_shown_inline_and_cleared_by_the_next_success(tmp_path, monkeypatch):
+    from biastest.ui.gpt import handlers
+    from tests.openai_stub import OpenAIStub
+
+    monkeypatch.setenv("BIASTEST_DATA_DIR", str(tmp_path / "store"))
+    state = app.confirm_spec(app.CUSTOM, "he", "she", "math", "art", app._fresh_state())[0]
+    table = _table([])
+    for name in ("retrieve_pairs", "import_pairs", "generate_pairs"):
+        real = getattr(services, name)
+        monkeypatch.setattr(services, name, _broken(OSError("disk detail")))
+        find = app.find_sentences(state, table) if name == "retrieve_pairs" else None
+        if find is not None:
+            assert find[1] == _failed(handlers.ACTION_FIND) and _all_skipped([find[0], *find[2:]])
+        path = tmp_path / "pairs.csv"
+        path.write_text("group_term,template,sent_att_1,sent_att_2,att_term_1,att_term_2,label_1,label_2\n"
+                        "math,[T] likes math.,He likes math.,She likes math.,he,she,stereotype,anti-stereotype\n",
+                        encoding="utf-8")
+        imported = app.import_file(str(path), "auto", state, table)
+        generated = app.generate("openai-compatible", "", "http://127.0.0.1:9/v1", "m", 1, "with-context", 1,
+                                 state, table)
+        if name == "import_pairs":
+            assert imported[2] == _failed(handlers.ACTION_IMPORT) and _all_skipped([*imported[:2], *imported[3:]])
+        if name == "generate_pairs":
+            assert generated[4] == _failed(handlers.ACTION_GENERATE)
+            assert _all_skipped([*generated[:4], *generated[5:]])
+        monkeypatch.setattr(services, name, real)
+    find = app.find_sentences(state, table)
+    assert find[1] == app.MSG_NOTHING_FOUND
+    imported = app.import_file(str(path), "auto", state, table)
+    assert imported[2] == app.MSG_IMPORTED.format(pairs="1 sentence pair", name=md_escape("pairs.csv"))
+    with OpenAIStub() as stub:
+        generated = app.generate("openai-compatible", "", stub.base_url, "stub-model", 1, "with-context", 1, state,
+                                 table)
+    assert "new sentences" in generated[4] and "did not work" not in generated[4]

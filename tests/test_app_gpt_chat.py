@@ -19,6 +19,7 @@ import re
 import threading
 from pathlib import Path
 
+import gradio as gr
 import pandas as pd
 import pytest
 
@@ -39,7 +40,7 @@ from biastest.models.dummy import DummyChatLM, hashed_unit
 from biastest.models.endpoint_lm import MSG_NEED_ENDPOINT_URL, check_endpoint_url
 from biastest.report.text import md_escape
 from biastest.ui import gpt as app
-from biastest.ui.gpt import chat
+from biastest.ui.gpt import chat, handlers
 from tests.chat_stub import ChatStub
 from tests.lm_helpers import build_tiny_gpt2
 
@@ -280,3 +281,23 @@ def test_an_instruct_model_on_this_server_through_the_app(tiny_chat, tmp_path):
     assert len(texts) == 8 and all(isinstance(t, str) for t in texts)
     assert result.counts["unparseable"] + result.counts["refused"] + result.share_rate.n == 8
     assert not slot.locked()  # the one-test slot was held for the run and given back
+
+
+def test_a_chat_run_that_fails_says_so_next_to_its_button_and_the_next_run_clears_it(monkeypatch):
+    """Issue 28 item 6: the reason stays where the user looks (not only in a pop-up), the inputs are kept."""
+    real = chat.run_forced_choice
+
+    def broken(*_, **__):
+        raise KeyError("an internal detail")
+
+    monkeypatch.setattr(chat, "run_forced_choice", broken)
+    model = DummyChatLM(planted, model_id="planted-chat")
+    out = _run(model)
+    assert len(out) == chat.CHAT_RUN_OUTPUTS + chat.FC_VIEW_OUTPUTS
+    assert out[0] == app.MSG_ACTION_FAILED.format(action=handlers.ACTION_CHAT,
+                                                  reason=md_escape(app.MSG_UNEXPECTED_REASON))
+    assert "KeyError" not in out[0] and "internal detail" not in out[0]
+    assert all(isinstance(o, type(gr.skip())) for o in out[1:])  # state and step 3 kept as they were
+    monkeypatch.setattr(chat, "run_forced_choice", real)
+    again = _run(model)
+    assert again[0] == chat.MSG_CHAT_DONE.format(model=md_escape("planted-chat"), n=len(ROWS), requests=2 * len(ROWS))

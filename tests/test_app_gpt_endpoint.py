@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from pathlib import Path
 
@@ -260,3 +261,62 @@ def test_a_server_that_never_answers_ends_at_the_time_limit_with_a_message(stub,
     out = app.run_test("", "causal-sum", 1, _state(), _table(), endpoint=_endpoint(stub, gpt2_dir, time_limit=1.0))
     assert out[0] == _inline(E.MSG_ENDPOINT_FAILED.format(where=stub.base_url,
                                                           why=E.MSG_WHY[STOP_TIME].format(seconds=1.0)))
+
+
+# ----------------------------------------------------------------------------- comparability (issue 28, item 5)
+def test_the_tokenizer_box_is_read_as_the_command_line_reads_it():
+    assert [lm_run.tokenizer_choice(v) for v in ("", "  ", None, "none", " None ", False, " gpt2 ")] == [
+        None, None, None, False, False, False, "gpt2"]
+
+
+def _run_through_the_app_handler(stub, gpt2_dir, tokenizer: str, seed: int = 7):
+    """The Run button's own handler (as the page calls it) with the endpoint's fields and the tokenizer box."""
+    from biastest.ui.gpt.layout import _run_handler
+
+    handler = _run_handler(threading.Lock())
+    return handler("ignored", "causal-sum", seed, _state(), _table(), app.MODEL_ENDPOINT, stub.base_url,
+                   str(gpt2_dir), KEY, "auto", False, tokenizer, progress=None)
+
+
+def test_scores_from_server_split_text_say_first_that_they_are_not_comparable(stub, gpt2_dir):
+    from biastest.measures.stereotype.comparability import MSG_NOT_COMPARABLE
+
+    out = _run_through_the_app_handler(stub, gpt2_dir, "none")
+    there = StereotypeResult.from_dict(out[1]["result"])
+    assert there.provenance["model"]["prompts"] == "text"
+    assert all(isinstance(r["body"]["prompt"][0], str) for r in stub.requests if r["path"].endswith("/completions"))
+    assert out[4].startswith(MSG_NOT_COMPARABLE)  # the summary's first sentence
+    assert out[5].startswith(MSG_NOT_COMPARABLE)  # and the reading's
+    assert "significant" not in out[4].split("\n")[0]
+
+
+def test_an_empty_tokenizer_box_tries_the_served_name_and_the_scores_are_comparable(stub, gpt2_dir):
+    from biastest.measures.stereotype.comparability import MSG_NOT_COMPARABLE
+
+    out = _run_through_the_app_handler(stub, gpt2_dir, "")
+    there = StereotypeResult.from_dict(out[1]["result"])
+    assert there.provenance["model"]["prompts"] == "token-ids"
+    assert MSG_NOT_COMPARABLE not in out[4] and MSG_NOT_COMPARABLE not in out[5]
+    named = _run_through_the_app_handler(stub, gpt2_dir, f" {gpt2_dir} ")  # a tokenizer typed: the same
+    assert StereotypeResult.from_dict(named[1]["result"]).provenance["model"]["prompts"] == "token-ids"
+
+
+def test_a_comparison_of_server_split_text_with_in_process_scores_is_labelled_not_comparable(stub, gpt2_dir):
+    from biastest.measures.stereotype.comparability import MSG_COMPARE_NOT_COMPARABLE, comparable
+    from biastest.ui import compare
+
+    text = _run_through_the_app_handler(stub, gpt2_dir, "none")[1]
+    tokens = _run_through_the_app_handler(stub, gpt2_dir, "")[1]
+    base = StereotypeResult.from_dict(text["result"])
+    here = run_pairs(pairs=compare.lm_pairs(base), model_id=str(gpt2_dir), method="causal-sum", seed=base.seed,
+                     device="cpu", cache=None)
+    assert not comparable([base, here]) and comparable([base, base]) and comparable([here, tokens["result"]])
+    state = {**text, "compare": {"base": compare._lm_key(base), "results": [here.to_dict()]}}
+    summary, _, reading, *_ = compare.lm_view(state)
+    assert summary.startswith(MSG_COMPARE_NOT_COMPARABLE.split("{")[0])
+    assert reading.startswith(MSG_COMPARE_NOT_COMPARABLE.split("{")[0])
+    # token-id prompts through the endpoint and in process: one model, comparable scores, no label
+    state = {**tokens, "compare": {"base": compare._lm_key(StereotypeResult.from_dict(tokens["result"])),
+                                   "results": [here.to_dict()]}}
+    summary, _, reading, *_ = compare.lm_view(state)
+    assert MSG_COMPARE_NOT_COMPARABLE.split("{")[0] not in summary + reading

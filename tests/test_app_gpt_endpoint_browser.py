@@ -124,4 +124,15 @@ def test_offline_picker_then_a_run_through_the_endpoint(tmp_path, monkeypatch):
         assert (model["endpoint"], model["served_by"], model["api_key"]) == (stub.base_url, "endpoint", "***")
         html = page.content()
         assert KEY not in html  # the password box's value is a property, not in the page's markup
+
+        # issue 28 item 5: the tokenizer box; 'none' sends text, and the summary opens with "not comparable"
+        assert "not comparable" not in summary.inner_text().lower()
+        page.get_by_role("tab", name="2 · Test sentences").click()
+        assert page.locator("#endpoint-tokenizer input, #endpoint-tokenizer textarea").first.input_value() == ""
+        _fill(page, "endpoint-tokenizer", "none")
+        page.click("#data-run")
+        summary.get_by_text("Not comparable with in-process scores of the same model").wait_for(timeout=60_000)
+        first = summary.inner_text().strip().split("\n")[0]
+        assert "Not comparable with in-process scores" in first, first
+        assert "text split into tokens by the server" in summary.inner_text()
         ctx.close()

@@ -34,6 +34,7 @@ from biastest.errors import DataError
 from biastest.measures import twoafc as twoafc_measure
 from biastest.measures import weat as weat_measure
 from biastest.measures.stereotype import run as lm_run
+from biastest.measures.stereotype.comparability import MSG_COMPARE_NOT_COMPARABLE, comparable, server_split_text
 from biastest.measures.stereotype.compare import compare_stereotype
 from biastest.measures.stereotype.result import StereotypeResult
 from biastest.measures.stereotype.score import get_method
@@ -327,7 +328,14 @@ def lm_view(state: Any, clusters: Any = None) -> tuple:
     chosen = clusters or getattr(base, "clusters", None)
     cmp = compare_stereotype(results, seed=base.seed, clusters=chosen or None)
     rows = [row for r, m in zip(results, cmp.models, strict=True) for row in _rows(r.pairs_records(), m.label)]
-    return _view(cmp, item_rows=rows, results=[r.to_dict() for r in results], stem="biastest-lm-compare")
+    view = _view(cmp, item_rows=rows, results=[r.to_dict() for r in results], stem="biastest-lm-compare")
+    if comparable(results):
+        return view
+    # scores from text an endpoint split are not those of the model's own tokens: the comparison says so first
+    split = ", ".join(md_escape(m.label) for r, m in zip(results, cmp.models, strict=True) if server_split_text(r))
+    label = MSG_COMPARE_NOT_COMPARABLE.format(models=split)
+    summary, forest, reading, *rest = view
+    return (f"{label}\n\n{summary}", forest, f"{label}\n\n{reading}", *rest)
 
 
 def build_lm_compare(*, method_choices: Sequence[tuple[str, str]], default_method: str = "causal-sum"

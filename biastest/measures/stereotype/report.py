@@ -26,6 +26,7 @@ from biastest.generate.counterfactual import (
     check_pair,
 )
 from biastest.generate.minimal import format_differences, minimal_difference
+from biastest.measures.stereotype.comparability import MSG_NOT_COMPARABLE, server_split_text
 from biastest.measures.stereotype.result import StereotypeResult
 from biastest.records import SentencePair
 from biastest.report.export import created_date, download_name, private_dir, summary_first, write_csv, write_json
@@ -392,7 +393,8 @@ def summary_markdown(result: StereotypeResult) -> str:
         head = f"### Stereotype score: **{_fmt(o.score)} %** (no interval: too few clusters, see below)"
     else:
         head = f"### Stereotype score: **{_fmt(o.score)} %** ({what} {_fmt(low)}–{_fmt(high)} %)"
-    lines = [
+    lines = [MSG_NOT_COMPARABLE, ""] if server_split_text(result) else []
+    lines += [
         head,
         "",
         f"- Model **{md_escape(result.model_id)}** ({result.model_kind}), method **{result.method}**, "
@@ -551,6 +553,8 @@ def interpretation(result: StereotypeResult) -> str:
         return "No pair could be scored, so there is nothing to interpret."
     terms = _terms_reading(result)
     overall = _overall_reading(result)
+    if server_split_text(result):
+        overall = f"{MSG_NOT_COMPARABLE} {overall}"
     return overall if terms is None else f"{overall}\n\n{terms}"
 
 

@@ -47,7 +47,7 @@ from biastest.remote import RetryPolicy
 from biastest.spec import BiasSpec
 from biastest.words import plural
 
-__all__ = ["LMEndpoint", "StereotypeItems", "check_lm_endpoint", "run", "run_lm_test"]
+__all__ = ["LMEndpoint", "StereotypeItems", "check_lm_endpoint", "run", "run_lm_test", "tokenizer_choice"]
 
 MSG_PROGRESS_LOADING = "Loading the model '{model_id}'…"
 MSG_PROGRESS_ENDPOINT = "Scoring with the model '{model_id}' at {where}…"
@@ -223,6 +223,10 @@ class LMEndpoint:
         The request budget (retries included) and the run's time limit in seconds; a limit keeps what was scored.
     retry : RetryPolicy, optional
         Retries on 429, 5xx and time-outs (default :func:`biastest.models.endpoint_lm.default_retry`).
+    tokenizer : str, False or None
+        The served model's tokenizer (Hub id or folder) for token-id prompts, whose scores equal in-process ones;
+        ``False`` (or ``"none"``) sends text for the server to split; None or ``""`` (default) tries the served name
+        and sends text when no tokenizer loads from it (:attr:`StereotypeOptions.tokenizer`).
     """
 
     base_url: str
@@ -231,6 +235,7 @@ class LMEndpoint:
     max_requests: int = DEFAULT_MAX_REQUESTS
     time_limit: float = DEFAULT_TIME_LIMIT
     retry: Any = field(default=None, repr=False)
+    tokenizer: str | bool | None = None
 
     def __getstate__(self) -> Any:
         raise TypeError("LMEndpoint may hold an API key and cannot be pickled.")
@@ -259,7 +264,18 @@ def check_lm_endpoint(endpoint: LMEndpoint, method: str) -> LMEndpoint:
     check_endpoint_method(method)
     validate_options({"max_requests": endpoint.max_requests, "time_limit": endpoint.time_limit})
     key = str(endpoint.api_key or "").strip() or None
-    return LMEndpoint(url, name, key, endpoint.max_requests, float(endpoint.time_limit), endpoint.retry)
+    return LMEndpoint(url, name, key, endpoint.max_requests, float(endpoint.time_limit), endpoint.retry,
+                      tokenizer_choice(endpoint.tokenizer))
+
+
+def tokenizer_choice(value: Any) -> str | bool | None:
+    """A tokenizer as typed: ``""`` or None → None (try the served name), ``"none"`` or False → False (send text)."""
+    if value is None or value is False:
+        return value
+    text = str(value).strip()
+    if not text:
+        return None
+    return False if text.lower() == "none" else text
 
 
 def run_lm_test(
@@ -290,7 +306,8 @@ def run_lm_test(
         endpoint = check_lm_endpoint(endpoint, method)
         options = StereotypeOptions.parse(model_id=endpoint.model, method=method, seed=seed, clusters=clusters,
                                           endpoint=endpoint.base_url, max_requests=endpoint.max_requests,
-                                          time_limit=endpoint.time_limit, keep_non_minimal=keep_non_minimal)
+                                          time_limit=endpoint.time_limit, keep_non_minimal=keep_non_minimal,
+                                          tokenizer=endpoint.tokenizer)
         return run(options, items, progress=progress, cancel=cancel, api_key=endpoint.api_key, retry=endpoint.retry)
     model_id = public.check_model_reference(model_id)
     options = StereotypeOptions.parse(model_id=model_id, method=method, seed=seed, clusters=clusters,

@@ -20,7 +20,9 @@ process-wide services.
 
 Messages: a mistake the user fixes by editing an input (:data:`USER_MISTAKES`) is shown next to the button that
 met it (``⚠️`` + the escaped message) with a yellow toast; what editing cannot fix (a model that cannot be
-loaded, an unexpected error) is a red error, and the button's message box then says so (:data:`MSG_FAILED`). Each
+loaded, an unexpected error) is shown in the message box of the button that started it, with what failed and that
+the inputs are kept (:func:`inline_failures`, :data:`MSG_ACTION_FAILED`), and a toast; only an error outside the
+handlers leaves :data:`MSG_FAILED` there. Each
 action of step 2 clears the messages of the others, which described an earlier table. Every pair in the table is
 checked as generated pairs are (:func:`report.row_problems`): pairs added that fail are left unticked,
 and a run with a kept row that fails is refused, naming the rows. The run checks all its inputs at once and only
@@ -46,6 +48,7 @@ from biastest.ui.gpt.handlers import (
     MODEL_ENDPOINT,
     MODEL_HERE,
     MODEL_WHERE_CHOICES,
+    MSG_ACTION_FAILED,
     MSG_BAD_SEED,
     MSG_ENDPOINT_HINT,
     MSG_FAILED,
@@ -64,6 +67,7 @@ from biastest.ui.gpt.handlers import (
     MSG_TESTING,
     MSG_TESTING_TERMS,
     MSG_TOAST_PARTIAL,
+    MSG_UNEXPECTED_REASON,
     MSG_WAITING_FOR_MODEL,
     RECLUSTER_OUTPUTS,
     RUN_OUTPUTS,
@@ -80,10 +84,12 @@ from biastest.ui.gpt.handlers import (
     _spec,
     confirm_spec,
     dataset_panel,
+    failure_message,
     find_sentences,
     generate,
     import_file,
     inline,
+    inline_failures,
     method_choices,
     method_info,
     model_where_visibility,
@@ -112,7 +118,9 @@ __all__ = [
     "MODEL_WHERE_CHOICES",
     "MSG_BAD_SEED",
     "MSG_ENDPOINT_HINT",
+    "MSG_ACTION_FAILED",
     "MSG_FAILED",
+    "MSG_UNEXPECTED_REASON",
     "MSG_FOUND",
     "MSG_IMPORTED",
     "MSG_LEFT_UNTICKED",
@@ -155,7 +163,9 @@ __all__ = [
     "find_sentences",
     "generate",
     "import_file",
+    "failure_message",
     "inline",
+    "inline_failures",
     "md_escape",
     "method_choices",
     "method_info",

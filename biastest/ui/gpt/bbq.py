@@ -33,7 +33,7 @@ from biastest.models.protocols import ChatLM
 from biastest.report.text import md_escape
 from biastest.ui.chat_choice import CHAT_ENDPOINT, CHAT_HERE, CHAT_WHERE_CHOICES, MSG_NO_CHAT_MODEL, confirmation_needed
 from biastest.ui.common import progress_callback, session_export_dir, user_errors
-from biastest.ui.gpt.handlers import MSG_FAILED, _model_slot, _seed
+from biastest.ui.gpt.handlers import ACTION_BBQ, MSG_FAILED, _model_slot, _seed, inline_failures
 
 __all__ = ["BBQ_RUN_OUTPUTS", "DEFAULT_PER_CATEGORY", "MSG_BBQ_CONFIRM", "MSG_BBQ_DONE", "bbq_cost_handler",
            "bbq_options", "build_bbq_tab", "category_frame", "run_bbq_handler", "summary_markdown", "wire_bbq"]
@@ -173,6 +173,7 @@ BBQ_RUN_OUTPUTS = 5  # message, summary, per-category table, CSV and JSON downlo
 
 
 @user_errors
+@inline_failures(ACTION_BBQ, BBQ_RUN_OUTPUTS, 0)
 def run_bbq_handler(chat_where, model_id, url, api_key, categories, per_category, seed, confirmed,
                     progress=gr.Progress(), *, model: ChatLM | None = None, data: BBQData | None = None,
                     bbq_dir: str | None = None, cache_dir: Path | None = None, n_resamples: int | None = None,

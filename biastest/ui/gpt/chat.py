@@ -61,7 +61,7 @@ from biastest.ui.chat_choice import (
     model_and_endpoint,
 )
 from biastest.ui.common import progress_callback, session_export_dir, unlock_step, user_errors
-from biastest.ui.gpt.handlers import _model_slot, _seed
+from biastest.ui.gpt.handlers import ACTION_CHAT, _model_slot, _seed, inline_failures
 from biastest.ui.gpt.handlers import _spec as _checked_spec
 
 __all__ = [
@@ -219,6 +219,7 @@ def cost_handler(state, table, chat_where, model, url, template, text, samples, 
     return line, gr.Checkbox(visible=confirm)
 
 
+FC_VIEW_OUTPUTS = 12  # lm box, fc box, readings, summary, grid, terms, csv, json, compare md, forest, table, agreement
 CHAT_RUN_OUTPUTS = 4  # run message, state, tabs, results tab (then :data:`FC_VIEW_OUTPUTS`)
 
 
@@ -233,6 +234,7 @@ def _record(state: dict[str, Any], result: ForcedChoiceResult) -> dict[str, Any]
 
 
 @user_errors
+@inline_failures(ACTION_CHAT, CHAT_RUN_OUTPUTS + FC_VIEW_OUTPUTS, 0)
 def run_chat(chat_where, model_id, url, api_key, template, text, samples, temperature, seed, confirmed, state, table,
              progress=gr.Progress(), *, model: ChatLM | None = None, slot: threading.Lock | None = None,
              cache_dir=None, n_resamples: int | None = None):
@@ -272,7 +274,6 @@ def run_chat(chat_where, model_id, url, api_key, template, text, samples, temper
 
 
 # ------------------------------------------------------------------ step 3
-FC_VIEW_OUTPUTS = 12  # lm box, fc box, readings, summary, grid, terms, csv, json, compare md, forest, table, agreement
 
 
 def _rate(value: Any) -> tuple[str, str, str]:

@@ -8,11 +8,12 @@ measure's, as :data:`biastest.measures.MEASURES` lists them (:func:`method_choic
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import logging
 import math
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import gradio as gr
@@ -65,6 +66,11 @@ MSG_ENDPOINT_HINT = (
     "and cannot be scored. The key is used for this session's requests only: it is never stored, logged or "
     "written to the results."
 )
+MSG_TOKENIZER_INFO = (
+    "Empty: the served model name's tokenizer is loaded here and token ids are sent, so the scores equal those of "
+    "the same model on this server; if none loads, or you type none, the server splits the text itself and the "
+    "scores are not comparable with in-process ones."
+)
 MSG_RUN_PARTIAL = (
     "⚠️ Tested {n_scored} of {n} sentence pairs with {model}: the results in step 3 are partial. {why}"
 )
@@ -109,7 +115,21 @@ MSG_LEFT_UNTICKED = (
     "{count} of the new pairs {verb} left unticked and will not be tested, for the reasons below. Fix them and tick "
     "'Keep', or leave them out:"
 )
-MSG_FAILED = "⛔ That did not work: the message at the top right of the page says why. Your inputs are kept."
+MSG_FAILED = ("⛔ That did not work, and your inputs are kept. Please try again; if it happens again, report the steps "
+              "you took.")
+#: A failure a handler did not expect, shown next to the button that started it (:func:`inline_failures`): what
+#: failed, that the inputs are kept, then the project's own message (a :class:`BiastestError`'s) or
+#: :data:`MSG_UNEXPECTED_REASON`.
+MSG_ACTION_FAILED = "⛔ {action} did not work; your inputs are kept. {reason}"
+MSG_UNEXPECTED_REASON = ("Something unexpected went wrong on the server: please try again, and if it happens again, "
+                         "report the steps you took.")
+#: The actions :func:`inline_failures` names.
+ACTION_FIND = "Finding stored sentences"
+ACTION_IMPORT = "The import"
+ACTION_GENERATE = "Generating sentences"
+ACTION_RUN = "The test"
+ACTION_CHAT = "Asking the chat model"
+ACTION_BBQ = "The BBQ run"
 MSG_WAITING_FOR_MODEL = "Waiting for another test to finish (one test runs at a time on this server)…"
 MSG_RUN_DONE = "✅ Tested {n} sentence pairs with {model}: the results are in step 3."
 MSG_TESTING = "**Testing:** {what}"
@@ -180,6 +200,46 @@ def inline(exc: BiastestError) -> str:
     lines = [f"⚠️ {md_escape(head)}"]
     lines += [f"- {md_escape(line[2:])}" if line.startswith("- ") else md_escape(line) for line in rest]
     return "\n".join(lines)
+
+
+def failure_message(action: str, exc: BaseException, *, markdown: bool = True) -> str:
+    """:data:`MSG_ACTION_FAILED` for ``exc``: its own message when it is the project's, else a constant one.
+
+    The exception's class name and text are no reason a user can act on: only a :class:`BiastestError`'s message
+    (written for the user) is shown. ``markdown``: the reason escaped for a Markdown box (else plain, for a toast).
+    """
+    reason = exc.message if isinstance(exc, BiastestError) else MSG_UNEXPECTED_REASON
+    return MSG_ACTION_FAILED.format(action=action, reason=md_escape(reason) if markdown else reason)
+
+
+def inline_failures(action: str, n_outputs: int, at: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Show a failure the handler did not expect next to its button, not only in a pop-up that vanishes.
+
+    The wrapped handler (of ``n_outputs`` outputs, its message box at position ``at``) answers an exception other
+    than ``gr.Error`` with :func:`failure_message` in that box and leaves every other output as it was (the inputs
+    are kept); the traceback goes to the server's log, and a toast repeats the message. Put it under
+    :func:`~biastest.ui.common.user_errors`.
+    """
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except gr.Error:
+                raise
+            except Exception as exc:
+                if not isinstance(exc, BiastestError):
+                    log.exception("unexpected error in %s", getattr(fn, "__name__", fn))
+                message = failure_message(action, exc)
+                gr.Warning(failure_message(action, exc, markdown=False))
+                out: list[Any] = [gr.skip()] * n_outputs
+                out[at] = message
+                return tuple(out)
+
+        return wrapper
+
+    return wrap
 
 
 def _few(terms: Sequence[str]) -> str:
@@ -258,6 +318,7 @@ def confirm_spec(library, g1, g2, s1, a1, state):
 
 
 @user_errors
+@inline_failures(ACTION_FIND, 6, 1)
 def find_sentences(state, table, *, dataset=None):
     """Outputs: table, find message, coverage, import message, generation message, run message.
 
@@ -280,6 +341,7 @@ def find_sentences(state, table, *, dataset=None):
 
 
 @user_errors
+@inline_failures(ACTION_IMPORT, 5, 2)
 def import_file(file, fmt, state, table):
     """Outputs: table, find message, import message, generation message, run message."""
     try:
@@ -297,6 +359,7 @@ def import_file(file, fmt, state, table):
 
 
 @user_errors
+@inline_failures(ACTION_GENERATE, 7, 4)
 def generate(kind, api_key, base_url, model, per_attribute, prompt, seed, state, table, progress=gr.Progress(), *,
              cancel=None, max_seconds=services.GENERATION_MAX_SECONDS, dataset=None):
     """Generate the missing sentences; a run stopped (``cancel`` set, or ``max_seconds`` passed) keeps its pairs.
@@ -362,6 +425,7 @@ KEEP_NON_MINIMAL_INFO = ("Off: pairs whose sentences differ in more than the gro
 
 
 @user_errors
+@inline_failures(ACTION_RUN, RUN_OUTPUTS, 0)
 def run_test(model_id, method, seed, state, table, progress=gr.Progress(), *, slot: threading.Lock | None = None,
              endpoint: lm_run.LMEndpoint | None = None, clusters: str = "auto", keep_non_minimal: bool = False):
     """Check everything the user typed, then score (holding ``slot``, if given, while the model runs).

@@ -33,6 +33,7 @@ from biastest.ui.gpt.handlers import (
     MODEL_WHERE_CHOICES,
     MSG_ENDPOINT_HINT,
     MSG_FAILED,
+    MSG_TOKENIZER_INFO,
     _fresh_state,
     _model_info,
     confirm_spec,
@@ -148,6 +149,7 @@ class Step2:
     run_msg: Any
     restart: Any
     keep_non_minimal: Any = None
+    endpoint_tokenizer: Any = None
 
 
 @dataclass
@@ -267,6 +269,8 @@ def _build_model() -> dict[str, Any]:
                 elem_id="endpoint-model")
             endpoint_key = gr.Textbox("", label="API key (optional; this session only, never stored)",
                                       type="password", elem_id="endpoint-key")
+            endpoint_tokenizer = gr.Textbox("", label="Tokenizer (optional)", placeholder="the served model name",
+                                            info=MSG_TOKENIZER_INFO, elem_id="endpoint-tokenizer")
             gr.Markdown(MSG_ENDPOINT_HINT, elem_id="endpoint-hint", elem_classes=["bt-hint"])
         with gr.Column() as method_box:
             method = gr.Dropdown(
@@ -281,6 +285,7 @@ def _build_model() -> dict[str, Any]:
         gr.Markdown(METHOD_HELP)
     return {"model_where": model_where, "model_here_box": model_here_box, "model_endpoint_box": model_endpoint_box,
             "model": picker.dropdown, "endpoint": [endpoint_url, endpoint_model, endpoint_key],
+            "endpoint_tokenizer": endpoint_tokenizer,
             "method_box": method_box, "method": method,
             "method_md": method_md, "seed": seed}
 
@@ -417,10 +422,12 @@ def _run_handler(slot: threading.Lock):
     """The Run button's handler: the endpoint's fields make an :class:`~lm_run.LMEndpoint` for this call only."""
 
     def run_handler(model_id, method, seed, state, table, model_where, endpoint_url, endpoint_model, endpoint_key,
-                    clusters="auto", keep_non_minimal=False, progress=gr.Progress()):
-        # the key lives in this call only: it is passed to the runner, never put in the session's state
-        endpoint = (lm_run.LMEndpoint(endpoint_url, endpoint_model, endpoint_key) if model_where == MODEL_ENDPOINT
-                    else None)
+                    clusters="auto", keep_non_minimal=False, endpoint_tokenizer="", progress=gr.Progress()):
+        # the key lives in this call only: it is passed to the runner, never put in the session's state; an empty
+        # tokenizer box tries the served name (token-id prompts), "none" sends text (:func:`lm_run.tokenizer_choice`)
+        endpoint = (lm_run.LMEndpoint(endpoint_url, endpoint_model, endpoint_key,
+                                      tokenizer=lm_run.tokenizer_choice(endpoint_tokenizer))
+                    if model_where == MODEL_ENDPOINT else None)
         # a model behind an endpoint does not use this server's model slot: it does not wait for a local test
         return run_test(model_id, method, seed, state, table, progress=progress,
                         slot=slot if endpoint is None else None, endpoint=endpoint, clusters=clusters,
@@ -526,7 +533,7 @@ def wire_steps(demo: gr.Blocks, tabs: Any, state: Any, s1: Step1, s2: Step2, s3:
         # the endpoint's fields come last: a call through the API that names a model on this server (model,
         # method, seed, table) keeps working, the rest taking their defaults
         [s2.model, s2.method, s2.seed, state, s2.table, s2.model_where, *s2.endpoint, s3.clusters,
-         s2.keep_non_minimal],
+         s2.keep_non_minimal, s2.endpoint_tokenizer],
         [s2.run_msg, state, tabs, s3.tab, *results],
         api_name="run_test",
         concurrency_id="gpt-run",
