@@ -111,7 +111,7 @@ def test_compare_two_tiny_models_in_gpt_and_two_embeddings_in_psychophysics(tmp_
             reading = page.locator("#compare-reading").inner_text()
             page.screenshot(path=str(SCREENSHOTS / "gpt_compare.png"), full_page=True)
 
-            with open(_download(page, "compare-download-items"), encoding="utf-8", newline="") as fh:
+            with open(_download(page, "compare-download-items"), encoding="utf-8-sig", newline="") as fh:
                 items = list(csv.DictReader(fh))
             assert len(items) == 48 and {r["model"] for r in items} == {model_a, model_b}
             with open(_download(page, "compare-download-json"), encoding="utf-8") as fh:
@@ -124,7 +124,7 @@ def test_compare_two_tiny_models_in_gpt_and_two_embeddings_in_psychophysics(tmp_
             from biastest.report.compare import pair_reading
 
             assert reading.strip() == pair_reading(expected, expected.pairs[0], escape=str, bold=False)
-            with open(_download(page, "compare-download-comparison"), encoding="utf-8", newline="") as fh:
+            with open(_download(page, "compare-download-comparison"), encoding="utf-8-sig", newline="") as fh:
                 rows = list(csv.DictReader(fh))
             assert [r["row"] for r in rows] == ["model", "model", "pair"]
 

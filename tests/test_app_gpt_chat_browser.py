@@ -129,7 +129,7 @@ def test_a_chat_model_through_the_app(tmp_path, monkeypatch):
 
         with page.expect_download() as dl:
             page.click("#fc-download-csv")
-        with open(dl.value.path(), newline="", encoding="utf-8") as fh:
+        with open(dl.value.path(), newline="", encoding="utf-8-sig") as fh:
             every = list(csv.DictReader(fh))
         answers = [r for r in every if r["row_type"] == "answer"]
         assert every[0]["row_type"] == "summary" and len(answers) == 16
@@ -181,7 +181,7 @@ def test_bbq_through_the_app(tmp_path, monkeypatch, shared_data):
             page.click("#bbq-download-csv")
         text = open(dl.value.path(), encoding="utf-8").read()
         assert KEY not in text
-        with open(dl.value.path(), newline="", encoding="utf-8") as fh:
+        with open(dl.value.path(), newline="", encoding="utf-8-sig") as fh:
             rows = [r for r in csv.DictReader(fh) if r["row_type"] == "request"]
         assert len(rows) == 40 and {r["raw_answer"] for r in rows} == {"(A)"}
         ctx.close()

@@ -456,7 +456,7 @@ def test_results_under_the_mount_read_in_one_set_of_names(tiny_clip, tmp_path, m
         assert "path" not in headers and "sha256" not in headers
         with page.expect_download() as dl:  # the CSV keeps them
             page.click("#download-csv")
-        with open(dl.value.path(), newline="", encoding="utf-8") as fh:
+        with open(dl.value.path(), newline="", encoding="utf-8-sig") as fh:
             header = next(csv.reader(fh))
         assert {"path", "sha256", "p_t1", "verdict"} <= set(header)
         page.context.close()
