@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +36,9 @@ from biastest.ui.chat_choice import CHAT_ENDPOINT, CHAT_HERE, CHAT_WHERE_CHOICES
 from biastest.ui.common import progress_callback, session_export_dir, user_errors
 from biastest.ui.gpt.handlers import ACTION_BBQ, MSG_FAILED, _model_slot, _seed, inline_failures
 
-__all__ = ["BBQ_RUN_OUTPUTS", "DEFAULT_PER_CATEGORY", "MSG_BBQ_CONFIRM", "MSG_BBQ_DONE", "bbq_cost_handler",
-           "bbq_options", "build_bbq_tab", "category_frame", "run_bbq_handler", "summary_markdown", "wire_bbq"]
+__all__ = ["BBQ_RUN_OUTPUTS", "DEFAULT_PER_CATEGORY", "MSG_BBQ_CONFIRM", "MSG_BBQ_DONE", "BBQInputs",
+           "bbq_cost_handler", "bbq_options", "build_bbq_tab", "category_frame", "run_bbq_handler", "run_bbq_inputs",
+           "summary_markdown", "wire_bbq"]
 
 #: Questions drawn per category by default (seeded): a first look costs a few hundred requests, not 58,000.
 DEFAULT_PER_CATEGORY = 20
@@ -172,25 +174,50 @@ def summary_markdown(result: BBQResult) -> str:
 BBQ_RUN_OUTPUTS = 5  # message, summary, per-category table, CSV and JSON downloads
 
 
+@dataclass(frozen=True)
+class BBQInputs:
+    """What the tab sets for a BBQ run: the button's inputs, in the order the event passes them.
+
+    ``api_key`` is left out of the record's ``repr``: it goes to the run's requests only.
+    """
+
+    chat_where: Any
+    model_id: Any
+    url: Any
+    api_key: Any = field(repr=False)
+    categories: Any
+    per_category: Any
+    seed: Any
+    confirmed: Any
+
+
 @user_errors
 @inline_failures(ACTION_BBQ, BBQ_RUN_OUTPUTS, 0)
-def run_bbq_handler(chat_where, model_id, url, api_key, categories, per_category, seed, confirmed,
-                    progress=gr.Progress(), *, model: ChatLM | None = None, data: BBQData | None = None,
+def run_bbq_handler(*values, progress=gr.Progress(), model: ChatLM | None = None, data: BBQData | None = None,
                     bbq_dir: str | None = None, cache_dir: Path | None = None, n_resamples: int | None = None,
                     slot: threading.Lock | None = None):
+    """:func:`run_bbq_inputs` with the tab's values given in the button's order (:class:`BBQInputs`' fields)."""
+    return run_bbq_inputs(BBQInputs(*values), progress=progress, model=model, data=data, bbq_dir=bbq_dir,
+                          cache_dir=cache_dir, n_resamples=n_resamples, slot=slot)
+
+
+def run_bbq_inputs(inputs: BBQInputs, *, progress=None, model: ChatLM | None = None, data: BBQData | None = None,
+                   bbq_dir: str | None = None, cache_dir: Path | None = None, n_resamples: int | None = None,
+                   slot: threading.Lock | None = None):
     """Check everything (the count and the confirmation first), then ask; the results in the tab.
 
-    The key goes to the run only. ``model`` and ``data`` (tests) are an already built chat model and BBQ data.
+    The key (``inputs.api_key``) goes to the run only. ``model`` and ``data`` (tests) are an already built chat
+    model and BBQ data.
     """
     skip = (gr.skip(),) * (BBQ_RUN_OUTPUTS - 1)
     try:
-        options = bbq_options(chat_where, model_id, url, categories, per_category, _seed(seed),
-                              n_resamples=n_resamples, bbq_dir=bbq_dir)
+        options = bbq_options(inputs.chat_where, inputs.model_id, inputs.url, inputs.categories, inputs.per_category,
+                              _seed(inputs.seed), n_resamples=n_resamples, bbq_dir=bbq_dir)
         items = _items(options, data)
         cost = estimate_cost(options, items)
-        if confirmation_needed(cost, confirmed):
+        if confirmation_needed(cost, inputs.confirmed):
             raise OptionError(MSG_BBQ_CONFIRM.format(requests=cost.requests, limit=cost.limit))
-        key = str(api_key or "").strip() or None
+        key = str(inputs.api_key or "").strip() or None
         held = slot if (options.endpoint is None and model is None) else None  # as the chat model's run
         with _model_slot(held, progress):
             result = bbq_run(options, items, progress=progress_callback(progress), model=model,

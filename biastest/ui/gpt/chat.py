@@ -22,6 +22,7 @@ likelihood (stereotype score) result on the same pairs, whether the two agree
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
@@ -69,6 +70,7 @@ __all__ = [
     "CHAT_HERE",
     "CHAT_RUN_OUTPUTS",
     "CHAT_WHERE_CHOICES",
+    "ChatInputs",
     "FC_VIEW_OUTPUTS",
     "MAX_COMPARED",
     "MSG_CHAT_DONE",
@@ -82,6 +84,7 @@ __all__ = [
     "empty_fc_view",
     "fc_view",
     "run_chat",
+    "run_chat_inputs",
     "template_box",
     "template_choices",
     "template_text",
@@ -233,28 +236,56 @@ def _record(state: dict[str, Any], result: ForcedChoiceResult) -> dict[str, Any]
     return {**state, "fc": [*kept, result.to_dict()][-MAX_COMPARED:], "shown": "fc"}
 
 
+@dataclass(frozen=True)
+class ChatInputs:
+    """What step 2 sets for a chat model's run: the button's inputs, in the order the event passes them.
+
+    ``api_key`` is left out of the record's ``repr``: it goes to the run's requests only.
+    """
+
+    chat_where: Any
+    model_id: Any
+    url: Any
+    api_key: Any = field(repr=False)
+    template: Any
+    text: Any
+    samples: Any
+    temperature: Any
+    seed: Any
+    confirmed: Any
+    state: Any
+    table: Any
+
+
 @user_errors
 @inline_failures(ACTION_CHAT, CHAT_RUN_OUTPUTS + FC_VIEW_OUTPUTS, 0)
-def run_chat(chat_where, model_id, url, api_key, template, text, samples, temperature, seed, confirmed, state, table,
-             progress=gr.Progress(), *, model: ChatLM | None = None, slot: threading.Lock | None = None,
+def run_chat(*values, progress=gr.Progress(), model: ChatLM | None = None, slot: threading.Lock | None = None,
              cache_dir=None, n_resamples: int | None = None):
+    """:func:`run_chat_inputs` with step 2's values given in the button's order (:class:`ChatInputs`' fields)."""
+    return run_chat_inputs(ChatInputs(*values), progress=progress, model=model, slot=slot, cache_dir=cache_dir,
+                           n_resamples=n_resamples)
+
+
+def run_chat_inputs(inputs: ChatInputs, *, progress=None, model: ChatLM | None = None,
+                    slot: threading.Lock | None = None, cache_dir=None, n_resamples: int | None = None):
     """Check everything, then ask the chat model (step 2's "Ask the chat model"); the result in step 3.
 
-    The key (``api_key``) goes to the run only; the session's state holds the result, which records no key.
+    The key (``inputs.api_key``) goes to the run only; the session's state holds the result, which records no key.
     ``model`` (tests) is an already built chat model; ``slot`` is held while a model in this process answers.
 
     Outputs: run message, state, tabs, results tab, then :func:`fc_view`'s.
     """
     skip = (gr.skip(),) * (CHAT_RUN_OUTPUTS - 1 + FC_VIEW_OUTPUTS)
     try:
+        state = inputs.state
         _checked_spec(state)
-        options = chat_options(chat_where, model_id, url, template, text, samples, temperature, _seed(seed),
-                               n_resamples=n_resamples)
-        pairs = _pairs(state, table)
+        options = chat_options(inputs.chat_where, inputs.model_id, inputs.url, inputs.template, inputs.text,
+                               inputs.samples, inputs.temperature, _seed(inputs.seed), n_resamples=n_resamples)
+        pairs = _pairs(state, inputs.table)
         cost = estimate_cost(options, pairs)
-        if confirmation_needed(cost, confirmed):
+        if confirmation_needed(cost, inputs.confirmed):
             raise OptionError(MSG_CONFIRM_NEEDED.format(requests=cost.requests, limit=CONFIRM_ABOVE_REQUESTS))
-        key = str(api_key or "").strip() or None
+        key = str(inputs.api_key or "").strip() or None
         # a model on this server waits for the one test at a time (saying so); an endpoint's does not
         held = slot if (options.endpoint is None and model is None) else None
         with _model_slot(held, progress):

@@ -17,6 +17,7 @@ the CSV/JSON downloads. Handlers take and return plain values (tests call them d
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
@@ -53,6 +54,7 @@ from biastest.ui.psychophysics.data import female_cue_side
 from biastest.ui.psychophysics.state import MSG_SPEC_FIRST, Section, need_session
 
 __all__ = [
+    "ChatRunInputs",
     "MODEL_CHAT",
     "MODEL_CLASSIFIER",
     "MODEL_EMBEDDING",
@@ -72,6 +74,7 @@ __all__ = [
     "p_cue1_figure",
     "rates_figure",
     "run_chat_core",
+    "run_chat_inputs",
     "summary_frame",
     "targets_frame",
     "template_text",
@@ -183,9 +186,34 @@ def model_kind_view(kind):
 
 
 # ------------------------------------------------------------------ the run
-def run_chat_core(session: dict[str, Any], where: Any, model_id: Any, url: Any, api_key: Any, template: Any,
-                  text: Any, samples: Any, temperature: Any, seed: Any, confirmed: Any, *, progress=None,
-                  model: ChatLM | None = None, cache_dir=None, n_resamples: int | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ChatRunInputs:
+    """Step 2's chat model fields for a run: the button's inputs after the session, in the order it passes them.
+
+    ``api_key`` is left out of the record's ``repr``: it goes to the run's requests only.
+    """
+
+    where: Any
+    model_id: Any
+    url: Any
+    api_key: Any = field(repr=False)
+    template: Any
+    text: Any
+    samples: Any
+    temperature: Any
+    seed: Any
+    confirmed: Any
+
+
+def run_chat_core(session: dict[str, Any], *values: Any, progress=None, model: ChatLM | None = None, cache_dir=None,
+                  n_resamples: int | None = None) -> dict[str, Any]:
+    """:func:`run_chat_inputs` with step 2's values given in the button's order (:class:`ChatRunInputs`' fields)."""
+    return run_chat_inputs(session, ChatRunInputs(*values), progress=progress, model=model, cache_dir=cache_dir,
+                           n_resamples=n_resamples)
+
+
+def run_chat_inputs(session: dict[str, Any], inputs: ChatRunInputs, *, progress=None, model: ChatLM | None = None,
+                    cache_dir=None, n_resamples: int | None = None) -> dict[str, Any]:
     """Check every field, then ask the chat model; the session with ``chat`` set (the key is not in it).
 
     Raises
@@ -195,12 +223,12 @@ def run_chat_core(session: dict[str, Any], where: Any, model_id: Any, url: Any, 
         endpoint over the limit without the confirmation.
     """
     spec = _twoafc_spec(session)
-    options = chat_options(spec, where, model_id, url, template, text, samples, temperature, seed,
-                           n_resamples=n_resamples)
+    options = chat_options(spec, inputs.where, inputs.model_id, inputs.url, inputs.template, inputs.text,
+                           inputs.samples, inputs.temperature, inputs.seed, n_resamples=n_resamples)
     cost = chat_cost(options, spec)
-    if confirmation_needed(cost, confirmed):
+    if confirmation_needed(cost, inputs.confirmed):
         raise OptionError(MSG_CONFIRM_NEEDED.format(requests=cost.requests, limit=CONFIRM_ABOVE_REQUESTS))
-    key = str(api_key or "").strip() or None
+    key = str(inputs.api_key or "").strip() or None
     result = run_twoafc_chat(options, TwoAFCChatItems(spec), progress=progress, model=model,
                              api_key=key if options.endpoint else None, cache_dir=cache_dir)
     new = dict(session)
@@ -226,20 +254,30 @@ def make_chat_run_handler(stale: tuple, n_chat_outputs: int):
     ``stale``'s, then :func:`chat_view`'s. A mistake changes only the message (⚠️ and the measure's message)."""
 
     @user_errors
-    def run_handler(session, where, model_id, url, api_key, template, text, samples, temperature, seed, confirmed,
-                    progress=gr.Progress(), *, model: ChatLM | None = None, cache_dir=None,
+    def run_handler(session, *values, progress=gr.Progress(), model: ChatLM | None = None, cache_dir=None,
                     n_resamples: int | None = None):
-        """Step 2 (chat model) → results: ask, render, unlock the results tab."""
+        """Step 2 (chat model) → results: ask, render, unlock the results tab (``values``: :class:`ChatRunInputs`'
+        fields in order; the button's event is :func:`_progress_event` of this handler)."""
         try:
-            new = run_chat_core(session, where, model_id, url, api_key, template, text, samples, temperature, seed,
-                                confirmed, progress=progress_callback(progress), model=model, cache_dir=cache_dir,
-                                n_resamples=n_resamples)
+            new = run_chat_inputs(session, ChatRunInputs(*values), progress=progress_callback(progress), model=model,
+                                  cache_dir=cache_dir, n_resamples=n_resamples)
         except BiastestError as exc:  # the measure's own message, next to the button
             gr.Warning(exc.message.split("\n", 1)[0])
             return ("⚠️ " + md_escape(exc.message),
                     *(gr.skip(),) * (3 + len(EMBEDDING_HIDDEN) + len(stale) + n_chat_outputs))
         tabs, tab3 = unlock_step("results")
         return (_done_message(new["chat"]), new, tabs, tab3, *EMBEDDING_HIDDEN, *stale, *chat_view(new))
+
+    return run_handler
+
+
+def _progress_event(handler):
+    """``handler`` (``(session, *values, progress=…)``) as a button's event calls it: Gradio passes the inputs
+    positionally and puts its progress tracker at the index of the parameter whose default is a ``gr.Progress`` (a
+    positional one, hence before ``values``). The event keeps the name ``run_handler`` (its API name)."""
+
+    def run_handler(session, progress=gr.Progress(), *values):
+        return handler(session, *values, progress=progress)
 
     return run_handler
 
@@ -397,7 +435,7 @@ def wire(sec: Section, session: Any, *, data: Section, results: Section, chat_re
     for control in (sec.kind, sec.where, sec.model, sec.url, sec.template, sec.text, sec.samples, sec.temperature):
         control.change(cost_handler, cost_inputs, [sec.cost, sec.confirm], queue=False, show_progress="hidden")
     sec.run.click(lambda: "", None, sec.message, queue=False, show_progress="hidden").then(
-        make_chat_run_handler(tuple(v for _, v in stale), len(chat_results.outputs)),
+        _progress_event(make_chat_run_handler(tuple(v for _, v in stale), len(chat_results.outputs))),
         [session, sec.where, sec.model, sec.url, sec.key, sec.template, sec.text, sec.samples, sec.temperature,
          data.seed, sec.confirm],
         [sec.message, session, tabs, tab3, results.summary, results.twoafc_box, results.weat_box, results.csv,

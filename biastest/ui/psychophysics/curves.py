@@ -13,6 +13,7 @@ Step 3 shows the readings first, the curves in one figure with hover (the measur
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
@@ -40,6 +41,7 @@ from biastest.ui.psychophysics.state import Section, file_path, need_session
 __all__ = [
     "CONTINUUM_NAMES",
     "CONTINUUM_UPLOAD",
+    "CurvesInputs",
     "MSG_CURVES_DONE",
     "MSG_NO_CONTINUUM_FILE",
     "build_results",
@@ -49,6 +51,7 @@ __all__ = [
     "curves_view",
     "make_curves_run_handler",
     "run_curves_core",
+    "run_curves_inputs",
     "table_frame",
     "wire",
 ]
@@ -112,19 +115,45 @@ def curves_cost_handler(session, where, model, url, contexts, cues, source, uplo
     return MSG_CURVES_COST.format(text=md_escape(cost.text)), gr.Checkbox(visible=bool(cost.needs_confirmation))
 
 
-def run_curves_core(session: dict[str, Any], where: Any, model_id: Any, url: Any, api_key: Any, contexts: Any,
-                    cues: Any, source: Any, upload: Any, samples: Any, temperature: Any, seed: Any, n_bootstrap: Any,
-                    confirmed: Any, *, progress=None, model: ChatLM | None = None,
+@dataclass(frozen=True)
+class CurvesInputs:
+    """The fields of a curves run: the button's inputs after the session, in the order it passes them.
+
+    ``api_key`` is left out of the record's ``repr``: it goes to the run's requests only.
+    """
+
+    where: Any
+    model_id: Any
+    url: Any
+    api_key: Any = field(repr=False)
+    contexts: Any
+    cues: Any
+    source: Any
+    upload: Any
+    samples: Any
+    temperature: Any
+    seed: Any
+    n_bootstrap: Any
+    confirmed: Any
+
+
+def run_curves_core(session: dict[str, Any], *values: Any, progress=None, model: ChatLM | None = None,
                     cache_dir=None) -> dict[str, Any]:
+    """:func:`run_curves_inputs` with the values given in the button's order (:class:`CurvesInputs`' fields)."""
+    return run_curves_inputs(session, CurvesInputs(*values), progress=progress, model=model, cache_dir=cache_dir)
+
+
+def run_curves_inputs(session: dict[str, Any], inputs: CurvesInputs, *, progress=None, model: ChatLM | None = None,
+                      cache_dir=None) -> dict[str, Any]:
     """Check every field, ask the chat model, fit the curves; the session with ``curves`` set (no key in it)."""
     session = need_session(session)
-    options = curves_options(where, model_id, url, contexts, cues, source, upload, samples, temperature, seed,
-                             n_bootstrap)
+    options = curves_options(inputs.where, inputs.model_id, inputs.url, inputs.contexts, inputs.cues, inputs.source,
+                             inputs.upload, inputs.samples, inputs.temperature, inputs.seed, inputs.n_bootstrap)
     continuum = _continuum(options)
     cost = estimate_cost(options, continuum)
-    if confirmation_needed(cost, confirmed):
+    if confirmation_needed(cost, inputs.confirmed):
         raise OptionError(MSG_CONFIRM_NEEDED.format(requests=cost.requests, limit=CONFIRM_ABOVE_REQUESTS))
-    key = str(api_key or "").strip() or None
+    key = str(inputs.api_key or "").strip() or None
     result = run_psychometric_chat(options, PsychometricItems(continuum, session["spec"]), progress=progress,
                                    model=model, api_key=key if options.endpoint else None, cache_dir=cache_dir)
     return {**session, "curves": result}
@@ -143,19 +172,30 @@ def make_curves_run_handler(n_outputs: int):
     ``n_outputs``."""
 
     @user_errors
-    def run_handler(session, where, model_id, url, api_key, contexts, cues, source, upload, samples, temperature,
-                    seed, n_bootstrap, confirmed, progress=gr.Progress(), *, model: ChatLM | None = None,
-                    cache_dir=None):
-        """Ask, fit and show the curves in step 3 (a mistake: the measure's message next to the button)."""
+    def run_handler(session, *values, progress=gr.Progress(), model: ChatLM | None = None, cache_dir=None):
+        """Ask, fit and show the curves in step 3 (a mistake: the measure's message next to the button).
+
+        ``values``: :class:`CurvesInputs`' fields in order; the button's event is :func:`_progress_event` of this
+        handler."""
         try:
-            new = run_curves_core(session, where, model_id, url, api_key, contexts, cues, source, upload, samples,
-                                  temperature, seed, n_bootstrap, confirmed, progress=progress_callback(progress),
-                                  model=model, cache_dir=cache_dir)
+            new = run_curves_inputs(session, CurvesInputs(*values), progress=progress_callback(progress), model=model,
+                                    cache_dir=cache_dir)
         except BiastestError as exc:
             gr.Warning(exc.message.split("\n", 1)[0])
             return ("⚠️ " + md_escape(exc.message), *(gr.skip(),) * (3 + n_outputs))
         tabs, tab3 = unlock_step("results")
         return (_done(new["curves"]), new, tabs, tab3, *curves_view(new))
+
+    return run_handler
+
+
+def _progress_event(handler):
+    """``handler`` (``(session, *values, progress=…)``) as a button's event calls it: Gradio passes the inputs
+    positionally and puts its progress tracker at the index of the parameter whose default is a ``gr.Progress`` (a
+    positional one, hence before ``values``). The event keeps the name ``run_handler`` (its API name)."""
+
+    def run_handler(session, progress=gr.Progress(), *values):
+        return handler(session, *values, progress=progress)
 
     return run_handler
 
@@ -233,7 +273,7 @@ def wire(sec: Section, session: Any, *, chat: Section, seed: Any, curve_results:
         control.change(curves_cost_handler, cost_inputs, [sec.cost, sec.confirm], queue=False, show_progress="hidden")
     sec.upload.upload(curves_cost_handler, cost_inputs, [sec.cost, sec.confirm], queue=False, show_progress="hidden")
     sec.run.click(lambda: "", None, sec.message, queue=False, show_progress="hidden").then(
-        make_curves_run_handler(len(curve_results.outputs)),
+        _progress_event(make_curves_run_handler(len(curve_results.outputs))),
         [session, chat.where, chat.model, chat.url, chat.key, sec.contexts, sec.cues, sec.source, sec.upload,
          chat.samples, chat.temperature, seed, sec.n_boot, sec.confirm],
         [sec.message, session, tabs, tab3, *curve_results.outputs],
