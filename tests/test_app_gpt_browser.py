@@ -213,21 +213,24 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
         _close_toasts(page)
         page.screenshot(path=str(SCREENSHOTS / "gpt_data.png"), full_page=True)
 
-        # an edited pair that differs in more than the group term is refused inline, before any model loads
+        # an edited pair that differs in more than the group term is tested without it: the run leaves it out and
+        # the summary counts it (issue 28: minimal pairs enforced, a "keep anyway" choice beside Run)
         anti_column = report.PAIR_COLUMNS.index("anti_stereotyped")
         original = page.locator(f"#pairs-table .body-cell[data-col='{anti_column}']").first.inner_text().strip()
         edited = original.rstrip(".") + " for =cmd|' /C calc'!A0."
         _edit_cell(page, original, edited)
+        assert page.locator("#keep-non-minimal input").is_visible() and not page.locator(
+            "#keep-non-minimal input").is_checked()
         page.click("#data-run")
-        message = page.locator("#run-message").get_by_text("the two sentences differ in more than the group term")
-        message.wait_for()
-        assert "=cmd|' /C calc'!A0." in message.inner_text()
-        assert page.locator(".toast-body.warning").count() >= 1 and page.locator(".toast-body.error").count() == 0
-        assert page.get_by_role("tab", name="3 · Results").is_disabled()
+        page.locator("#results-summary").get_by_text("left out: not minimal").first.wait_for(timeout=60_000)
         _close_toasts(page)
+        page.get_by_role("tab", name="2 · Test sentences").click()
         _edit_cell(page, edited, original)
-        page.wait_for_function("() => document.querySelector('#run-message').innerText.trim() === ''")  # stale
         page.click("#data-run")
+        page.wait_for_function(  # the new run's summary, with every pair in it
+            "() => { const s = document.querySelector('#results-summary'); "
+            "return s && s.innerText.includes('Stereotype score') && !s.innerText.includes('not minimal'); }",
+            timeout=60_000)
 
         # step 3: results; each pair's hover names it as the axes do
         page.locator("#results-summary").get_by_text("Stereotype score").wait_for(timeout=60_000)
