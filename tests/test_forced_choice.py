@@ -302,7 +302,7 @@ def test_the_result_keeps_requests_and_replies_and_round_trips_through_json(tmp_
     assert prov["request_seeds"] == {"0": request_seed(1, 0), "1": request_seed(1, 1)}
     assert prov["model"]["model_id"] == "dummy-chat" and "created_at" in prov and "api_key" not in str(prov)
     csv_path, json_path = export_files(res, directory=tmp_path)
-    assert csv_path.read_text(encoding="utf-8").startswith("row_type") and json_path.exists()
+    assert csv_path.read_text(encoding="utf-8-sig").startswith("row_type") and json_path.exists()
     assert summary_records(res)[0]["measure"].startswith("stereotyped-choice share")
     with pytest.raises(DataError):
         ForcedChoiceResult.from_dict({"kind": "stereotype-score"})
