@@ -20,17 +20,17 @@ True
 
 from __future__ import annotations
 
-import re
-import string
 from dataclasses import dataclass
 from typing import Any
 
 from biastest.errors import OptionError
-from biastest.measures.base import did_you_mean
-from biastest.measures.forced_choice.templates import (
+from biastest.measures.chat_templates import (
+    CUSTOM,
     MAX_TEMPLATE_CHARS,
-    MSG_TEMPLATE_EMPTY,
-    MSG_TEMPLATE_TOO_LONG,
+    check_name,
+    named_template,
+    split_template,
+    template_fields,
 )
 
 __all__ = [
@@ -108,7 +108,6 @@ TEMPLATES: dict[str, ChatTemplate] = {
     ),
 }
 DEFAULT_TEMPLATE = "occupation-who-v1"
-CUSTOM = "custom"
 
 
 def check_template_name(value: Any) -> str:
@@ -119,27 +118,17 @@ def check_template_name(value: Any) -> str:
     OptionError
         :data:`MSG_UNKNOWN_TEMPLATE`.
     """
-    name = str(value).strip().lower() if isinstance(value, str) else value
-    choices = [*TEMPLATES, CUSTOM]
-    if name not in choices:
-        raise OptionError(MSG_UNKNOWN_TEMPLATE.format(value=value, hint=did_you_mean(str(value), choices),
-                                                      choices=", ".join(choices)), option="template", value=value)
-    return name
+    return check_name(value, TEMPLATES, MSG_UNKNOWN_TEMPLATE)
 
 
 def get_template(name: str) -> ChatTemplate:
     """The named template (:data:`TEMPLATES`)."""
-    name = check_template_name(name)
-    if name == CUSTOM:
-        raise OptionError(MSG_UNKNOWN_TEMPLATE.format(value=name, hint="", choices=", ".join(TEMPLATES)))
-    return TEMPLATES[name]
+    return named_template(name, TEMPLATES, MSG_UNKNOWN_TEMPLATE)
 
 
 def _fields(text: str) -> list[str]:
-    try:
-        return [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
-    except ValueError:  # a lone brace
-        return ["{"]
+    found = template_fields(text)
+    return ["{"] if found is None else found
 
 
 def custom_template(text: Any) -> ChatTemplate:
@@ -148,16 +137,11 @@ def custom_template(text: Any) -> ChatTemplate:
     Raises
     ------
     OptionError
-        :data:`~biastest.measures.forced_choice.templates.MSG_TEMPLATE_EMPTY`,
-        :data:`~biastest.measures.forced_choice.templates.MSG_TEMPLATE_TOO_LONG`, :data:`MSG_TEMPLATE_BAD_FIELD`,
+        :data:`~biastest.measures.chat_templates.MSG_TEMPLATE_EMPTY`,
+        :data:`~biastest.measures.chat_templates.MSG_TEMPLATE_TOO_LONG`, :data:`MSG_TEMPLATE_BAD_FIELD`,
         :data:`MSG_TEMPLATE_PLACEHOLDERS`.
     """
-    if not isinstance(text, str) or not text.strip():
-        raise OptionError(MSG_TEMPLATE_EMPTY, option="template_text")
-    if len(text) > MAX_TEMPLATE_CHARS:
-        raise OptionError(MSG_TEMPLATE_TOO_LONG.format(n=len(text), limit=MAX_TEMPLATE_CHARS), option="template_text")
-    parts = re.split(r"(?m)^[ \t]*---[ \t]*$", text, maxsplit=1)
-    system, user = (parts[0].strip(), parts[1].strip()) if len(parts) == 2 else ("", text.strip())
+    system, user = split_template(text)
     fields = _fields(system) + _fields(user)
     for f in fields:
         if f not in (*FIELDS, ""):

@@ -20,13 +20,20 @@ True
 
 from __future__ import annotations
 
-import re
-import string
 from dataclasses import dataclass
 from typing import Any
 
 from biastest.errors import OptionError
-from biastest.measures.base import did_you_mean
+from biastest.measures.chat_templates import (
+    CUSTOM,
+    MAX_TEMPLATE_CHARS,
+    MSG_TEMPLATE_EMPTY,
+    MSG_TEMPLATE_TOO_LONG,
+    check_name,
+    named_template,
+    split_template,
+    template_fields,
+)
 
 __all__ = [
     "DEFAULT_TEMPLATE",
@@ -47,8 +54,6 @@ __all__ = [
 
 #: The two answer labels, in the order the options are shown.
 LABELS = ("A", "B")
-#: Longest user template (system and user message together), in characters.
-MAX_TEMPLATE_CHARS = 4000
 #: The line that separates a user template's system message from its user message.
 SEPARATOR = "---"
 
@@ -61,8 +66,6 @@ MSG_TEMPLATE_BAD_FIELD = (
     "The prompt template has a field '{{{field}}}' it cannot fill: only {{option_a}} and {{option_b}} are "
     "filled (write '{{{{' and '}}}}' for literal braces)."
 )
-MSG_TEMPLATE_TOO_LONG = "The prompt template is {n:,} characters long; at most {limit:,} are allowed."
-MSG_TEMPLATE_EMPTY = "The prompt template is empty."
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,6 @@ TEMPLATES: dict[str, PromptTemplate] = {
     ),
 }
 DEFAULT_TEMPLATE = "plausible-v1"
-CUSTOM = "custom"
 
 
 def check_template_name(value: Any) -> str:
@@ -120,27 +122,17 @@ def check_template_name(value: Any) -> str:
     OptionError
         :data:`MSG_UNKNOWN_TEMPLATE`.
     """
-    name = str(value).strip().lower() if isinstance(value, str) else value
-    choices = [*TEMPLATES, CUSTOM]
-    if name not in choices:
-        raise OptionError(MSG_UNKNOWN_TEMPLATE.format(value=value, hint=did_you_mean(str(value), choices),
-                                                      choices=", ".join(choices)), option="template", value=value)
-    return name
+    return check_name(value, TEMPLATES, MSG_UNKNOWN_TEMPLATE)
 
 
 def get_template(name: str) -> PromptTemplate:
     """The named template (:data:`TEMPLATES`)."""
-    name = check_template_name(name)
-    if name == CUSTOM:
-        raise OptionError(MSG_UNKNOWN_TEMPLATE.format(value=name, hint="", choices=", ".join(TEMPLATES)))
-    return TEMPLATES[name]
+    return named_template(name, TEMPLATES, MSG_UNKNOWN_TEMPLATE)
 
 
 def _fields(text: str) -> list[str]:
-    try:
-        return [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
-    except ValueError:  # a lone brace
-        return ["{"]
+    found = template_fields(text)
+    return ["{"] if found is None else found
 
 
 def custom_template(text: Any) -> PromptTemplate:
@@ -152,12 +144,7 @@ def custom_template(text: Any) -> PromptTemplate:
         :data:`MSG_TEMPLATE_EMPTY`, :data:`MSG_TEMPLATE_TOO_LONG`, :data:`MSG_TEMPLATE_PLACEHOLDERS`,
         :data:`MSG_TEMPLATE_BAD_FIELD`.
     """
-    if not isinstance(text, str) or not text.strip():
-        raise OptionError(MSG_TEMPLATE_EMPTY, option="template_text")
-    if len(text) > MAX_TEMPLATE_CHARS:
-        raise OptionError(MSG_TEMPLATE_TOO_LONG.format(n=len(text), limit=MAX_TEMPLATE_CHARS), option="template_text")
-    parts = re.split(r"(?m)^[ \t]*---[ \t]*$", text, maxsplit=1)
-    system, user = (parts[0].strip(), parts[1].strip()) if len(parts) == 2 else ("", text.strip())
+    system, user = split_template(text)
     fields = _fields(system) + _fields(user)
     for f in fields:
         if f not in ("option_a", "option_b", ""):

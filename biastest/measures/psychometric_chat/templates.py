@@ -20,14 +20,19 @@ Examples
 
 from __future__ import annotations
 
-import re
-import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from biastest.errors import OptionError
-from biastest.measures.base import did_you_mean
+from biastest.measures.chat_templates import (
+    CUSTOM,
+    MAX_TEMPLATE_CHARS,
+    check_name,
+    named_template,
+    split_template,
+    template_fields,
+)
 
 __all__ = [
     "CUSTOM",
@@ -58,13 +63,11 @@ __all__ = [
     "resolve_template",
 ]
 
-MAX_TEMPLATE_CHARS = 4000
 MAX_CONTEXTS = 20
 MAX_CONTEXT_CHARS = 300
 MAX_CUE_CHARS = 60
 SLOT = "stimulus"
 FIELDS = ("context", "stimulus", "first", "second")
-CUSTOM = "custom"
 
 MSG_UNKNOWN_TEMPLATE = "Unknown question template '{value}'.{hint} Choose one of: {choices}."
 MSG_TEMPLATE_EMPTY = "The question template is empty."
@@ -144,29 +147,14 @@ DEFAULT_CUES = ("man", "woman")
 DEFAULT_CONTEXTS = ("{stimulus} is a person.", "{stimulus} is a nurse.", "{stimulus} is an engineer.")
 
 
-def _fields(text: str) -> list[str] | None:
-    try:
-        return [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
-    except ValueError:  # a lone brace
-        return None
-
-
 def check_template_name(value: Any) -> str:
     """A named template (:data:`TEMPLATES`) or ``custom``; :data:`MSG_UNKNOWN_TEMPLATE` otherwise."""
-    name = str(value).strip().lower() if isinstance(value, str) else value
-    choices = [*TEMPLATES, CUSTOM]
-    if name not in choices:
-        raise OptionError(MSG_UNKNOWN_TEMPLATE.format(value=value, hint=did_you_mean(str(value), choices),
-                                                      choices=", ".join(choices)), option="template", value=value)
-    return name
+    return check_name(value, TEMPLATES, MSG_UNKNOWN_TEMPLATE)
 
 
 def get_template(name: str) -> QuestionTemplate:
     """The named template."""
-    name = check_template_name(name)
-    if name == CUSTOM:
-        raise OptionError(MSG_UNKNOWN_TEMPLATE.format(value=name, hint="", choices=", ".join(TEMPLATES)))
-    return TEMPLATES[name]
+    return named_template(name, TEMPLATES, MSG_UNKNOWN_TEMPLATE)
 
 
 def custom_template(text: Any) -> QuestionTemplate:
@@ -178,13 +166,8 @@ def custom_template(text: Any) -> QuestionTemplate:
         :data:`MSG_TEMPLATE_EMPTY`, :data:`MSG_TEMPLATE_TOO_LONG`, :data:`MSG_TEMPLATE_BAD_FIELD`,
         :data:`MSG_TEMPLATE_FIELDS`.
     """
-    if not isinstance(text, str) or not text.strip():
-        raise OptionError(MSG_TEMPLATE_EMPTY, option="template_text")
-    if len(text) > MAX_TEMPLATE_CHARS:
-        raise OptionError(MSG_TEMPLATE_TOO_LONG.format(n=len(text), limit=MAX_TEMPLATE_CHARS), option="template_text")
-    parts = re.split(r"(?m)^[ \t]*---[ \t]*$", text, maxsplit=1)
-    system, user = (parts[0].strip(), parts[1].strip()) if len(parts) == 2 else ("", text.strip())
-    f_system, f_user = _fields(system), _fields(user)
+    system, user = split_template(text, empty=MSG_TEMPLATE_EMPTY, too_long=MSG_TEMPLATE_TOO_LONG)
+    f_system, f_user = template_fields(system), template_fields(user)
     if f_system is None or f_user is None:
         raise OptionError(MSG_TEMPLATE_BAD_FIELD.format(field="{"), option="template_text")
     for f in f_system + f_user:
@@ -222,7 +205,7 @@ def check_contexts(values: Any) -> tuple[str, ...]:
         if not _one_line(value, MAX_CONTEXT_CHARS):
             raise OptionError(MSG_CONTEXT_BAD.format(number=number, limit=MAX_CONTEXT_CHARS), option="contexts")
         text = " ".join(value.split())
-        if _fields(text) != [SLOT]:
+        if template_fields(text) != [SLOT]:
             raise OptionError(MSG_CONTEXT_SLOT.format(number=number, value=text[:80]), option="contexts")
         key = text.casefold()
         if key in seen:
