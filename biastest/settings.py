@@ -39,10 +39,11 @@ False
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -514,3 +515,21 @@ def turn_off_telemetry() -> None:
     """
     for name, value in TELEMETRY_ENVS.items():
         os.environ.setdefault(name, value)
+
+
+@contextlib.contextmanager
+def environ_set(name: str, value: str) -> Iterator[None]:
+    """Set the environment variable ``name`` to ``value`` for the block, then restore it (or remove it).
+
+    For a library that reads a variable of its own when it starts, here and in the processes it launches (the local
+    Ray instance's cluster switch, :mod:`biastest.audit.ray_runner`); it reads none of biastest's settings.
+    """
+    saved = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = saved

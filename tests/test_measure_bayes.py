@@ -90,7 +90,9 @@ def test_bayes_options_defaults_are_the_app_and_cli_defaults():
 def test_posterior_options_defaults_are_the_runner_defaults():
     d = PosteriorOptions.defaults()
     assert d == {"source": "glove-6b-50d", "seed": 0, "draws": 2000, "tune": 1000, "chains": 2, "hidden": 8,
-                 "epochs": 200, "vocab_size": 50000, "k_words": 10}
+                 "epochs": 200, "vocab_size": 50000, "k_words": 10,
+                 # the classifier learned from the user's labelled texts (issue 25); none: the lexicon's
+                 "training_texts": None, "training_rows": None, "training_positive_label": None, "cv_folds": 5}
     assert POSTERIOR_DEFAULTS["seed"] == d["seed"] and POSTERIOR_DEFAULTS["chains"] == d["chains"]
 
 

@@ -53,6 +53,7 @@ from typing import Any
 
 import ray
 
+from biastest import settings
 from biastest.audit.cells import failed_document, run_cell
 from biastest.audit.progress import progress_bar
 from biastest.errors import BiastestError
@@ -108,17 +109,13 @@ def _loopback_only() -> Iterator[None]:
     """While a local instance starts: Ray's cluster switch off, here and for the processes it starts (see module)."""
     from ray._private import ray_constants  # Ray's own switch: no public option keeps a loopback node address
 
-    saved_switch, saved_env = ray_constants.ENABLE_RAY_CLUSTER, os.environ.get(RAY_CLUSTER_SWITCH)
+    saved_switch = ray_constants.ENABLE_RAY_CLUSTER
     ray_constants.ENABLE_RAY_CLUSTER = False
-    os.environ[RAY_CLUSTER_SWITCH] = "0"
     try:
-        yield
+        with settings.environ_set(RAY_CLUSTER_SWITCH, "0"):
+            yield
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = saved_switch
-        if saved_env is None:
-            os.environ.pop(RAY_CLUSTER_SWITCH, None)
-        else:
-            os.environ[RAY_CLUSTER_SWITCH] = saved_env
 
 
 def _connect(address: str, num_cpus: int | None) -> None:
