@@ -94,7 +94,18 @@ def test_a_local_instruct_models_gibberish_is_counted_never_guessed(tiny_chat, t
     chosen = result.counts["stereotyped"] + result.counts["anti-stereotyped"]
     texts = [ask.reply["text"] for item in result.items for ask in item.asks]
     assert len(texts) == 8 and all(isinstance(t, str) for t in texts)
-    # a random model's tokens are not a label: whatever it chose must be a real, parseable reading of its text
+    # a random model's tokens are not a label: an answer read as a choice must name a label or its sentence in its
+    # text (checked here without the parser); every other answer is unparseable or refused, never a side
+    pairs = {item.index: item for item in result.items}
+    for item in pairs.values():
+        for ask in item.asks:
+            text = ask.reply["text"]
+            if ask.outcome in ("stereotyped", "anti-stereotyped"):
+                shown = (item.stereotyped, item.anti_stereotyped)
+                assert re.search(r"(?<![A-Za-z])[AB](?![A-Za-z])", text) or any(
+                    s.lower().rstrip(".") in text.lower() for s in shown), text
+            else:
+                assert ask.outcome in ("unparseable", "refused"), ask.outcome
     assert chosen + result.counts["unparseable"] + result.counts["refused"] == 8
 
 
