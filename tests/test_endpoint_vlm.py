@@ -29,7 +29,7 @@ import pytest
 
 from biastest import cli, public, remote
 from biastest.errors import EndpointError, OptionError, PolicyError
-from biastest.measures.vlm import VLMResult
+from biastest.measures.vlm import VLMResult, compare_vlm
 from biastest.measures.vlm import report as rep
 from biastest.measures.vlm import report_figures as figs
 from biastest.models import endpoint_vlm as V
@@ -354,6 +354,12 @@ def test_refusals_and_unparseable_answers_are_outcomes_of_their_own(stub, images
     md = rep.summary_markdown(there)
     assert "left out of the stereotyped share" in md and "naming neither list" not in md
     assert html.escape("'I cannot tell.'", quote=True) in md  # quoted in the report
+    # beside another model, the image it refused has no verdict: left out for both models, never "not stereotyped"
+    cmp = compare_vlm([there, here], seed=1, score="hard", n_resamples=200)
+    chat, _clip = cmp.models
+    no_verdict = sum(i.outcome not in ("stereotyped", "anti-stereotyped") for i in there.images)
+    assert no_verdict >= 1 and chat.n_excluded == no_verdict and chat.n_ties == 0
+    assert cmp.n_items == N - no_verdict
 
 
 def test_answers_without_a_target_term_among_the_alternatives_have_no_probability(stub, images, base, here):

@@ -52,8 +52,10 @@ def compare_vlm(
 
     ``score="soft"``: ``x_mi = P(stereotypical answer | image i)`` (the seed's soft score), paired bootstrap
     interval, sign test of the paired differences. ``score="hard"``: ``x_mi = 1[the model's verdict is the image
-    group's stereotype]`` (neither/tie count 0), exact McNemar test. Images a model gave no probability for (soft)
-    or did not score (a run stopped early) are left out for every model and counted. See the module docstring.
+    group's stereotype]`` (neither/tie count 0 for a model in this process; for a chat model asked in both orders,
+    an image without a verdict — refused, unparseable, or orders that disagree — is left out, as its own score
+    leaves such answers out), exact McNemar test. Images a model gave no probability for (soft) or did not score (a
+    run stopped early) are left out for every model and counted. See the module docstring.
 
     Parameters
     ----------
@@ -82,6 +84,10 @@ def compare_vlm(
         for k, img in zip(keys, images, strict=True):
             if score == "soft":
                 values[k] = None if img.p_stereotyped is None else float(img.p_stereotyped)
+            elif getattr(r, "orders", None) and img.outcome not in ("stereotyped", "anti-stereotyped"):
+                # a chat model asked in both orders: an image with no choice (refused, unparseable) or whose orders
+                # disagree has no verdict — left out for every model and counted, never read as "not stereotyped"
+                values[k] = None
             else:
                 values[k] = float(img.outcome == "stereotyped")
                 ties[k] = img.outcome not in ("stereotyped", "anti-stereotyped")
