@@ -395,6 +395,9 @@ def test_list_specs_and_list_methods(capsys):
     rc, out, _ = _run(capsys, "list-specs", "--kind", "lm")
     assert rc == 0 and out.splitlines() == list_specs(("bias", "weat"))
     assert not set(out.splitlines()) & set(list_specs("twoafc"))
+    rc, out, _ = _run(capsys, "list-specs", "--kind", "vlm")
+    assert rc == 0 and out.splitlines() == list_specs(("image", "bias", "weat"))
+    assert out.splitlines()[0].startswith("Pictures: ")
     rc, out, _ = _run(capsys, "list-methods", "--kind", "lm")
     lines = [line.split("\t") for line in out.splitlines()]
     assert rc == 0 and [x[1] for x in lines] == list(METHODS) and {x[0] for x in lines} == {"lm"}

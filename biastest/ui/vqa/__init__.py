@@ -243,7 +243,7 @@ def build_demo(*, store=None, use_store: bool = True, dataset=None,
         with gr.Tabs(selected="spec", elem_id="steps") as tabs:
             with gr.Tab("1 · Specification", id="spec", elem_id="tab-spec"):
                 gr.Markdown(SPEC_HELP, elem_classes=["bt-hint"])
-                spec_in = build_spec_inputs(kinds=("bias",), labels=SPEC_LABELS)
+                spec_in = build_spec_inputs(kinds=("image", "bias"), labels=SPEC_LABELS)
                 with gr.Row():
                     next1 = gr.Button("Continue to the images →", variant="primary", elem_id="spec-next")
                     new1 = gr.Button("New bias test", elem_id="new-test-1")
