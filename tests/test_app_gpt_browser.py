@@ -261,7 +261,7 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
         with open(dl.value.path(), newline="", encoding="utf-8-sig") as fh:
             every = list(csv.DictReader(fh))
         rows = [r for r in every if r["row_type"] == "pair"]  # after the summary rows the CSV starts with
-        assert len(rows) == 4 and every[0]["row_type"] == "summary" and every[0]["seed"] == "42"
+        assert len(rows) == 4 and every[0]["row_type"] == "summary" and every[0]["seed"] == "0"
         pairs = [
             SentencePair(
                 stereotyped=r["stereotyped"],
@@ -273,11 +273,11 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
             for r in rows
         ]
         assert original in {r["anti_stereotyped"] for r in rows}  # the restored sentence was the one tested
-        expected = run_pairs(pairs=pairs, model_id=tiny_gpt2, method="causal-sum", seed=42)
+        expected = run_pairs(pairs=pairs, model_id=tiny_gpt2, method="causal-sum", seed=0)
         for row, exp in zip(rows, expected.pairs, strict=True):
             assert float(row["difference"]) == round_cell("difference", exp.difference)  # as the CSV writes it
             assert row["verdict"] == exp.verdict
-            assert row["method"] == "causal-sum" and row["seed"] == "42"
+            assert row["method"] == "causal-sum" and row["seed"] == "0"
         assert {r["group_term_stereotyped"] for r in rows} <= {"he", "man", "she", "woman"}
         # step 3's clusters choice recomputes the summary without the model
         page.locator("#clusters input").first.click()

@@ -119,10 +119,10 @@ def test_lm_pairs_file_equals_runner_and_csv_is_the_apps(files, tmp_path, capsys
     assert rc == 0, stdout
     doc = json.loads(out.read_text(encoding="utf-8"))
     pairs = import_pairs(files["pairs"], fmt="auto", spec=LM_SPEC)
-    direct = run_pairs(pairs=pairs, model_id=str(files["gpt2"]), method="causal-sum", seed=42,
+    direct = run_pairs(pairs=pairs, model_id=str(files["gpt2"]), method="causal-sum", seed=0,
                                  spec=LM_SPEC, n_resamples=500, batch_size=4, device="cpu")
     _same(doc["result"], direct.to_dict())
-    assert doc["seed"] == 42 == doc["result"]["provenance"]["seed"]  # the default seed, recorded
+    assert doc["seed"] == 0 == doc["result"]["provenance"]["seed"]  # the default seed, recorded
     assert doc["options"]["method"] == "causal-sum" and doc["data"] == {
         "from": "files", "files": ["crows.csv"], "format": "auto", "n_pairs": 9}
     assert doc["spec"] == LM_SPEC.to_dict()
@@ -135,7 +135,7 @@ def test_lm_pairs_file_equals_runner_and_csv_is_the_apps(files, tmp_path, capsys
     every = list(csv.DictReader(rows.open(encoding="utf-8-sig")))
     cells = [r["stereotyped"] for r in every if r["row_type"] == "pair"]  # after the summary rows
     assert "'=she said no ." in cells and len(cells) == 9
-    assert every[0]["row_type"] == "summary" and every[0]["method"] == "causal-sum" and every[0]["seed"] == "42"
+    assert every[0]["row_type"] == "summary" and every[0]["method"] == "causal-sum" and every[0]["seed"] == "0"
     assert doc["options"]["clusters"] == "auto" and doc["result"]["clusters"] == "pair"  # CrowS rows: no templates
     assert f"{direct.overall.score:.1f}%" in stdout and f"Wrote {out}" in stdout
 

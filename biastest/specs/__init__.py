@@ -90,7 +90,8 @@ def _documents() -> dict[str, BiasSpec]:
 
 
 def list_specs(kind: SpecKind | tuple[SpecKind, ...] | None = None) -> list[str]:
-    """Names of the predefined specifications, in library order.
+    """Names of the predefined specifications: kind by kind in the order ``kind`` names them, in library order within
+    a kind (all of them in library order when ``kind`` is None).
 
     Parameters
     ----------
@@ -101,8 +102,10 @@ def list_specs(kind: SpecKind | tuple[SpecKind, ...] | None = None) -> list[str]
         ``image`` — picture specifications for the vision-language test: the social groups are what a picture
         shows (people, occupations), the attribute lists what it is classified into.
     """
+    if kind is None:
+        return list(_library())
     kinds = (kind,) if isinstance(kind, str) else kind
-    return [n for n, (k, _) in _library().items() if kinds is None or k in kinds]
+    return [n for wanted in kinds for n, (k, _) in _library().items() if k == wanted]
 
 
 def _resolve(name: str) -> tuple[SpecKind, BiasSpec | TwoAFCSpec]:

@@ -15,9 +15,11 @@ import gradio as gr
 
 from biastest.measures.stereotype import report
 from biastest.measures.stereotype import run as lm_run
+from biastest.options import DEFAULT_SEED
 from biastest.runner import services
 from biastest.ui import compare
 from biastest.ui.common import end_session_files_on_unload, gradio_cache_policy, user_errors
+from biastest.ui.common import index_link as show_index_link
 from biastest.ui.dataset_panel import build_dataset_panel
 from biastest.ui.gpt import bbq, chat
 from biastest.ui.gpt.handlers import (
@@ -243,7 +245,7 @@ def _build_generation(generation_seconds: float) -> Generation:
                 )
                 prompt_md = gr.Markdown(prompt_info("with-context"), elem_id="gen-prompt-info",
                                         elem_classes=["bt-hint"])
-            gen_seed = gr.Number(label="Seed", value=42, precision=0)
+            gen_seed = gr.Number(label="Seed", value=DEFAULT_SEED, precision=0)
         with gr.Row():
             gen_btn = gr.Button("Generate", elem_id="gen-run")
             gen_stop = StopControl.button("gen-stop")
@@ -280,7 +282,8 @@ def _build_model() -> dict[str, Any]:
                 elem_id="method",
             )
             method_md = gr.Markdown(method_info(DEFAULT_METHOD), elem_id="method-info", elem_classes=["bt-hint"])
-        seed = gr.Number(label="Seed (intervals)", value=42, precision=0, elem_id="seed")
+        seed = gr.Number(label="Seed (repeat it to get the same numbers)", value=DEFAULT_SEED, precision=0,
+                         elem_id="seed")
     with gr.Accordion("What the scoring methods do", open=False):
         gr.Markdown(METHOD_HELP)
     return {"model_where": model_where, "model_here_box": model_here_box, "model_endpoint_box": model_endpoint_box,
@@ -561,7 +564,8 @@ def wire_steps(demo: gr.Blocks, tabs: Any, state: Any, s1: Step1, s2: Step2, s3:
         )
 
 
-def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, dataset=None) -> gr.Blocks:
+def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, dataset=None,
+               index_link: bool = False) -> gr.Blocks:
     """Build the language-model app (no queue, no launch).
 
     Parameters
@@ -571,9 +575,13 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, d
     dataset : SharedDataset, optional
         The store and shared dataset that step 2 reads, writes and shows. Default: the process's
         (:func:`biastest.runner.services.shared_dataset`, started on first use).
+    index_link : bool
+        Show the link back to the suite's index page (:data:`~biastest.ui.common.INDEX_LINK`; the suite's server
+        sets it).
     """
     with gr.Blocks(title="biastest · language models", delete_cache=gradio_cache_policy()) as demo:
         state = gr.State(_fresh_state())
+        show_index_link(index_link)
         gr.Markdown(INTRO)
         with gr.Tabs(selected="spec") as tabs:
             with gr.Tab("1 · Bias specification", id="spec"):
