@@ -83,8 +83,8 @@ def test_every_text_of_the_index_and_the_apps_reads_at_aa_contrast_and_links_bac
         page = ctx.new_page()
         page.goto(base)
         assert _contrast_failures(page) == []
-        for key, first_tab in (("gpt", "1 · Bias specification"), ("vqa", "1 · Specification"),
-                               ("psychophysics", "1 · Specification")):
+        for key, first_tab in (("gpt", "1 · Bias specification"), ("vqa", "1 · Bias specification"),
+                               ("psychophysics", "1 · Bias specification")):
             page.goto(f"{base}{key}/")
             page.get_by_role("tab", name=first_tab).wait_for(timeout=60_000)
             page.wait_for_timeout(500)  # the theme's stylesheet applies with the first render

@@ -201,7 +201,7 @@ def test_browser_walk_spec_upload_run_hover_download_reset(tiny_clip, tmp_path):
             "() => { const b = document.querySelector('#spec-group1 textarea, #spec-group1 input');"
             " return b && b.value === ''; }", timeout=10_000)
         assert page.locator("#spec-next").is_visible()
-        assert page.get_by_role("tab", name="2 · Images and model").is_disabled()
+        assert page.get_by_role("tab", name="2 · Test data").is_disabled()
         assert page.get_by_role("tab", name="3 · Results").is_disabled()
         ctx.close()
 

@@ -257,7 +257,7 @@ def build_bbq_tab() -> dict[str, Any]:
                          elem_id="bbq-seed")
     cost = gr.Markdown("", elem_id="bbq-cost")
     confirm = gr.Checkbox(False, label="I accept this cost", visible=False, elem_id="bbq-confirm")
-    run_btn = gr.Button("Ask the BBQ questions ▶", variant="primary", elem_id="bbq-run")
+    run_btn = gr.Button("Ask the BBQ questions →", variant="primary", elem_id="bbq-run")
     message = gr.Markdown("", elem_id="bbq-message", min_height=40)
     summary = gr.Markdown("", elem_id="bbq-summary")
     table = gr.Dataframe(interactive=False, wrap=True, visible=False, elem_id="bbq-table")

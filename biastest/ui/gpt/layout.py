@@ -182,7 +182,7 @@ class Step3:
 def build_step1() -> Step1:
     """Step 1's contents (inside its tab): the bias specification and the Next button."""
     inputs = build_spec_inputs()
-    next_btn = gr.Button("Next: test sentences ▶", variant="primary", elem_id="spec-next")
+    next_btn = gr.Button("Next: test data →", variant="primary", elem_id="spec-next")
     return Step1(inputs=inputs, next_btn=next_btn)
 
 
@@ -320,7 +320,7 @@ def _build_chat() -> ChatFields:
                                    elem_id="chat-template-text")
         cost = gr.Markdown(chat.MSG_COST_NEEDS_PAIRS, elem_id="chat-cost")
         confirm = gr.Checkbox(False, label="I accept this cost", visible=False, elem_id="chat-confirm")
-        run_btn = gr.Button("Ask the chat model ▶", variant="primary", elem_id="chat-run")
+        run_btn = gr.Button("Ask the chat model →", variant="primary", elem_id="chat-run")
         message = gr.Markdown("", elem_id="chat-run-message", min_height=40)
     return ChatFields(box=box, where=where, model=model, endpoint_box=endpoint_box, url=url, key=key,
                       template=template, template_text=template_text, samples=samples, temperature=temperature,
@@ -336,7 +336,7 @@ def build_step2(state: Any, *, generation_seconds: float, dataset=None) -> Step2
     def refresh_panel_handler(state):
         return refresh_handler(state, dataset=dataset)
 
-    with gr.Tab("2 · Test sentences", id="data", interactive=False) as tab_data:
+    with gr.Tab("2 · Test data", id="data", interactive=False) as tab_data:
         testing = gr.Markdown("", elem_id="data-testing")
         show_panel, _, wire_panel = build_dataset_panel(
             visible=True, session=state, panel_fn=show_panel_handler, refresh_fn=refresh_panel_handler)
@@ -364,7 +364,7 @@ def build_step2(state: Any, *, generation_seconds: float, dataset=None) -> Step2
         chat_fields = _build_chat()
         keep = gr.Checkbox(False, label=KEEP_NON_MINIMAL_LABEL, info=KEEP_NON_MINIMAL_INFO,
                            elem_id="keep-non-minimal")
-        run_btn = gr.Button("Run the test ▶", variant="primary", elem_id="data-run")
+        run_btn = gr.Button("Run the test →", variant="primary", elem_id="data-run")
         run_msg = gr.Markdown("", elem_id="run-message", min_height=40)
         restart2 = gr.Button("New bias test", elem_id="restart-data")
     return Step2(tab=tab_data, testing=testing, show_panel=show_panel, wire_panel=wire_panel, find_btn=find_btn,

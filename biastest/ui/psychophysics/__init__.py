@@ -197,9 +197,9 @@ def build_demo(*, allow_server_paths: bool | None = None, index_link: bool = Fal
         common_index_link(index_link)
         gr.Markdown(HEADER, elem_id="app-header")
         with gr.Tabs(selected="spec", elem_id="steps") as tabs:
-            with gr.Tab("1 · Specification", id="spec", elem_id="tab-spec"):
+            with gr.Tab("1 · Bias specification", id="spec", elem_id="tab-spec"):
                 step1 = spec.build(allow_paths=allow_paths)
-            with gr.Tab("2 · Data", id="data", interactive=False, elem_id="tab-data") as tab2:
+            with gr.Tab("2 · Test data", id="data", interactive=False, elem_id="tab-data") as tab2:
                 step2 = data.build(model_choice=chat.build_step2)
             with gr.Tab("3 · Results", id="results", interactive=False, elem_id="tab-results") as tab3:
                 step3 = results.build()

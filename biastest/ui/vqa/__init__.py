@@ -246,13 +246,13 @@ def build_demo(*, store=None, use_store: bool = True, dataset=None,
         show_index_link(index_link)
         gr.Markdown(HEADER, elem_id="app-header")
         with gr.Tabs(selected="spec", elem_id="steps") as tabs:
-            with gr.Tab("1 · Specification", id="spec", elem_id="tab-spec"):
+            with gr.Tab("1 · Bias specification", id="spec", elem_id="tab-spec"):
                 gr.Markdown(SPEC_HELP, elem_classes=["bt-hint"])
                 spec_in = build_spec_inputs(kinds=("image", "bias"), labels=SPEC_LABELS)
                 with gr.Row():
-                    next1 = gr.Button("Continue to the images →", variant="primary", elem_id="spec-next")
+                    next1 = gr.Button("Next: test data →", variant="primary", elem_id="spec-next")
                     new1 = gr.Button("New bias test", elem_id="new-test-1")
-            with gr.Tab("2 · Images and model", id="data", interactive=False, elem_id="tab-data") as tab2:
+            with gr.Tab("2 · Test data", id="data", interactive=False, elem_id="tab-data") as tab2:
                 images = build_images_section(demo, handlers, session)
                 model = build_model_section()
             with gr.Tab("3 · Results", id="results", interactive=False, elem_id="tab-results") as tab3:
