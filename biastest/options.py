@@ -42,6 +42,7 @@ __all__ = [
     "DEFAULT_CONFIDENCE",
     "DEFAULT_NOISE_SIGMA",
     "DEFAULT_PERMUTATIONS",
+    "DEFAULT_SEED",
     "DEFAULT_SEEDS",
     "DEFAULT_TWOAFC_BOOTSTRAP",
     "DEFAULT_WEAT_BOOTSTRAP",
@@ -73,9 +74,10 @@ DEFAULT_TWOAFC_BOOTSTRAP = 1_000
 DEFAULT_WEAT_BOOTSTRAP = 2_000
 #: The level of the 2AFC and WEAT intervals (and of the language and vision-language scores' on the command line).
 DEFAULT_CONFIDENCE = 0.95
-#: Default seeds of a headless run (command line, audit), as the apps' seed boxes (language models 42, the other
-#: two apps 0).
-DEFAULT_SEEDS = {"lm": 42, "vlm": 0, "embeddings": 0, "chat": 42}
+#: The one default seed of every seed box in the three apps and of every headless run (command line, audit).
+DEFAULT_SEED = 0
+#: Default seeds of a headless run by kind of model (all :data:`DEFAULT_SEED`; kept for the audit's grid).
+DEFAULT_SEEDS = dict.fromkeys(("lm", "vlm", "embeddings", "chat"), DEFAULT_SEED)
 #: Bootstrap resamples per run, by kind or embedding test, as in the apps.
 DEFAULT_BOOTSTRAP = {"lm": 10_000, "vlm": 10_000, "2afc": DEFAULT_TWOAFC_BOOTSTRAP, "weat": DEFAULT_WEAT_BOOTSTRAP}
 #: 2AFC: the perceptual noise σ of a headless run.

@@ -12,6 +12,8 @@ import os
 import shutil
 import socket
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -65,6 +67,31 @@ def served(demo) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/"
     finally:
         demo.close()
+
+
+@contextmanager
+def served_apps(keys: tuple[str, ...] | None = None) -> Iterator[str]:
+    """The suite's server (:func:`biastest.ui.serve.build_server`: the index page and the apps ``keys``, default all,
+    each mounted at ``/<key>``, with the suite's theme and CSS) on 127.0.0.1 in a thread of this process; yields its
+    address (ending in ``/``)."""
+    import uvicorn
+
+    from biastest.ui import serve
+
+    app = serve.build_server([e for e in serve.APPS if keys is None or e.key in keys])
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60 * WAIT_SCALE
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the suite's server did not start"
+        time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
 
 
 @contextmanager

@@ -130,6 +130,11 @@ def test_lm_added_model_is_scored_on_the_same_pairs_and_compared(tiny_lms, lm_ru
     assert doc["comparison"]["pairs"][0]["p_value"] == pytest.approx(pair.p_value)
     rows = _read_csv(_path(dl_cmp))
     assert [r["row"] for r in rows] == ["model", "model", "pair"]
+    # named as every download: the app, the models compared, the date (issue 28 item 7)
+    day = doc["results"][0]["provenance"]["created_at"][:10]
+    names = [Path(_path(d)).name for d in (dl_items, dl_json, dl_cmp)]
+    assert all(n.startswith("biastest-gpt-compare-") and "-vs-" in n for n in names), names
+    assert [n[n.index(day):] for n in names] == [f"{day}-items.csv", f"{day}.json", f"{day}-comparison.csv"]
 
 
 def test_lm_clustering_choice_recomputes_without_running_a_model(lm_run, tiny_lms, no_model):

@@ -146,7 +146,7 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
         page.locator("#spec-message").get_by_text("is in both social groups").wait_for()
         page.click("#spec-next")
         page.get_by_text("is in both social groups").first.wait_for()
-        assert page.get_by_role("tab", name="2 · Test sentences").is_disabled()
+        assert page.get_by_role("tab", name="2 · Test data").is_disabled()
         _fill(page, "spec-group2", "she, woman")
         page.locator("#spec-message").get_by_text("Specification is valid").wait_for()
         page.screenshot(path=str(SCREENSHOTS / "gpt_spec.png"), full_page=True)
@@ -224,7 +224,7 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
         page.click("#data-run")
         page.locator("#results-summary").get_by_text("left out: not minimal").first.wait_for(timeout=60_000)
         _close_toasts(page)
-        page.get_by_role("tab", name="2 · Test sentences").click()
+        page.get_by_role("tab", name="2 · Test data").click()
         _edit_cell(page, edited, original)
         page.click("#data-run")
         page.wait_for_function(  # the new run's summary, with every pair in it
@@ -261,7 +261,7 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
         with open(dl.value.path(), newline="", encoding="utf-8-sig") as fh:
             every = list(csv.DictReader(fh))
         rows = [r for r in every if r["row_type"] == "pair"]  # after the summary rows the CSV starts with
-        assert len(rows) == 4 and every[0]["row_type"] == "summary" and every[0]["seed"] == "42"
+        assert len(rows) == 4 and every[0]["row_type"] == "summary" and every[0]["seed"] == "0"
         pairs = [
             SentencePair(
                 stereotyped=r["stereotyped"],
@@ -273,11 +273,11 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
             for r in rows
         ]
         assert original in {r["anti_stereotyped"] for r in rows}  # the restored sentence was the one tested
-        expected = run_pairs(pairs=pairs, model_id=tiny_gpt2, method="causal-sum", seed=42)
+        expected = run_pairs(pairs=pairs, model_id=tiny_gpt2, method="causal-sum", seed=0)
         for row, exp in zip(rows, expected.pairs, strict=True):
             assert float(row["difference"]) == round_cell("difference", exp.difference)  # as the CSV writes it
             assert row["verdict"] == exp.verdict
-            assert row["method"] == "causal-sum" and row["seed"] == "42"
+            assert row["method"] == "causal-sum" and row["seed"] == "0"
         assert {r["group_term_stereotyped"] for r in rows} <= {"he", "man", "she", "woman"}
         # step 3's clusters choice recomputes the summary without the model
         page.locator("#clusters input").first.click()
@@ -299,7 +299,7 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
         page.wait_for_function(
             "() => (document.querySelector('#spec-group1 textarea, #spec-group1 input')?.value ?? 'x') === ''"
         )
-        assert page.get_by_role("tab", name="2 · Test sentences").is_disabled()
+        assert page.get_by_role("tab", name="2 · Test data").is_disabled()
         assert page.get_by_role("tab", name="3 · Results").is_disabled()
         ctx.close()
 
@@ -398,7 +398,7 @@ def test_browser_zero_pair_run_answers_while_another_test_runs_and_zero_bars_hov
             p.locator("#results-summary").get_by_text("Stereotype score").wait_for(timeout=60_000)
         page.locator("#run-message").get_by_text("Tested 8 sentence pairs").wait_for(state="attached")  # in step 2
         # a model that cannot be loaded: the reason stays beside the run button (issue 28), not only in a toast
-        page.get_by_role("tab", name="2 · Test sentences").click()
+        page.get_by_role("tab", name="2 · Test data").click()
         page.locator("#model-id input").first.fill(str(tmp_path / "no-such-model"))
         page.locator("#model-id input").first.press("Enter")
         page.click("#data-run")

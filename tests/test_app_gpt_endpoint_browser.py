@@ -127,7 +127,7 @@ def test_offline_picker_then_a_run_through_the_endpoint(tmp_path, monkeypatch):
 
         # issue 28 item 5: the tokenizer box; 'none' sends text, and the summary opens with "not comparable"
         assert "not comparable" not in summary.inner_text().lower()
-        page.get_by_role("tab", name="2 · Test sentences").click()
+        page.get_by_role("tab", name="2 · Test data").click()
         assert page.locator("#endpoint-tokenizer input, #endpoint-tokenizer textarea").first.input_value() == ""
         _fill(page, "endpoint-tokenizer", "none")
         page.click("#data-run")

@@ -97,7 +97,7 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
         page.set_default_timeout(TIMEOUT)
         page.goto(server, wait_until="domcontentloaded")
         page.wait_for_selector("#twoafc-library")
-        assert tab(page, "2 · Data").is_disabled() and tab(page, "3 · Results").is_disabled()
+        assert tab(page, "2 · Test data").is_disabled() and tab(page, "3 · Results").is_disabled()
 
         # step 1: the predefined occupations × gender specification
         pick(page, "twoafc-library", PAPER)
@@ -110,7 +110,7 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
         page.locator("#spec-next").click()
         page.locator("#data-summary").get_by_text("60 of 60 found").wait_for()
         assert "16 of 16 found" in page.locator("#data-summary").inner_text()
-        assert tab(page, "2 · Data").get_attribute("aria-selected") == "true"
+        assert tab(page, "2 · Test data").get_attribute("aria-selected") == "true"
         table = page.locator("#lookup-table")
         assert table.get_by_text("nurse", exact=True).count() >= 1
         assert table.get_by_text("MISSING", exact=True).count() == 0
@@ -175,7 +175,7 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
         assert {r["embedding"] for r in rows} == {"glove-6b-50d"}
 
         # step 2's options changed after the run ("New bias test" used to leave most of these as set)
-        tab(page, "2 · Data").click()
+        tab(page, "2 · Test data").click()
         _fill_number(page, "n-bootstrap", 150)  # its accordion was opened before the run
         pick(page, "sigmoid", "logistic")
         page.locator("#lapse input[type=checkbox]").check()
@@ -195,8 +195,8 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
         # New bias test: back to step 1 with a clean state
         page.locator("#new-test-2").click()
         page.wait_for_function("document.querySelector('#twoafc-targets textarea').value === ''")
-        assert tab(page, "1 · Specification").get_attribute("aria-selected") == "true"
-        assert tab(page, "2 · Data").is_disabled() and tab(page, "3 · Results").is_disabled()
+        assert tab(page, "1 · Bias specification").get_attribute("aria-selected") == "true"
+        assert tab(page, "2 · Test data").is_disabled() and tab(page, "3 · Results").is_disabled()
         assert page.locator("#twoafc-cues textarea").input_value() == ""
         assert page.locator("#spec-message").inner_text().strip() == ""
 
@@ -208,7 +208,7 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
         page.locator("#spec-message").get_by_text(expected).wait_for()
         page.locator("#spec-next").click()
         page.wait_for_timeout(500)
-        assert tab(page, "2 · Data").is_disabled()
+        assert tab(page, "2 · Test data").is_disabled()
 
         # fixed: step 2 of the new test starts from every initial option, not from those of the test before
         page.locator("#twoafc-cues textarea").fill("she/he, woman/man")
@@ -393,4 +393,4 @@ def test_a_broken_upload_is_named_by_its_file_name_not_the_servers_folder(server
         message = MSG_FILE_UNREADABLE.format(name="garbage.txt", problem="a value is not a number")
         assert shown.strip() == f"⚠️ {message}"
         _warned_not_red(page, message)
-        assert tab(page, "2 · Data").is_disabled()
+        assert tab(page, "2 · Test data").is_disabled()

@@ -331,12 +331,13 @@ def test_run_matches_a_naive_zero_shot_computation_and_the_csv(ran, tiny_clip):
     naive = _naive_clip(tiny_clip, paths, ["a photo of a doctor", "a photo of a nurse"])
     by_sha = {i.sha256: p for i, p in zip(ran["images"], naive, strict=True)}
     groups = {i.sha256: (1 if i.image_term == "man" else 2) for i in ran["images"]}
+    names = {i.sha256: i.provenance["original_name"] for i in ran["images"]}
     csv_path, json_path = rep.write_exports(result)
     with open(csv_path, newline="", encoding="utf-8-sig") as fh:
         everything = list(csv.DictReader(fh))
     rows = [r for r in everything if r["row_type"] == "image"]  # after the summary rows
     assert everything[0]["row_type"] == "summary" and everything[-len(rows):] == rows
-    assert len(rows) == len(ran["images"]) == 6
+    assert len(rows) == len(ran["images"]) == 6 and len(set(names.values())) == 6
     saved = {i["sha256"]: i for i in json.loads(Path(json_path).read_text())["images"]}
     for row in rows:
         p = by_sha[row["sha256"]]
@@ -346,6 +347,8 @@ def test_run_matches_a_naive_zero_shot_computation_and_the_csv(ran, tiny_clip):
         assert float(row["p_t1"]) == round_cell("p_t1", saved[row["sha256"]]["p_t1"])
         assert float(row["p_t2"]) == round_cell("p_t2", saved[row["sha256"]]["p_t2"])
         assert row["path"] == f"images/{row['sha256']}.png"
+        # the user's own file name is kept beside the content hash (issue 28 item 7)
+        assert row["file_name"] == names[row["sha256"]] and row["file_name"].endswith(".png")
         assert row["verdict"] == ("T1" if p[0] > p[1] else "T2")
         assert row["image_term"] == ("man" if groups[row["sha256"]] == 1 else "woman")
     stereo = [by_sha[s][0] if g == 1 else by_sha[s][1] for s, g in groups.items()]
@@ -383,7 +386,8 @@ def test_results_view_grid_hover_and_thumbnails(ran):
     assert list(bars.data[0].x) == pytest.approx([result.soft.score, *(t.soft.score for t in result.per_image_term),
                                                   *(t.soft.score for t in result.per_target_term)])
     assert list(table.columns) == ["#", "image term", "P(doctor)", "P(nurse)", "leans to", "most probable single term",
-                                   "source", "generator", "image prompt", "image id"]
+                                   "source", "file", "generator", "image prompt", "image id"]
+    assert list(table["file"]) == [i.file_name for i in result.images] and table["file"].iloc[0] == "man0.png"
     assert "path" not in table.columns and "sha256" not in table.columns  # those are in the CSV
     assert list(table["image id"]) == [i.image_id for i in result.images]
     assert picked == str(Path(ran["dir"]) / result.images[0].path)

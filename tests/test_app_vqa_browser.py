@@ -20,8 +20,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import re
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,7 +29,7 @@ import pytest
 from PIL import Image
 
 from biastest.report.export import round_cell
-from tests.browser_helpers import SCREENSHOTS, chromium_browser, free_port, served
+from tests.browser_helpers import SCREENSHOTS, chromium_browser, free_port, served, served_apps
 
 pytestmark = pytest.mark.browser
 
@@ -203,7 +201,7 @@ def test_browser_walk_spec_upload_run_hover_download_reset(tiny_clip, tmp_path):
             "() => { const b = document.querySelector('#spec-group1 textarea, #spec-group1 input');"
             " return b && b.value === ''; }", timeout=10_000)
         assert page.locator("#spec-next").is_visible()
-        assert page.get_by_role("tab", name="2 · Images and model").is_disabled()
+        assert page.get_by_role("tab", name="2 · Test data").is_disabled()
         assert page.get_by_role("tab", name="3 · Results").is_disabled()
         ctx.close()
 
@@ -211,26 +209,9 @@ def test_browser_walk_spec_upload_run_hover_download_reset(tiny_clip, tmp_path):
 # --------------------------------------------------------------------------- served as the suite serves it: /vqa
 @contextmanager
 def served_suite(prefix: str = "vqa") -> Iterator[str]:
-    """The suite's server (:func:`biastest.ui.serve.build_server`) with only this app, mounted at ``/<prefix>``,
-    on 127.0.0.1 in a thread of this process; yields the app's address (ending in ``/``)."""
-    import uvicorn
-
-    from biastest.ui import serve
-
-    app = serve.build_server([e for e in serve.APPS if e.key == prefix])
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the suite's server did not start"
-        time.sleep(0.1)
-    try:
-        yield f"http://127.0.0.1:{port}/{prefix}/"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
+    """The suite's server with only this app, mounted at ``/<prefix>``; yields the app's address (ending in ``/``)."""
+    with served_apps((prefix,)) as base:
+        yield f"{base}{prefix}/"
 
 
 #: The spec of the mounted walks: several terms per list, one of them a phrase (a long bar label).

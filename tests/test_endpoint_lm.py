@@ -37,6 +37,7 @@ from biastest.spec import BiasSpec
 from tests import lm_helpers as H
 from tests.completions_stub import Action, CompletionsStub
 from tests.lm_helpers import run_pairs
+from tests.test_cli import newer_measures_taking
 
 SEED = 11
 print(f"test seed: {SEED}")
@@ -541,7 +542,8 @@ def test_cli_endpoint_with_another_kind_is_bad_usage(cli_files, tmp_path, capsys
                          "http://localhost:8000/v1", "--out", str(tmp_path / "r.json"))
     assert rc == 2
     assert stderr.strip().splitlines()[-1] == cli.MSG_OPTION_NOT_FOR_RUN.format(
-        option="--endpoint", what="--kind embeddings --test weat", applies="lm, vlm, run bbq, run classifier-2afc")
+        option="--endpoint", what="--kind embeddings --test weat",
+        applies=", ".join(["lm", "vlm", *newer_measures_taking("--endpoint")]))
 
 
 def _free_port() -> int:

@@ -181,7 +181,9 @@ def test_scores_equal_a_naive_reference_from_the_answers_given(stub, images, bas
         a = answered[_file_pixels(base, img)]
         assert img.answer == a["answer"]
         for t, p in zip(a["terms"], a["probabilities"], strict=True):
-            assert img.term_probabilities[t] == pytest.approx(p, abs=1e-9)
+            # the stub's tiny CLIP answers in float32: its probabilities and the log-probabilities it sends agree
+            # to float32's precision (~1e-7), not to the last double digit
+            assert img.term_probabilities[t] == pytest.approx(p, abs=1e-6)
 
 
 def test_requests_follow_the_chat_protocol_with_images(stub, images, base):

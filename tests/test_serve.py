@@ -103,7 +103,7 @@ def test_make_run_serves_the_three_apps_on_one_server(tmp_path):
             page.goto(base + "/")
             page.get_by_role("heading", name="Word embeddings", exact=True).click()
             page.wait_for_url(f"{base}/psychophysics/", timeout=30_000)
-            page.get_by_role("tab", name="1 · Specification").wait_for(timeout=60_000)
+            page.get_by_role("tab", name="1 · Bias specification").wait_for(timeout=60_000)
             page.go_back()
             page.get_by_role("heading", name="Language models", exact=True).click()
             page.wait_for_url(f"{base}/gpt/", timeout=30_000)

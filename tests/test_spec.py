@@ -278,3 +278,18 @@ def test_twoafc_spec_validation():
     with pytest.raises(SpecError) as err:
         TwoAFCSpec(name="x", targets=("man",), cue_pairs=(("woman", "man"),))
     assert err.value.message == S.MSG_CUE_IN_TARGETS.format(term="man")
+
+
+def test_image_specs_are_picture_terms_and_testable():
+    """The /vqa library (issue 28 item 7): picture specifications first, each testable, no pronoun as a picture."""
+    from biastest.ui.spec_step import build_spec_inputs  # noqa: F401  (the app's step 1 reads the same list)
+
+    images = list_specs("image")
+    assert len(images) == 5 and not set(images) & set(list_specs(("bias", "weat", "twoafc")))
+    pronouns = {"he", "she", "him", "her", "his", "hers", "they", "them"}
+    for name in images:
+        spec = get_spec(name)
+        assert spec.is_testable and spec.name == name
+        assert not pronouns & {t.casefold() for t in (*spec.group1, *spec.group2)}
+    occ = get_spec("Pictures: occupations dominated by men vs by women, man vs woman")
+    assert occ.attributes1 == ("man",) and "nurse" in occ.group2

@@ -77,7 +77,8 @@ def add_other_parsers(sub: argparse._SubParsersAction) -> None:
 def cmd_list_specs(args: argparse.Namespace, out: Out) -> int:
     """The predefined specifications (those a kind of model can run)."""
     kind = check_choice(args.kind, KINDS, MSG_UNKNOWN_KIND) if args.kind else None
-    for name in list_specs() if kind in (None, "embeddings") else list_specs(("bias", "weat")):
+    kinds = {"lm": ("bias", "weat"), "vlm": ("image", "bias", "weat")}.get(kind or "")
+    for name in list_specs(kinds):
         out(name)
     return EXIT_OK
 

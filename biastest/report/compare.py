@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from biastest.report.export import private_dir, write_csv, write_json
+from biastest.report.export import created_date, download_name, private_dir, write_csv, write_json
 from biastest.report.figures import FONT, hover_safe
 from biastest.report.text import md_escape
 from biastest.stats.compare import (
@@ -381,7 +381,7 @@ def comparison_exports(
     item_rows: Sequence[Mapping[str, Any]],
     results: Sequence[Mapping[str, Any]],
     directory: Path | None = None,
-    stem: str = "biastest-compare",
+    app: str = "compare",
 ) -> tuple[Path, Path, Path]:
     """Write the downloads of a comparison: every model's items (CSV), everything (JSON), the comparison (CSV).
 
@@ -394,8 +394,11 @@ def comparison_exports(
         Every model's full result (``to_dict()``), in the comparison's order.
     directory : Path, optional
         Default: a fresh private folder.
-    stem : str
-        Start of the file names.
+    app : str
+        The app (``gpt``, ``vqa``, ``psychophysics``): the files are named as every download
+        (:func:`~biastest.report.export.download_name`), ``biastest-<app>-compare-<model>-vs-<model>…-<date>``
+        (the models' names keep their last 60 characters) with ``-items``/``-comparison`` after the date for the
+        two CSVs; the date is the first result's.
 
     Returns
     -------
@@ -403,10 +406,12 @@ def comparison_exports(
         The comparison CSV holds one row per model (``row: model``) and one per pair (``row: pair``).
     """
     directory = directory or private_dir()
-    items_csv = write_csv(item_rows, directory / f"{stem}-items.csv")
+    models, app = "-vs-".join(m.label for m in cmp.models), f"{app}-compare"
+    when = created_date(results[0]) if results else None
+    items_csv = write_csv(item_rows, directory / download_name(app, models, when=when, part="items"))
     document = {"comparison": cmp.to_dict(), "results": [dict(r) for r in results]}
-    json_path = write_json(document, directory / f"{stem}.json")
+    json_path = write_json(document, directory / download_name(app, models, when=when, ext="json"))
     rows = [{"row": "model", **r} for r in cmp.estimate_records()] + [{"row": "pair", **r}
                                                                        for r in cmp.pair_records()]
-    cmp_csv = write_csv(rows, directory / f"{stem}-comparison.csv")
+    cmp_csv = write_csv(rows, directory / download_name(app, models, when=when, part="comparison"))
     return items_csv, json_path, cmp_csv

@@ -196,7 +196,7 @@ def download_name(app: str, model: Any, *, when: dt.date | dt.datetime | str | N
         except ValueError:
             day = dt.datetime.now(dt.UTC).date()
     extra = f"-{safe_name(part, fallback='')}" if safe_name(part, fallback="") else ""
-    return (f"biastest-{safe_name(app, fallback='app', limit=20)}-{safe_name(model)}-{day.isoformat()}{extra}."
+    return (f"biastest-{safe_name(app, fallback='app', limit=24)}-{safe_name(model)}-{day.isoformat()}{extra}."
             f"{safe_name(ext, fallback='csv', limit=8)}")
 
 

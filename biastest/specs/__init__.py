@@ -10,6 +10,8 @@ The specifications are data files in this folder:
 - ``weat.json`` — WEAT 1–10 (Caliskan et al. 2017; word lists via WEFE, MIT);
 - ``psychophysics.json`` — 2AFC specifications: occupations × gender cue
   pairs and occupations × love/hate (Liang & Acuna 2020);
+- ``images.json`` — specifications for pictures (the vision-language app): image terms a picture can show
+  (men and women, occupations, age and race groups) and targets a picture can be classified into;
 - ``names.json`` — the readable names the library gives the BiasTestGPT
   specifications and selections, in the style of the WEAT ones
   (``"<source>: <group 1> vs <group 2>, <attribute 1> vs <attribute 2>"``),
@@ -38,7 +40,7 @@ from biastest.spec import BiasSpec, TwoAFCSpec
 
 __all__ = ["SpecKind", "aliases", "get_document", "get_spec", "get_twoafc_spec", "list_specs"]
 
-SpecKind = Literal["bias", "weat", "twoafc"]
+SpecKind = Literal["bias", "weat", "twoafc", "image"]
 
 MSG_UNKNOWN_SPEC = "There is no predefined specification called '{name}'.{hint}"
 MSG_DID_YOU_MEAN = " Did you mean '{suggestion}'?"
@@ -77,6 +79,8 @@ def _library() -> dict[str, tuple[SpecKind, BiasSpec | TwoAFCSpec]]:
         lib[d["name"]] = ("weat", BiasSpec.from_dict(d))
     for d in _read("psychophysics.json"):
         lib[d["name"]] = ("twoafc", TwoAFCSpec.from_dict(d))
+    for d in _read("images.json"):
+        lib[d["name"]] = ("image", BiasSpec.from_dict(d))
     return lib
 
 
@@ -86,17 +90,22 @@ def _documents() -> dict[str, BiasSpec]:
 
 
 def list_specs(kind: SpecKind | tuple[SpecKind, ...] | None = None) -> list[str]:
-    """Names of the predefined specifications, in library order.
+    """Names of the predefined specifications: kind by kind in the order ``kind`` names them, in library order within
+    a kind (all of them in library order when ``kind`` is None).
 
     Parameters
     ----------
-    kind : {"bias", "weat", "twoafc"} or tuple of them, optional
-        ``bias`` — BiasTestGPT specifications (language and vision tests);
+    kind : {"bias", "weat", "twoafc", "image"} or tuple of them, optional
+        ``bias`` — BiasTestGPT specifications (sentence tests);
         ``weat`` — WEAT 1–10 (testable as bias specs too);
-        ``twoafc`` — psychophysics target/cue-pair specifications.
+        ``twoafc`` — psychophysics target/cue-pair specifications;
+        ``image`` — picture specifications for the vision-language test: the social groups are what a picture
+        shows (people, occupations), the attribute lists what it is classified into.
     """
+    if kind is None:
+        return list(_library())
     kinds = (kind,) if isinstance(kind, str) else kind
-    return [n for n, (k, _) in _library().items() if kinds is None or k in kinds]
+    return [n for wanted in kinds for n, (k, _) in _library().items() if k == wanted]
 
 
 def _resolve(name: str) -> tuple[SpecKind, BiasSpec | TwoAFCSpec]:

@@ -35,6 +35,7 @@ from biastest.runner.services import shared_dataset
 
 __all__ = [
     "CSS",
+    "INDEX_LINK",
     "MAX_UPLOAD",
     "MSG_UNEXPECTED",
     "STEP_IDS",
@@ -44,6 +45,7 @@ __all__ = [
     "end_session_files_on_unload",
     "gated_tabs_reset",
     "gradio_cache_policy",
+    "index_link",
     "launch_kwargs",
     "measure_label",
     "offered",
@@ -67,14 +69,40 @@ STEP_IDS = ("spec", "data", "results")
 #: Largest upload Gradio accepts before it reaches the disk.
 MAX_UPLOAD = "50mb"
 
-THEME = gr.themes.Soft(primary_hue="indigo", secondary_hue="slate")
+#: The apps' theme: Gradio's Soft with every text colour at WCAG AA contrast (≥ 4.5:1) on its background — labels
+#: indigo-700 on indigo-50, helper text grey-600 on white, white on an indigo-600 primary button (Soft's own
+#: indigo-500 labels read 3.6:1, its grey-400 helper text 2.5:1; tests/test_accessibility_browser.py measures it).
+THEME = gr.themes.Soft(primary_hue="indigo", secondary_hue="slate").set(
+    block_label_text_color="*primary_700",
+    block_title_text_color="*primary_700",
+    block_info_text_color="*neutral_600",
+    body_text_color_subdued="*neutral_600",
+    button_primary_background_fill="*primary_600",
+    button_primary_background_fill_hover="*primary_700",
+    checkbox_label_background_fill_selected="*primary_600",
+    color_accent="*primary_600",
+)
 
 CSS = """
-.bt-hint {font-size: 0.92em; opacity: 0.85}
+.bt-hint {font-size: 0.92em; color: #374151}
+button[role="tab"]:disabled {opacity: 1; color: #6b7280; cursor: not-allowed}
+#index-link {font-size: 0.92em}
 .bt-score {font-size: 1.25em}
 .bt-warn {color: #9a3412}
 footer {display: none !important}
 """
+
+
+#: The link back to the suite's index page, at the top of each app when the suite serves the three together
+#: (``make run``, :func:`biastest.ui.serve.build_server`); an app running alone (a Space) has no index to go back to.
+#: HTML, not Markdown: Gradio opens a Markdown link in a new tab, and going back to the index is leaving the app.
+INDEX_LINK = '<a href="../" target="_self">← All biastest apps</a>'
+
+
+def index_link(show: bool) -> None:
+    """Place :data:`INDEX_LINK` (inside a Blocks) when ``show``."""
+    if show:
+        gr.HTML(INDEX_LINK, elem_id="index-link")
 
 
 def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:

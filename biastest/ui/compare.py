@@ -122,9 +122,9 @@ def empty_view() -> tuple:
     return ("", None, "", None, *_hidden_downloads())
 
 
-def _view(cmp, *, item_rows: list[dict[str, Any]], results: list[dict[str, Any]], stem: str) -> tuple:
+def _view(cmp, *, item_rows: list[dict[str, Any]], results: list[dict[str, Any]], app: str) -> tuple:
     items_csv, json_path, cmp_csv = rep.comparison_exports(
-        cmp, item_rows=item_rows, results=results, directory=session_export_dir(f"{stem}-"), stem=stem)
+        cmp, item_rows=item_rows, results=results, directory=session_export_dir(f"biastest-{app}-compare-"), app=app)
     return (
         rep.summary_markdown(cmp),
         rep.forest_figure(cmp),
@@ -328,7 +328,7 @@ def lm_view(state: Any, clusters: Any = None) -> tuple:
     chosen = clusters or getattr(base, "clusters", None)
     cmp = compare_stereotype(results, seed=base.seed, clusters=chosen or None)
     rows = [row for r, m in zip(results, cmp.models, strict=True) for row in _rows(r.pairs_records(), m.label)]
-    view = _view(cmp, item_rows=rows, results=[r.to_dict() for r in results], stem="biastest-lm-compare")
+    view = _view(cmp, item_rows=rows, results=[r.to_dict() for r in results], app="gpt")
     if comparable(results):
         return view
     # scores from text an endpoint split are not those of the model's own tokens: the comparison says so first
@@ -435,7 +435,7 @@ def vlm_view(score: Any, cluster_by: Any, session: Any) -> tuple:
     results = [base, *added]
     cmp = compare_vlm(results, seed=base.seed, score=score or "soft", cluster_by=cluster_by or None)
     rows = [row for r, m in zip(results, cmp.models, strict=True) for row in _rows(r.images_records(), m.label)]
-    return _view(cmp, item_rows=rows, results=[r.to_dict() for r in results], stem="biastest-vqa-compare")
+    return _view(cmp, item_rows=rows, results=[r.to_dict() for r in results], app="vqa")
 
 
 def build_vlm_compare() -> CompareSection:
@@ -546,13 +546,11 @@ def embedding_view(statistic: Any, session: Any) -> tuple:
     if twoafc:
         cmp = compare_twoafc(results, seed=seed, labels=labels, statistic=statistic or "mean-abs-deviation")
         rows = [row for r, lab in zip(results, labels, strict=True) for row in _rows(r.target_records(), lab)]
-        stem = "biastest-2afc-compare"
     else:
         cmp = compare_weat(results, seed=seed, labels=labels)
         rows = [row for r, lab in zip(results, labels, strict=True) for row in _rows(r.records(), lab)]
-        stem = "biastest-weat-compare"
     docs = [{"embedding": lab, **r.to_dict()} for r, lab in zip(results, labels, strict=True)]
-    return _view(cmp, item_rows=rows, results=docs, stem=stem)
+    return _view(cmp, item_rows=rows, results=docs, app="psychophysics")
 
 
 def build_embedding_compare(*, allow_paths: bool) -> CompareSection:

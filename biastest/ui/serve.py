@@ -141,7 +141,7 @@ def build_server(entries: list[AppEntry] | None = None):
 
     for entry in entries:
         module = importlib.import_module(entry.module)
-        demo = configure_queue(module.build_demo())
+        demo = configure_queue(module.build_demo(index_link=True))
         gr.mount_gradio_app(
             app, demo, path=f"/{entry.key}", theme=THEME, css=CSS, ssr_mode=False, max_file_size=MAX_UPLOAD
         )

@@ -1,6 +1,6 @@
 """A BBQ run without the app: the command line's ``run bbq`` (and an audit cell).
 
-:func:`prepare` fills the seed of the apps (42) when none is given; :func:`cost` plans the run and says what
+:func:`prepare` fills the seed of the apps (0) when none is given; :func:`cost` plans the run and says what
 it will cost before anything is asked (the command line prints it and, for a hosted endpoint above the limit,
 asks for confirmation); :func:`headless` checks the options, reads the BBQ folder (``--bbq-dir``, default
 ``<data dir>/bbq``), runs :func:`~biastest.measures.bbq.run.run` and says what to record: the options (the
@@ -21,12 +21,12 @@ from biastest.measures.bbq.options import BBQOptions
 from biastest.measures.bbq.prompt import MAX_TEMPLATE_CHARS
 from biastest.measures.bbq.report import export_files, headline
 from biastest.measures.bbq.run import BBQItems, data_dir_of, run
+from biastest.options import DEFAULT_SEED
 from biastest.remote import mask_secret, safe_base_url
 
 __all__ = ["CLI_FLAGS", "DEFAULT_SEED", "MSG_TEMPLATE_FILE", "cost", "headless", "load_cached", "prepare"]
 
 #: The seed of the apps' seed boxes.
-DEFAULT_SEED = 42
 MSG_TEMPLATE_FILE = "The prompt template file '{path}' cannot be read ({problem})."
 
 #: The command line's flags that are not options (read by :func:`prepare`): (flag, argparse keywords).

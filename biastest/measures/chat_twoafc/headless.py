@@ -1,7 +1,7 @@
 """A 2AFC run of a chat model without the app: the command line's ``run twoafc-chat SPEC --model … [--endpoint …]``.
 
 The command line's values are put in the options' terms by the forced-choice measure's
-:func:`~biastest.measures.forced_choice.headless.prepare` (the apps' seed 42 when none is given, ``--template-file``
+:func:`~biastest.measures.forced_choice.headless.prepare` (the apps' seed 0 when none is given, ``--template-file``
 read as ``template_text``, ``--no-cache`` as ``use_cache=False``); :func:`cost` is what the command line prints before
 the run (and asks to confirm for a large run at a hosted endpoint); :func:`headless` runs :func:`~.run.run` and
 says what to record (the options without credentials, a headline, the CSV/JSON export, notices).

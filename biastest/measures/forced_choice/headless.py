@@ -1,6 +1,6 @@
 """A forced-choice run without the app: the command line's ``run forced-choice SPEC …``.
 
-:func:`prepare` puts the command line's values in the options' terms: the app's seed (42) when none is given, the
+:func:`prepare` puts the command line's values in the options' terms: the apps' seed (0) when none is given, the
 text of ``--template-file`` as ``template_text`` (read here, checked by the options), ``--no-cache`` as
 ``use_cache=False``. It may be applied twice (the command line applies it, then :func:`headless` does).
 :func:`cost` is what the command line prints before the run (and asks to confirm for a large run at a hosted
@@ -25,12 +25,12 @@ from biastest.measures.forced_choice.report import export_files, readings
 from biastest.measures.forced_choice.result import ForcedChoiceResult
 from biastest.measures.forced_choice.run import ForcedChoiceItems, run
 from biastest.measures.forced_choice.templates import MAX_TEMPLATE_CHARS
+from biastest.options import DEFAULT_SEED
 from biastest.remote import mask_secret, safe_base_url
 
 __all__ = ["CLI_FLAGS", "DEFAULT_SEED", "MSG_TEMPLATE_FILE", "cost", "headless", "prepare", "recorded_options"]
 
 #: The seed of the apps' seed boxes.
-DEFAULT_SEED = 42
 MSG_TEMPLATE_FILE = "The prompt template file '{path}' cannot be read ({problem})."
 
 #: The command line's flags that are not options (read by :func:`prepare`): (flag, argparse keywords).

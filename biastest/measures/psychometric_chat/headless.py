@@ -4,7 +4,7 @@
 questions come from the flags — the continuum (``--continuum FILE``, default the built-in name continuum), the
 contexts (``--context`` repeatable and/or ``--contexts-file``, one per line), the cues (``--cues man/woman``).
 
-:func:`prepare` puts the command line's values in the options' terms (the app's seed 42 when none is given; the
+:func:`prepare` puts the command line's values in the options' terms (the app's seed 0 when none is given; the
 texts of ``--template-file`` and ``--contexts-file``, read here and checked by the options; ``--no-cache``); it may
 be applied twice. :func:`cost` is the run's size before it starts (forced choice's estimate and confirmation:
 :mod:`biastest.measures.forced_choice.cost`). :func:`headless` runs :func:`~.run.run` and says what to record.

@@ -19,13 +19,13 @@ from biastest.measures.stereotype.report import export_files
 from biastest.measures.stereotype.run import StereotypeItems, run
 from biastest.measures.stereotype.score import methods_for_kind
 from biastest.models.lm import detect_model_kind
+from biastest.options import DEFAULT_SEED
 from biastest.remote import mask_secret, safe_base_url
 from biastest.words import plural
 
 __all__ = ["DEFAULT_SEED", "ENDPOINT_METHOD", "headless", "prepare"]
 
 #: The seed of the language-model app's seed box.
-DEFAULT_SEED = 42
 #: A model behind an endpoint is scored as a causal language model.
 ENDPOINT_METHOD = "causal-sum"
 #: What a run records of its options in process (through an endpoint: without device and dtype, with the

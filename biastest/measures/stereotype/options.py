@@ -116,7 +116,7 @@ class StereotypeOptions(OptionsBase):
 
     seed: int = Field(
         json_schema_extra=cli_flag("--seed",
-            "seed of the bootstrap intervals (default 42, as the app); recorded"))
+            "seed of the bootstrap intervals (default 0, as the app); recorded"))
     n_resamples: int = Field(
         DEFAULT_N_RESAMPLES, json_schema_extra=cli_flag("--bootstrap",
             "bootstrap resamples of the score's intervals (default 10000)",

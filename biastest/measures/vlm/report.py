@@ -543,8 +543,8 @@ def term_rows(result: VLMResult) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- tables and files
 def csv_columns(result: VLMResult) -> list[str]:
     """Column order of the per-image CSV (every field, paths and hashes included)."""
-    base = ["index", "image_id", "path", "sha256", "image_term", "image_group", "p_t1", "p_t2", "p_stereotyped",
-            "log_odds", "answer", "verdict", "outcome"]
+    base = ["index", "image_id", "file_name", "path", "sha256", "image_term", "image_group", "p_t1", "p_t2",
+            "p_stereotyped", "log_odds", "answer", "verdict", "outcome"]
     terms: list[str] = []
     for img in result.images:
         for t in img.term_probabilities:
@@ -660,8 +660,9 @@ def image_table(result: VLMResult) -> pd.DataFrame:
 
     Columns: ``#`` (the image's number in the app), the :func:`image_facts` lines (image term, the probability
     of each target list, the side the image leans to, the answer), each target term's probability, and where the
-    picture came from; the image id last. Paths, hashes and the run's settings are in the CSV
-    (:func:`csv_columns`), not here. Probabilities are rounded to 3 decimals (the CSV keeps them whole).
+    picture came from (the user's file name for an upload); the image id last. Paths, hashes and the run's
+    settings are in the CSV (:func:`csv_columns`), not here. Probabilities are rounded to 3 decimals (the CSV keeps
+    them whole).
     """
     lab = labels(result)
     rows = []
@@ -672,11 +673,11 @@ def image_table(result: VLMResult) -> pd.DataFrame:
             row[field] = (value if value == "—" else round(float(value), 3)) if field.startswith("P(") else value
         for term, p in img.term_probabilities.items():
             row.setdefault(f"P({term})", round(float(p), 3))
-        row.update({"source": img.source, "generator": img.generator, "image prompt": img.image_prompt,
-                    "image id": img.image_id})
+        row.update({"source": img.source, "file": img.file_name, "generator": img.generator,
+                    "image prompt": img.image_prompt, "image id": img.image_id})
         rows.append(row)
     table = pd.DataFrame(rows)
-    tail = ["source", "generator", "image prompt", "image id"]
+    tail = ["source", "file", "generator", "image prompt", "image id"]
     if len(table):  # an image without a probability lacks the per-term columns: they come before its origin, as "—"
         table = table[[c for c in table.columns if c not in tail] + tail]
         for c in table.columns:

@@ -102,6 +102,9 @@ class ImageScore(BaseModel):
         The verdict read against the image's group (``neither`` → ``tie``).
     generator, image_prompt, source : str
         How the image was made.
+    file_name : str
+        The name of the user's file for an uploaded picture (kept beside the content hash its ``path`` is named
+        by); "" for generated and retrieved pictures and in results saved before it was kept.
     note : str
         Why the image has no probability ("" when it has one).
     term_vs_other : dict
@@ -132,6 +135,7 @@ class ImageScore(BaseModel):
     generator: str = ""
     image_prompt: str = ""
     source: str = ""
+    file_name: str = ""
     note: str = ""
     term_vs_other: dict[str, float] = Field(default_factory=dict)
     by_order: tuple[OrderAnswer, ...] = ()

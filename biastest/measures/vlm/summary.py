@@ -394,6 +394,7 @@ def _image_rows(images: list[TestImage], spec: BiasSpec, said: ImageAnswers, c: 
                 generator=img.generator,
                 image_prompt=img.prompt,
                 source=img.source,
+                file_name=str((img.provenance or {}).get("original_name") or "") if img.source == "upload" else "",
                 note="" if soft else str(notes[i]),
                 term_vs_other={t: float(c.vs[i, j]) for j, t in enumerate(terms)} if soft else {},
                 by_order=tuple(said.by_order[i]) if said.by_order is not None else (),

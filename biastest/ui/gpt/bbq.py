@@ -31,6 +31,7 @@ from biastest.measures.bbq.result import Estimate, GroupScores
 from biastest.measures.bbq.run import data_dir_of
 from biastest.models.endpoint_lm import MSG_NEED_ENDPOINT_URL, check_endpoint_url
 from biastest.models.protocols import ChatLM
+from biastest.options import DEFAULT_SEED
 from biastest.report.text import md_escape
 from biastest.ui.chat_choice import CHAT_ENDPOINT, CHAT_HERE, CHAT_WHERE_CHOICES, MSG_NO_CHAT_MODEL, confirmation_needed
 from biastest.ui.common import progress_callback, session_export_dir, user_errors
@@ -252,11 +253,11 @@ def build_bbq_tab() -> dict[str, Any]:
     with gr.Row():
         per_category = gr.Number(DEFAULT_PER_CATEGORY, label="Questions per category (seeded draw)", precision=0,
                                  minimum=1, elem_id="bbq-n")
-        seed = gr.Number(42, label="Seed (the draw, the answer orders, the intervals)", precision=0,
+        seed = gr.Number(DEFAULT_SEED, label="Seed (the draw, the answer orders, the intervals)", precision=0,
                          elem_id="bbq-seed")
     cost = gr.Markdown("", elem_id="bbq-cost")
     confirm = gr.Checkbox(False, label="I accept this cost", visible=False, elem_id="bbq-confirm")
-    run_btn = gr.Button("Ask the BBQ questions ▶", variant="primary", elem_id="bbq-run")
+    run_btn = gr.Button("Ask the BBQ questions →", variant="primary", elem_id="bbq-run")
     message = gr.Markdown("", elem_id="bbq-message", min_height=40)
     summary = gr.Markdown("", elem_id="bbq-summary")
     table = gr.Dataframe(interactive=False, wrap=True, visible=False, elem_id="bbq-table")

@@ -15,9 +15,11 @@ import gradio as gr
 
 from biastest.measures.stereotype import report
 from biastest.measures.stereotype import run as lm_run
+from biastest.options import DEFAULT_SEED
 from biastest.runner import services
 from biastest.ui import compare
 from biastest.ui.common import end_session_files_on_unload, gradio_cache_policy, user_errors
+from biastest.ui.common import index_link as show_index_link
 from biastest.ui.dataset_panel import build_dataset_panel
 from biastest.ui.gpt import bbq, chat
 from biastest.ui.gpt.handlers import (
@@ -180,7 +182,7 @@ class Step3:
 def build_step1() -> Step1:
     """Step 1's contents (inside its tab): the bias specification and the Next button."""
     inputs = build_spec_inputs()
-    next_btn = gr.Button("Next: test sentences ▶", variant="primary", elem_id="spec-next")
+    next_btn = gr.Button("Next: test data →", variant="primary", elem_id="spec-next")
     return Step1(inputs=inputs, next_btn=next_btn)
 
 
@@ -243,7 +245,7 @@ def _build_generation(generation_seconds: float) -> Generation:
                 )
                 prompt_md = gr.Markdown(prompt_info("with-context"), elem_id="gen-prompt-info",
                                         elem_classes=["bt-hint"])
-            gen_seed = gr.Number(label="Seed", value=42, precision=0)
+            gen_seed = gr.Number(label="Seed", value=DEFAULT_SEED, precision=0)
         with gr.Row():
             gen_btn = gr.Button("Generate", elem_id="gen-run")
             gen_stop = StopControl.button("gen-stop")
@@ -280,7 +282,8 @@ def _build_model() -> dict[str, Any]:
                 elem_id="method",
             )
             method_md = gr.Markdown(method_info(DEFAULT_METHOD), elem_id="method-info", elem_classes=["bt-hint"])
-        seed = gr.Number(label="Seed (intervals)", value=42, precision=0, elem_id="seed")
+        seed = gr.Number(label="Seed (repeat it to get the same numbers)", value=DEFAULT_SEED, precision=0,
+                         elem_id="seed")
     with gr.Accordion("What the scoring methods do", open=False):
         gr.Markdown(METHOD_HELP)
     return {"model_where": model_where, "model_here_box": model_here_box, "model_endpoint_box": model_endpoint_box,
@@ -317,7 +320,7 @@ def _build_chat() -> ChatFields:
                                    elem_id="chat-template-text")
         cost = gr.Markdown(chat.MSG_COST_NEEDS_PAIRS, elem_id="chat-cost")
         confirm = gr.Checkbox(False, label="I accept this cost", visible=False, elem_id="chat-confirm")
-        run_btn = gr.Button("Ask the chat model ▶", variant="primary", elem_id="chat-run")
+        run_btn = gr.Button("Ask the chat model →", variant="primary", elem_id="chat-run")
         message = gr.Markdown("", elem_id="chat-run-message", min_height=40)
     return ChatFields(box=box, where=where, model=model, endpoint_box=endpoint_box, url=url, key=key,
                       template=template, template_text=template_text, samples=samples, temperature=temperature,
@@ -333,7 +336,7 @@ def build_step2(state: Any, *, generation_seconds: float, dataset=None) -> Step2
     def refresh_panel_handler(state):
         return refresh_handler(state, dataset=dataset)
 
-    with gr.Tab("2 · Test sentences", id="data", interactive=False) as tab_data:
+    with gr.Tab("2 · Test data", id="data", interactive=False) as tab_data:
         testing = gr.Markdown("", elem_id="data-testing")
         show_panel, _, wire_panel = build_dataset_panel(
             visible=True, session=state, panel_fn=show_panel_handler, refresh_fn=refresh_panel_handler)
@@ -361,7 +364,7 @@ def build_step2(state: Any, *, generation_seconds: float, dataset=None) -> Step2
         chat_fields = _build_chat()
         keep = gr.Checkbox(False, label=KEEP_NON_MINIMAL_LABEL, info=KEEP_NON_MINIMAL_INFO,
                            elem_id="keep-non-minimal")
-        run_btn = gr.Button("Run the test ▶", variant="primary", elem_id="data-run")
+        run_btn = gr.Button("Run the test →", variant="primary", elem_id="data-run")
         run_msg = gr.Markdown("", elem_id="run-message", min_height=40)
         restart2 = gr.Button("New bias test", elem_id="restart-data")
     return Step2(tab=tab_data, testing=testing, show_panel=show_panel, wire_panel=wire_panel, find_btn=find_btn,
@@ -561,7 +564,8 @@ def wire_steps(demo: gr.Blocks, tabs: Any, state: Any, s1: Step1, s2: Step2, s3:
         )
 
 
-def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, dataset=None) -> gr.Blocks:
+def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, dataset=None,
+               index_link: bool = False) -> gr.Blocks:
     """Build the language-model app (no queue, no launch).
 
     Parameters
@@ -571,9 +575,13 @@ def build_demo(*, generation_seconds: float = services.GENERATION_MAX_SECONDS, d
     dataset : SharedDataset, optional
         The store and shared dataset that step 2 reads, writes and shows. Default: the process's
         (:func:`biastest.runner.services.shared_dataset`, started on first use).
+    index_link : bool
+        Show the link back to the suite's index page (:data:`~biastest.ui.common.INDEX_LINK`; the suite's server
+        sets it).
     """
     with gr.Blocks(title="biastest · language models", delete_cache=gradio_cache_policy()) as demo:
         state = gr.State(_fresh_state())
+        show_index_link(index_link)
         gr.Markdown(INTRO)
         with gr.Tabs(selected="spec") as tabs:
             with gr.Tab("1 · Bias specification", id="spec"):

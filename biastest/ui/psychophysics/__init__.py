@@ -44,6 +44,9 @@ from biastest.ui.common import (
     measure_label,
     user_errors,
 )
+from biastest.ui.common import (
+    index_link as common_index_link,
+)
 from biastest.ui.psychophysics import bayes, chat, classifier, curves, data, posterior, results, spec
 from biastest.ui.psychophysics.bayes import (
     BAYES_DEFAULTS,
@@ -175,7 +178,7 @@ attribute lists. The embedded GloVe 6B 50d runs offline; you can upload your own
 """
 
 
-def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
+def build_demo(*, allow_server_paths: bool | None = None, index_link: bool = False) -> gr.Blocks:
     """The app's Blocks (no queue, no launch: :func:`biastest.ui.serve.configure_queue` does that).
 
     Parameters
@@ -184,15 +187,19 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
         Offer "a file on this server (path)" as an embedding source. Default: the
         process's public-mode decision (:mod:`biastest.public`: off when public). A
         public server never offers it, whatever this says.
+    index_link : bool
+        Show the link back to the suite's index page (:data:`~biastest.ui.common.INDEX_LINK`; the suite's server
+        sets it).
     """
     allow_paths = spec.paths_allowed() and (allow_server_paths is None or bool(allow_server_paths))
     with gr.Blocks(title="biastest · word embeddings", delete_cache=gradio_cache_policy()) as demo:
         session = gr.State(new_session())
+        common_index_link(index_link)
         gr.Markdown(HEADER, elem_id="app-header")
         with gr.Tabs(selected="spec", elem_id="steps") as tabs:
-            with gr.Tab("1 · Specification", id="spec", elem_id="tab-spec"):
+            with gr.Tab("1 · Bias specification", id="spec", elem_id="tab-spec"):
                 step1 = spec.build(allow_paths=allow_paths)
-            with gr.Tab("2 · Data", id="data", interactive=False, elem_id="tab-data") as tab2:
+            with gr.Tab("2 · Test data", id="data", interactive=False, elem_id="tab-data") as tab2:
                 step2 = data.build(model_choice=chat.build_step2)
             with gr.Tab("3 · Results", id="results", interactive=False, elem_id="tab-results") as tab3:
                 step3 = results.build()

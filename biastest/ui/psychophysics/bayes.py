@@ -20,6 +20,7 @@ from biastest.errors import DataError
 from biastest.measures.bayes import BayesItems, BayesOptions, available_models, run
 from biastest.measures.bayes import report as rep
 from biastest.measures.bayes.score import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_TIME_LIMIT, DEFAULT_TUNE, HDI_PROB
+from biastest.options import DEFAULT_SEED
 from biastest.report.text import level_percent
 from biastest.spec import BiasSpec
 from biastest.ui.common import (
@@ -56,7 +57,7 @@ MSG_BAYES_NOT_CONVERGED = (
     "{divergences} divergent transitions): do not rely on these intervals. {stop}"
 )
 BAYES_DEFAULTS = {"model": "hierarchical", "draws": DEFAULT_DRAWS, "tune": DEFAULT_TUNE, "chains": DEFAULT_CHAINS,
-                  "seed": 0, "hdi_prob": HDI_PROB, "time_limit": DEFAULT_TIME_LIMIT}
+                  "seed": DEFAULT_SEED, "hdi_prob": HDI_PROB, "time_limit": DEFAULT_TIME_LIMIT}
 
 
 def bayes_core(session, model, draws, tune, chains, seed, hdi_prob=HDI_PROB, time_limit=DEFAULT_TIME_LIMIT, *,

@@ -31,7 +31,7 @@ from biastest.models.embeddings import (
     check_upload_file,
     train_bootstrap_replicates,
 )
-from biastest.options import BOUNDS, DEFAULT_TWOAFC_BOOTSTRAP, DEFAULT_WEAT_BOOTSTRAP
+from biastest.options import BOUNDS, DEFAULT_SEED, DEFAULT_TWOAFC_BOOTSTRAP, DEFAULT_WEAT_BOOTSTRAP
 from biastest.spec import BiasSpec, TwoAFCSpec
 from biastest.ui.common import (
     USER_MISTAKES,
@@ -373,7 +373,8 @@ def build(model_choice: Callable[[], Any] | None = None) -> Section:
             info="Each resample draws the target and attribute lists again from themselves, with replacement.",
             elem_id="n-bootstrap-d",
         ), DEFAULT_WEAT_BOOTSTRAP)
-    sec.add("seed", gr.Number(0, precision=0, label="Seed (repeat it to get the same numbers)", elem_id="seed"), 0)
+    sec.add("seed", gr.Number(DEFAULT_SEED, precision=0, label="Seed (repeat it to get the same numbers)",
+                              elem_id="seed"), DEFAULT_SEED)
     sec.add("message", gr.Markdown("", elem_id="run-message"), "")
     with gr.Row():
         sec.add("run", gr.Button("Run the test →", variant="primary", elem_id="run-test"), gr.update(visible=True))

@@ -14,6 +14,7 @@ import gradio as gr
 
 from biastest.measures.posterior import PosteriorItems, PosteriorOptions, load_default_groups, run
 from biastest.measures.posterior import report as rep
+from biastest.options import DEFAULT_SEED
 from biastest.spec import parse_terms
 from biastest.ui.common import (
     USER_MISTAKES,
@@ -34,7 +35,7 @@ MSG_POSTERIOR_NOT_CONVERGED = (
     "⚠️ Posteriors sampled ({seconds:.1f} s of sampling) but NOT converged — do not rely on the tables: {problems}. "
     "Run more draws and tuning steps (mean acceptance probability {accept})."
 )
-POSTERIOR_DEFAULTS = {"draws": 1000, "tune": 500, "chains": 2, "seed": 0}
+POSTERIOR_DEFAULTS = {"draws": 1000, "tune": 500, "chains": 2, "seed": DEFAULT_SEED}
 
 
 def _default_groups() -> tuple[str, str, str, str]:

@@ -1,6 +1,6 @@
 """Step 1 of the word-embedding app: the specification (2AFC or WEAT/MAC) and the embedding source.
 
-“Continue to the data” checks the specification, loads the embedding (once
+“Next: test data” checks the specification, loads the embedding (once
 per process, through the shared model cache), looks every word up and unlocks
 step 2, where the found/missing words are shown. A mistake the user can fix is
 shown inline next to the inputs (and as a yellow toast); step 2 stays locked.
@@ -502,7 +502,7 @@ def build(*, allow_paths: bool) -> Section:
     ), gr.update(value="", visible=False))
     sec.add("message", gr.Markdown("", elem_id="spec-message"), "")
     with gr.Row():
-        sec.next = gr.Button("Continue to the data →", variant="primary", elem_id="spec-next")
+        sec.next = gr.Button("Next: test data →", variant="primary", elem_id="spec-next")
         sec.new = gr.Button("New bias test", elem_id="new-test-1")
     return sec
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from biastest.errors import DataError
 
-MSG_SPEC_FIRST = "Complete step 1 first: check the specification and press “Continue to the data”."
+MSG_SPEC_FIRST = "Complete step 1 first: check the specification and press “Next: test data”."
 MSG_RUN_FIRST = "Run the test in step 2 first."
 
 NO_RESET = object()

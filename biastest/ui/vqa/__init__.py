@@ -30,6 +30,7 @@ from biastest.ui.common import (
     gradio_cache_policy,
     user_errors,
 )
+from biastest.ui.common import index_link as show_index_link
 from biastest.ui.spec_step import CUSTOM, build_spec_inputs, fill_from_library, wire_validation
 from biastest.ui.vqa.images import (
     GEN_COMPATIBLE,
@@ -220,7 +221,7 @@ SPEC_LABELS = {
 
 
 def build_demo(*, store=None, use_store: bool = True, dataset=None,
-               generation_seconds: float = GENERATION_MAX_SECONDS) -> gr.Blocks:
+               generation_seconds: float = GENERATION_MAX_SECONDS, index_link: bool = False) -> gr.Blocks:
     """The app's Blocks (no queue, no launch: :func:`biastest.ui.serve.configure_queue` does that).
 
     Parameters
@@ -235,19 +236,23 @@ def build_demo(*, store=None, use_store: bool = True, dataset=None,
         process's (:func:`biastest.runner.services.shared_dataset`); with a ``store`` given, none.
     generation_seconds : float
         Time limit of one image-generation run (the Stop button ends a run sooner; both keep what was made).
+    index_link : bool
+        Show the link back to the suite's index page (:data:`~biastest.ui.common.INDEX_LINK`; the suite's server
+        sets it).
     """
     handlers = VQAApp(store, use_store=use_store, dataset=dataset, generation_seconds=generation_seconds)
     with gr.Blocks(title="biastest · vision-language models", delete_cache=gradio_cache_policy()) as demo:
         session = gr.State(new_session(), delete_callback=discard_session)
+        show_index_link(index_link)
         gr.Markdown(HEADER, elem_id="app-header")
         with gr.Tabs(selected="spec", elem_id="steps") as tabs:
-            with gr.Tab("1 · Specification", id="spec", elem_id="tab-spec"):
+            with gr.Tab("1 · Bias specification", id="spec", elem_id="tab-spec"):
                 gr.Markdown(SPEC_HELP, elem_classes=["bt-hint"])
-                spec_in = build_spec_inputs(kinds=("bias",), labels=SPEC_LABELS)
+                spec_in = build_spec_inputs(kinds=("image", "bias"), labels=SPEC_LABELS)
                 with gr.Row():
-                    next1 = gr.Button("Continue to the images →", variant="primary", elem_id="spec-next")
+                    next1 = gr.Button("Next: test data →", variant="primary", elem_id="spec-next")
                     new1 = gr.Button("New bias test", elem_id="new-test-1")
-            with gr.Tab("2 · Images and model", id="data", interactive=False, elem_id="tab-data") as tab2:
+            with gr.Tab("2 · Test data", id="data", interactive=False, elem_id="tab-data") as tab2:
                 images = build_images_section(demo, handlers, session)
                 model = build_model_section()
             with gr.Tab("3 · Results", id="results", interactive=False, elem_id="tab-results") as tab3:

@@ -27,6 +27,7 @@ from biastest.generate.images import (
     generate_images,
 )
 from biastest.generate.prompts import IMAGE_PROMPTS
+from biastest.options import DEFAULT_SEED
 from biastest.runner.services import GENERATION_MAX_SECONDS, IMAGE_REQUEST_TIMEOUT, generation_limits, shared_dataset
 from biastest.ui.common import (
     USER_MISTAKES,
@@ -533,7 +534,7 @@ def _generate_section(demo: gr.Blocks, handlers: VQAApp, session: gr.State, show
             gen_prompt = gr.Dropdown(
                 [(f"{p.name}: “{p.template}”", p.name) for p in IMAGE_PROMPTS.values()],
                 value="portrait", label="Prompt", elem_id="gen-prompt")
-            gen_seed = gr.Number(0, precision=0, label="Seed", elem_id="gen-seed")
+            gen_seed = gr.Number(DEFAULT_SEED, precision=0, label="Seed", elem_id="gen-seed")
         gr.Markdown(time_limit_hint(handlers.generation_seconds), elem_classes=["bt-hint"])
         with gr.Row():
             gen_btn = gr.Button("Generate the missing pictures", elem_id="gen-run")

@@ -41,6 +41,7 @@ from biastest.measures.vlm.options import (
 )
 from biastest.models.catalog import CATALOGS
 from biastest.models.endpoint_lm import MSG_NEED_ENDPOINT_URL, MSG_NO_MODEL_NAME, check_endpoint_url
+from biastest.options import DEFAULT_SEED
 from biastest.remote import safe_base_url
 from biastest.ui.common import (
     USER_MISTAKES,
@@ -430,7 +431,7 @@ def build_model_section() -> ModelSection:
                                label="Several terms in a concept (CLIP-like)",
                                info="sum-prob: add their probabilities; mean-embedding: average their "
                                     "text embeddings first.", elem_id="combine")
-            seed = gr.Number(0, precision=0, label="Seed (repeat it to get the same numbers)",
+            seed = gr.Number(DEFAULT_SEED, precision=0, label="Seed (repeat it to get the same numbers)",
                              elem_id="seed")
             batch = gr.Number(16, precision=0, label="Images per batch", elem_id="batch-size")
             n_boot = gr.Number(10_000, precision=0, label="Bootstrap samples for the intervals",

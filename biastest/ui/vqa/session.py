@@ -57,7 +57,7 @@ __all__ = [
 MAX_SESSION_IMAGES = 1000
 SESSION_PREFIX = "biastest-vqa-session-"
 
-MSG_SPEC_FIRST = "Complete step 1 first: check the specification and press “Continue to the images”."
+MSG_SPEC_FIRST = "Complete step 1 first: check the specification and press “Next: test data”."
 MSG_NO_FILES = "Choose one or more picture files to upload first."
 MSG_CHOOSE_TERM = "Choose the image term these pictures show (for example 'woman') before adding them."
 MSG_TERM_NOT_IN_SPEC = (
