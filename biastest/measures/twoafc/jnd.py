@@ -63,10 +63,10 @@ __all__ = [
 ]
 
 JND_REPLICATE_DEFINITION = (
-    "replicate JND: standard deviation of the PSE across replicate models (ddof=1), the paper's definition"
+    "standard deviation of the PSE across replicate models (ddof=1): the replicate JND, the paper's definition"
 )
 JND_CURVE_DEFINITION = (
-    "curve JND: standard deviation of the fitted psychometric function's distribution — s for the cumulative "
+    "standard deviation of the fitted psychometric function's distribution: the curve JND, s for the cumulative "
     "normal, π·s/√3 for the logistic (Ψ(α) = F((α − PSE)/s))"
 )
 

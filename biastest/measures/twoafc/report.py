@@ -171,7 +171,7 @@ def twoafc_csv_rows(result, *, source: str) -> list[dict[str, Any]]:
 def pse_figure(result) -> go.Figure:
     """PSE per target with intervals from the data and a dot per cue pair (the paper's Fig. 3a).
 
-    Hover on a target shows every cue pair's PSE; hover on a small open dot shows that cue pair's.
+    Hover on a target shows every cue pair's PSE (the small open dots, which have no hover of their own).
 
     The error bars are the percentile bootstrap intervals of the PSE (over the cue pairs or the replicate
     models, at the result's level). With a perceptual noise σ the spread it implies is drawn as a separate,
@@ -235,12 +235,9 @@ def pse_figure(result) -> go.Figure:
             x=[name for name, _ in pairs],
             y=[p.pse for _, p in pairs],
             mode="markers",
-            name="PSE of each cue pair",
+            name="PSE of each cue pair (listed in the target's hover)",
             marker={"color": "rgba(100,116,139,0.55)", "size": 5, "symbol": "circle-open"},
-            customdata=[[name, hover_safe(p.cue_pair), f"{p.pse:.3f}", _sat_text(p.saturated) or "no"]
-                        for name, p in pairs],
-            hovertemplate=("<b>%{customdata[0]}</b> · cue pair %{customdata[1]}<br>PSE: %{customdata[2]}<br>"
-                           "saturated: %{customdata[3]}<extra></extra>"),
+            hoverinfo="skip",
         )
     )
     if band is not None:
@@ -277,7 +274,7 @@ def pse_figure(result) -> go.Figure:
         height=500,
         margin={"l": 10, "r": 10, "t": 100, "b": 110},
         xaxis={"tickangle": -60, "categoryorder": "array", "categoryarray": x},
-        hovermode="closest",
+        hovermode="x",
         hoverlabel={"align": "left"},
         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
         yaxis={"range": [lo - 0.05, hi + 0.05]},

@@ -52,13 +52,20 @@ def _ci_text(ci: tuple[float, float] | None) -> str:
     return "no interval" if ci is None else f"{ci[0]:.3f} – {ci[1]:.3f}"
 
 
+def _pair_jnds(result, target: str) -> str:
+    """Hover lines of each cue pair's replicate JND ("" without replicates)."""
+    lines = [f"{hover_safe(p.cue_pair)}: {p.jnd_sd:.3f}" for p in result.pairs_of(target) if p.jnd_sd is not None]
+    return "<br><b>JND per cue pair</b><br>" + "<br>".join(lines) if lines else ""
+
+
 def jnd_figure(result) -> go.Figure:
     """The JND per target with its interval (the paper's Fig. 3b), lowest first; a dot per cue pair with replicates.
 
     The headline JND is the replicate JND when the result has replicate models
     (interval: BCa bootstrap over the models), else the curve JND (interval:
     the fit's bootstrap over the cue pairs). With replicates each cue pair's
-    own replicate JND is drawn as a small dot, as in the paper.
+    own replicate JND is drawn as a small dot, as in the paper, and listed in the target's hover. The axis
+    stops at 2.5 × the largest JND; an interval reaching beyond runs off the chart (its ends are in the hover).
     """
     rows = [(t, *t.jnd()) for t in result.targets]
     shown = sorted((r for r in rows if r[1] is not None), key=lambda r: (r[1], r[0].target))
@@ -77,10 +84,11 @@ def jnd_figure(result) -> go.Figure:
                  "arrayminus": [0.0 if ci is None else j - ci[0] for _, j, ci, _ in shown],
                  "color": "#334155", "thickness": 1.5, "width": 3},
         customdata=[[hover_safe(t.target), f"{j:.3f}", _ci_text(ci), f"{t.pse:.3f}",
-                     hover_safe(t.jnd_note or "—", width=60), _fmt(t.jnd_curve)] for t, j, ci, _ in shown],
+                     hover_safe(t.jnd_note or "—", width=60), _fmt(t.jnd_curve), _pair_jnds(result, t.target)]
+                    for t, j, ci, _ in shown],
         hovertemplate=(f"<b>%{{customdata[0]}}</b><br>JND: %{{customdata[1]}}<br>{level} interval: "
                        "%{customdata[2]}<br>PSE: %{customdata[3]}<br>curve JND: %{customdata[5]}<br>"
-                       "note: %{customdata[4]}<extra></extra>"),
+                       "note: %{customdata[4]}%{customdata[6]}<extra></extra>"),
     ))
     if kind == "replicate":
         pairs = [(hover_safe(p.target), p) for t, *_ in shown for p in result.pairs_of(t.target)
@@ -89,12 +97,14 @@ def jnd_figure(result) -> go.Figure:
             x=[name for name, _ in pairs],
             y=[p.jnd_sd for _, p in pairs],
             mode="markers",
-            name="JND of each cue pair (SD across replicates)",
+            name="JND of each cue pair, SD across replicates (listed in the target's hover)",
             marker={"color": "rgba(100,116,139,0.55)", "size": 5, "symbol": "circle-open"},
-            customdata=[[name, hover_safe(p.cue_pair), f"{p.jnd_sd:.3f}", f"{p.pse:.3f}"] for name, p in pairs],
-            hovertemplate=("<b>%{customdata[0]}</b> · cue pair %{customdata[1]}<br>JND: %{customdata[2]}<br>"
-                           "PSE: %{customdata[3]}<extra></extra>"),
+            hoverinfo="skip",
         ))
+    # a few intervals reach far up (a resample with an almost flat curve): the axis stops at 2.5 × the largest JND,
+    # so that the others stay readable; a bar that runs off the chart keeps its numbers in the hover
+    highs = [ci[1] for _, _, ci, _ in shown if ci is not None] + [j for _, j, _, _ in shown]
+    top = min(max(highs, default=1.0), 2.5 * max((j for _, j, _, _ in shown), default=1.0)) * 1.05
     how = ("BCa bootstrap over the replicate models" if kind == "replicate"
            else f"bootstrap over the {result.interval_units} of the fitted slope")
     fig.update_layout(
@@ -105,10 +115,10 @@ def jnd_figure(result) -> go.Figure:
         height=480,
         margin={"l": 10, "r": 10, "t": 100, "b": 110},
         xaxis={"tickangle": -60, "categoryorder": "array", "categoryarray": x},
-        hovermode="closest",
+        hovermode="x",
         hoverlabel={"align": "left"},
         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
-        yaxis={"rangemode": "tozero"},
+        yaxis={"range": [0, top]},
     )
     return fig
 

@@ -69,11 +69,11 @@ def results_view(session: dict[str, Any]) -> tuple:
             None,
             None,
             None,
-            gr.update(value=str(csv_path), visible=True),
-            gr.update(value=str(json_path), visible=True),
             jnd_plot,
             jnd_md,
             jnd_labour_plot,
+            gr.update(value=str(csv_path), visible=True),
+            gr.update(value=str(json_path), visible=True),
         )
     weat, mac = session["weat"], session["mac"]
     csv_path, json_path = weat_rep.weat_exports(weat, mac, source=source, spec=spec.to_dict(),
@@ -93,11 +93,11 @@ def results_view(session: dict[str, Any]) -> tuple:
         weat_rep.weat_figure(weat),
         weat_rep.weat_words_frame(weat),
         weat_rep.mac_frame(mac),
-        gr.update(value=str(csv_path), visible=True),
-        gr.update(value=str(json_path), visible=True),
         None,
         "",
         gr.update(value=None, visible=False),
+        gr.update(value=str(csv_path), visible=True),
+        gr.update(value=str(json_path), visible=True),
     )
 
 
@@ -145,7 +145,7 @@ def build() -> Section:
     sec.outputs = [
         sec.summary, sec.twoafc_box, sec.weat_box, sec.pse_plot, sec.curve_target, sec.curve_plot,
         sec.spectrum_plot, sec.labour_md, sec.labour_plot, sec.twoafc_df, sec.weat_df, sec.weat_plot,
-        sec.weat_words_df, sec.mac_df, sec.csv, sec.json, sec.jnd_plot, sec.jnd_labour_md, sec.jnd_labour_plot,
+        sec.weat_words_df, sec.mac_df, sec.jnd_plot, sec.jnd_labour_md, sec.jnd_labour_plot, sec.csv, sec.json,
     ]
     return sec
 
