@@ -260,17 +260,17 @@ def test_run_and_training_mistakes_are_inline_warnings_and_change_nothing_else(p
     session = paper_run[0]
     skip = gr.skip()
     stale = ("cleared", gr.update(value=None, visible=False))
-    run = app.make_run_handler(stale, 16)
+    run = app.make_run_handler(stale, 19)
     with pytest.warns(UserWarning, match="seed"):  # gr.Warning outside a request: Python's warning
         out = run(session, app.REPLICATES_NONE, 0.05, None, "norm", False, 200, 10_000, -1)
     assert out[1] == "⚠️ " + escape(_seed_message(-1))
-    assert len(out) == 4 + len(stale) + 16 and [o for i, o in enumerate(out) if i != 1] == [skip] * (len(out) - 1)
+    assert len(out) == 4 + len(stale) + 19 and [o for i, o in enumerate(out) if i != 1] == [skip] * (len(out) - 1)
     with pytest.warns(UserWarning):
         out = run(session, app.REPLICATES_UPLOAD, 0.05, [], "norm", False, 200, 10_000, SEED)
     assert out[1] == "⚠️ " + escape(app.MSG_NO_REPLICATE_FILES)
     # a run that goes through clears the stale sections and fills the results
     out = run(session, app.REPLICATES_NONE, 0, None, "norm", False, 0, 10_000, SEED)
-    assert out[0]["result"].mode == "single" and out[1] == "" and out[4:6] == stale and len(out) == 4 + 2 + 16
+    assert out[0]["result"].mode == "single" and out[1] == "" and out[4:6] == stale and len(out) == 4 + 2 + 19
     # training replicates: the message goes under "Train replicates"
     with pytest.warns(UserWarning):
         out = app.train_handler(session, None, 2, 10, 1, 1, SEED)
@@ -751,13 +751,26 @@ def test_interval_labels_follow_the_results_level():
 
 
 def test_jnd_is_explained_when_there_are_no_replicates(paper_run):
+    """One model: the paper's JND (across replicates) is explained as missing; the curve JND is shown instead."""
     session, view = paper_run
+    result = session["result"]
     assert rep.MSG_NO_JND in view[0]
-    assert not any("JND" in c for c in view[9].columns)  # no column of dashes
+    columns = set(view[9].columns)
+    assert "JND (SD across replicates)" not in columns  # no column of dashes
+    assert {"curve JND (fitted SD)", "curve JND 95 % low", "curve JND 95 % high"} <= columns
     spectrum = view[6]
-    assert all(row[3] == rep.MSG_NO_JND_SHORT for tr in spectrum.data for row in tr.customdata)
-    summary = rep.twoafc_summary_records(session["result"], source="glove-6b-50d")
+    by_target = {t.target: t for t in result.targets}
+    for tr in spectrum.data:
+        for row in tr.customdata:
+            t = by_target[row[0]]
+            assert row[3] == (rep.MSG_NO_JND_SHORT if t.jnd_curve is None else f"{t.jnd_curve:.3f} (curve JND)")
+    summary = rep.twoafc_summary_records(result, source="glove-6b-50d")
     assert next(r for r in summary if r["measure"] == "JND")["interval"] == rep.MSG_NO_JND
+    jnd_plot, jnd_md, jnd_labour = view[14], view[15], view[16]
+    assert jnd_plot.data[0].name.startswith("JND = SD of the fitted psychometric function")
+    assert len(jnd_plot.data[0].x) == sum(t.jnd_curve is not None for t in result.targets)
+    assert "sqrt(p(1 − p))" in jnd_md and "0.401" in jnd_md
+    assert jnd_labour["visible"] is True and jnd_labour["value"].data[0].customdata is not None
 
 
 def test_uploaded_replicates_show_the_jnd_column_and_no_empty_state(tmp_path, glove):
@@ -861,8 +874,11 @@ def test_2afc_csv_alone_is_a_complete_record(paper_run):
     session, view = paper_run
     result, corr = session["result"], session["labour"]
     every = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8-sig")))
-    assert [r["row_type"] for r in every] == ["summary"] * 8 + ["target"] * 60
-    summary = {r["measure"]: r for r in every[:8]}
+    # summary rows, then the targets, then what the figures show beyond them: each cue pair, each occupation
+    assert [r["row_type"] for r in every] == ["summary"] * 11 + ["target"] * 60 + ["pair"] * 480 + ["occupation"] * 60
+    summary = {r["measure"]: r for r in every[:11]}
+    jnd_r = summary["Pearson r: JND vs sqrt(p(1 − p)), p = share of women (U.S. BLS)"]
+    assert int(jnd_r["n"]) == 60 and jnd_r["interval"].startswith("standard deviation of the fitted")
     lean = summary["targets leaning to female (PSE > 0.5)"]
     assert int(lean["estimate"]) == sum(1 for t in result.targets if t.pse > 0.5) and lean["n"] == "60"
     above = summary["targets whose interval is wholly above 0.5 (female side)"]
@@ -871,7 +887,7 @@ def test_2afc_csv_alone_is_a_complete_record(paper_run):
     r = summary["Pearson r: PSE vs % women (U.S. BLS)"]
     assert float(r["estimate"]) == round_cell("estimate", corr.pearson_r, r) and int(r["n"]) == corr.n
     assert float(r["p_value"]) == round_cell("p_value", corr.pearson_p, r)
-    for row in every[:8]:
+    for row in every[:11]:
         assert row["spec"] == PAPER and row["embedding"] == "glove-6b-50d" and row["seed"] == str(SEED)
         assert row["mode"] == "thurstonian" and row["noise_sigma"] == "0.05" and row["n_resamples"] == "200"
         assert row["method"].startswith("2AFC") and row["date"] == result.provenance["created_at"]

@@ -19,6 +19,7 @@ import re
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from biastest.measures.twoafc import report as rep
 from biastest.models.embeddings import load_embeddings
@@ -26,6 +27,7 @@ from biastest.spec import MSG_CUE_PAIR_SHAPE
 from biastest.specs import get_twoafc_spec
 from biastest.ui import psychophysics as app
 from tests.browser_helpers import SCREENSHOTS, chromium_browser, hover_text, served
+from tests.test_twoafc_jnd import naive_fit_scale
 
 pytestmark = pytest.mark.browser
 
@@ -40,6 +42,11 @@ def naive_pair_pse(glove, target: str, c1: str, c2: str) -> float:
         return float(v[a] @ v[b] / math.sqrt((v[a] @ v[a]) * (v[b] @ v[b])))
 
     return 0.5 + (cos(c1, target) - cos(c2, target)) / (2 * (1 - cos(c1, c2)))
+
+
+def naive_cos(glove, a: str, b: str) -> float:
+    u, v = (glove.vectors([w])[0][0].astype(np.float64) for w in (a, b))
+    return float(u @ v / math.sqrt((u @ u) * (v @ v)))
 
 
 @pytest.fixture(scope="module")
@@ -158,6 +165,24 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
         mean = np.mean(list(naive.values()))
         assert re.search(rf"PSE: {mean:.3f}", text), text
 
+        # the JND chart (Fig. 3b): one model, so the curve JND; its hover equals a naive fit of the pooled curve
+        page.locator("#jnd-plot .nsewdrag").wait_for()
+        page.locator("#jnd-labour-plot .nsewdrag").wait_for()
+        page.locator("#jnd-labour-summary").get_by_text("0.401").wait_for()
+        lines = hover_text(page, page.locator("#jnd-plot"), fx=0.5, fy=0.5)
+        text = "\n".join(lines)
+        target = lines[0].strip()
+        assert target in spec.targets, text
+        pair_pse = [naive_pair_pse(glove, target, c1, c2) for c1, c2 in spec.cue_pairs]
+        alpha = np.linspace(0, 1, 101)
+        # thurstonian mode (σ = 0.05): the pooled curve is the mean of Φ(2(1 − cos(c1, c2))(α − PSE)/σ)
+        s12 = [naive_cos(glove, c1, c2) for c1, c2 in spec.cue_pairs]
+        prop = np.mean([stats.norm.cdf(2 * (1 - s) * (alpha - p) / 0.05) for p, s in zip(pair_pse, s12, strict=True)],
+                       axis=0)
+        _, scale = naive_fit_scale(alpha, prop, "norm")
+        shown_jnd = float(re.search(r"^JND: ([0-9.]+)", text, re.M).group(1))
+        assert shown_jnd == pytest.approx(scale, abs=2e-3), text
+
         # the CSV download: same targets, same PSE values
         with page.expect_download() as info:
             page.locator("#download-csv").click()
@@ -173,6 +198,8 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
             # the naive PSE to 1e-5, written to 4 significant digits (≤ 5e-5 more)
             assert float(r["pse"]) == pytest.approx(expected, abs=1e-5 + 5e-5)
         assert {r["embedding"] for r in rows} == {"glove-6b-50d"}
+        kinds = [r["row_type"] for r in every]
+        assert kinds.count("pair") == len(rows) * len(spec.cue_pairs) and kinds.count("occupation") == 60
 
         # step 2's options changed after the run ("New bias test" used to leave most of these as set)
         tab(page, "2 · Test data").click()

@@ -1,7 +1,9 @@
 """The 2AFC measure: psychophysics of word embeddings (Liang & Acuna 2020).
 
 PSE and JND of target words on female/male (or any) cue pairs, psychometric
-fits, intervals from the data, and the correlation with labour statistics.
+fits, intervals from the data, the correlation of the PSE and of the JND with
+labour statistics, and the paper's numbers on GloVe 6B 50d
+(:func:`biastest.measures.twoafc.reproduce.reproduction_numbers`).
 """
 
 from __future__ import annotations
@@ -10,9 +12,19 @@ from biastest.measures.base import Measure
 from biastest.measures.twoafc import report
 from biastest.measures.twoafc.compare import compare_twoafc
 from biastest.measures.twoafc.headless import headless, prepare
-from biastest.measures.twoafc.labor import labor_statistics_correlation, load_occupations_bls
+from biastest.measures.twoafc.labor import (
+    jnd_labor_correlation,
+    labor_statistics_correlation,
+    load_occupations_bls,
+)
 from biastest.measures.twoafc.options import MSG_CORPUS_AND_REPLICATES, TwoAFCOptions
-from biastest.measures.twoafc.result import LaborCorrelation, PairPSE, TargetPSE, TwoAFCResult
+from biastest.measures.twoafc.result import (
+    JNDLaborCorrelation,
+    LaborCorrelation,
+    PairPSE,
+    TargetPSE,
+    TwoAFCResult,
+)
 from biastest.measures.twoafc.run import TwoAFCItems, run
 from biastest.measures.twoafc.score import PAPER_CUE_PAIRS
 from biastest.measures.twoafc.summary import twoafc
@@ -21,6 +33,7 @@ __all__ = [
     "MEASURE",
     "MSG_CORPUS_AND_REPLICATES",
     "PAPER_CUE_PAIRS",
+    "JNDLaborCorrelation",
     "LaborCorrelation",
     "PairPSE",
     "TargetPSE",
@@ -28,6 +41,7 @@ __all__ = [
     "TwoAFCOptions",
     "TwoAFCResult",
     "compare_twoafc",
+    "jnd_labor_correlation",
     "labor_statistics_correlation",
     "load_occupations_bls",
     "run",

@@ -23,6 +23,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from biastest.measures.embedding_common import level_text, record_fields
+from biastest.measures.twoafc.report_figures import figure_rows
 from biastest.report.export import created_date, download_name, private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import C1_COLOR, C2_COLOR, FONT, NEUTRAL, SAT_COLOR, hover_safe
 from biastest.report.text import esc as _esc
@@ -62,10 +63,12 @@ def _sat_text(flag: str | None) -> str:
 
 
 MSG_NO_JND = (
-    "No JND: the JND is the spread (standard deviation) of the PSE across replicate embedding models, and this "
-    "run has one model. Choose “Several embedding files” or “Train replicates” in step 2 to get it."
+    "The paper's JND (the spread of the PSE across replicate embedding models) needs several models, and this run "
+    "has one. The JND shown is the curve JND: the standard deviation of the psychometric function fitted to the "
+    "answers pooled over the cue pairs — how far apart the cue pairs put the PSE. Choose “Several embedding "
+    "files” or “Train replicates” in step 2 for the paper's JND."
 )
-MSG_NO_JND_SHORT = "none (one model, no replicates)"
+MSG_NO_JND_SHORT = "none (the psychometric fit failed)"
 MSG_NO_LEAN = "none"
 MSG_SIGMA_BAND = (
     "σ-implied spread ±{sd:.3f}: what your perceptual noise σ = {sigma:g} implies — an assumption about the "
@@ -115,8 +118,9 @@ def _interval_text(ci: tuple[float, float] | None) -> str:
 def twoafc_frame(result) -> pd.DataFrame:
     """One display row per target: PSE with its interval, saturation, JND or σ band, fit, per-cue-pair PSEs.
 
-    Column names carry the result's confidence level. The JND column exists only with replicates (else the
-    reading says why, :data:`MSG_NO_JND`); the σ-implied spread only with a σ, named as an assumption.
+    Column names carry the result's confidence level. The replicate JND (the paper's) exists only with
+    replicates (else the reading says why, :data:`MSG_NO_JND`); the curve JND (the fitted function's SD,
+    :mod:`biastest.measures.twoafc.jnd`) in every mode; the σ-implied spread only with a σ, named as an assumption.
     """
     level = level_text(result.ci_level)
     band = sigma_band(result)
@@ -131,6 +135,11 @@ def twoafc_frame(result) -> pd.DataFrame:
         }
         if result.mode == "replicates":
             row["JND (SD across replicates)"] = None if t.jnd_sd is None else round(t.jnd_sd, 4)
+            row[f"JND {level} low"] = None if t.jnd_sd_ci is None else round(t.jnd_sd_ci[0], 4)
+            row[f"JND {level} high"] = None if t.jnd_sd_ci is None else round(t.jnd_sd_ci[1], 4)
+        row["curve JND (fitted SD)"] = None if t.jnd_curve is None else round(t.jnd_curve, 4)
+        row[f"curve JND {level} low"] = None if t.jnd_curve_ci is None else round(t.jnd_curve_ci[0], 4)
+        row[f"curve JND {level} high"] = None if t.jnd_curve_ci is None else round(t.jnd_curve_ci[1], 4)
         if band is not None:
             sd = band[0][i]
             row["σ-implied spread (assumption)"] = None if sd is None else round(sd, 4)
@@ -142,8 +151,8 @@ def twoafc_frame(result) -> pd.DataFrame:
             row[f"fitted PSE {level} low"] = None if f.pse_ci is None else round(f.pse_ci[0], 4)
             row[f"fitted PSE {level} high"] = None if f.pse_ci is None else round(f.pse_ci[1], 4)
             row["fit status"] = f.status
-        if any(x.fit_note or x.pse_ci_note for x in result.targets):
-            row["note"] = " ".join(dict.fromkeys(v for v in (t.pse_ci_note, t.fit_note) if v))
+        if any(x.fit_note or x.pse_ci_note or x.jnd_note for x in result.targets):
+            row["note"] = " ".join(dict.fromkeys(v for v in (t.pse_ci_note, t.fit_note, t.jnd_note) if v))
         for k, v in t.pair_pse.items():
             row[f"PSE {k}"] = round(v, 4)
         rows.append(row)
@@ -160,7 +169,9 @@ def twoafc_csv_rows(result, *, source: str) -> list[dict[str, Any]]:
 
 
 def pse_figure(result) -> go.Figure:
-    """PSE per target with intervals from the data (the paper's Fig. 3); hover shows every cue pair's PSE.
+    """PSE per target with intervals from the data and a dot per cue pair (the paper's Fig. 3a).
+
+    Hover on a target shows every cue pair's PSE (the small open dots, which have no hover of their own).
 
     The error bars are the percentile bootstrap intervals of the PSE (over the cue pairs or the replicate
     models, at the result's level). With a perceptual noise σ the spread it implies is drawn as a separate,
@@ -179,6 +190,7 @@ def pse_figure(result) -> go.Figure:
                  else f"no interval: {hover_safe(t.pse_ci_note)}"]
         if result.mode == "replicates":
             lines.append(f"JND (SD across replicates): {_fmt(t.jnd_sd)}")
+        lines.append(f"curve JND (fitted SD): {_fmt(t.jnd_curve)}")
         if sd is not None:
             lines.append(f"σ-implied spread (assumption): ±{sd:.3f}")
         return "<br>".join(lines)
@@ -217,6 +229,17 @@ def pse_figure(result) -> go.Figure:
                 hovertemplate=template,
             )
         )
+    pairs = [(hover_safe(p.target), p) for t in targets for p in result.pairs_of(t.target)]
+    fig.add_trace(
+        go.Scatter(
+            x=[name for name, _ in pairs],
+            y=[p.pse for _, p in pairs],
+            mode="markers",
+            name="PSE of each cue pair (listed in the target's hover)",
+            marker={"color": "rgba(100,116,139,0.55)", "size": 5, "symbol": "circle-open"},
+            hoverinfo="skip",
+        )
+    )
     if band is not None:
         fig.add_trace(
             go.Scatter(
@@ -234,8 +257,8 @@ def pse_figure(result) -> go.Figure:
                   annotation_position="bottom right")
     lows = [t.pse_ci[0] for t in targets if t.pse_ci is not None]
     highs = [t.pse_ci[1] for t in targets if t.pse_ci is not None]
-    lo = min([0.0, *(t.pse for t in targets), *lows])
-    hi = max([1.0, *(t.pse for t in targets), *highs])
+    lo = min([0.0, *(t.pse for t in targets), *lows, *(p.pse for _, p in pairs)])
+    hi = max([1.0, *(t.pse for t in targets), *highs, *(p.pse for _, p in pairs)])
     if lo < 0:
         fig.add_hrect(y0=lo - 0.05, y1=0, fillcolor=SAT_COLOR, opacity=0.06, line_width=0)
     if hi > 1:
@@ -444,7 +467,7 @@ def spectrum_figure(spectrum) -> go.Figure:
     n_rows = max(ys, default=0) + 1
     custom = [
         [hover_safe(r["target"]), f"{r['pse']:.3f}", _sat_text(r["saturated"]) or "no",
-         MSG_NO_JND_SHORT if r.get("jnd_sd") is None else _fmt(r["jnd_sd"]),
+         MSG_NO_JND_SHORT if r.get("jnd") is None else f"{_fmt(r['jnd'])} ({r['jnd_kind']} JND)",
          "<br>".join(f"{hover_safe(k)}: {v:.3f}" for k, v in r.get("pair_pse", {}).items()),
          _interval_text(r.get("pse_ci"))]
         for r in rows
@@ -622,9 +645,9 @@ def twoafc_interpretation(result, *, source: str) -> str:
     return "\n\n".join(lines)
 
 
-def twoafc_summary_records(result, *, source: str, corr=None,
-                           spec: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The summary rows the 2AFC CSV starts with: leaning counts, interval counts, JND or σ, labour statistics.
+def twoafc_summary_records(result, *, source: str, corr=None, spec: Mapping[str, Any] | None = None,
+                           jnd_corr=None) -> list[dict[str, Any]]:
+    """The summary rows the 2AFC CSV starts with: leaning counts, interval counts, JNDs or σ, labour statistics.
 
     Each row: ``measure``, ``estimate``, ``ci_low``/``ci_high`` with ``confidence``, ``interval`` (how it was
     made, or why there is none), ``p_value``, ``n``; then the record: embedding, mode, σ, replicates, cue
@@ -662,6 +685,9 @@ def twoafc_summary_records(result, *, source: str, corr=None,
                         float(np.mean(jnds)) if jnds else None, unit="α"))
     else:
         rows.append(row("JND", None, interval=MSG_NO_JND))
+    curve = [t.jnd_curve for t in result.targets if t.jnd_curve is not None]
+    rows.append(row("curve JND (SD of the fitted psychometric function), mean over targets",
+                    float(np.mean(curve)) if curve else None, unit="α", n=len(curve)))
     band = sigma_band(result)
     if band is not None:
         sds = [v for v in band[0] if v is not None]
@@ -672,22 +698,31 @@ def twoafc_summary_records(result, *, source: str, corr=None,
                         interval=f"saturated PSEs: {corr.saturated_policy}"))
         rows.append(row("Spearman ρ: PSE vs % women (U.S. BLS)", corr.spearman_rho, p_value=corr.spearman_p,
                         n=corr.n))
+    if jnd_corr is not None:
+        rows.append(row("Pearson r: JND vs sqrt(p(1 − p)), p = share of women (U.S. BLS)", jnd_corr.pearson_r,
+                        p_value=jnd_corr.pearson_p, n=jnd_corr.n, interval=jnd_corr.jnd_definition))
+        rows.append(row("Spearman ρ: JND vs sqrt(p(1 − p)), p = share of women (U.S. BLS)", jnd_corr.spearman_rho,
+                        p_value=jnd_corr.spearman_p, n=jnd_corr.n, interval=jnd_corr.jnd_definition))
     return rows
 
 
 def twoafc_exports(result, *, source: str, corr=None, spec: Mapping[str, Any] | None = None,
-                   directory: Path | None = None) -> tuple[Path, Path]:
+                   directory: Path | None = None, jnd_corr=None) -> tuple[Path, Path]:
     """CSV and JSON (everything, with provenance) in ``directory`` (default: a fresh folder).
 
     The CSV is a complete record on its own: summary rows first (:func:`twoafc_summary_records`,
-    ``row_type`` ``summary``), then one row per target (``row_type`` ``target``, :func:`twoafc_csv_rows`).
+    ``row_type`` ``summary``), then one row per target (``row_type`` ``target``, :func:`twoafc_csv_rows`), then
+    the rows the figures show beyond them (``row_type`` ``pair`` and ``occupation``,
+    :func:`biastest.measures.twoafc.report_figures.figure_rows`).
     """
     folder = Path(directory) if directory is not None else private_dir("biastest-2afc-")
-    rows = summary_first(twoafc_summary_records(result, source=source, corr=corr, spec=spec),
+    rows = summary_first(twoafc_summary_records(result, source=source, corr=corr, spec=spec, jnd_corr=jnd_corr),
                          twoafc_csv_rows(result, source=source), item_type="target")
+    rows += figure_rows(result, source=source, corr=corr, jnd_corr=jnd_corr)
     csv_path = write_csv(rows, folder / download_name("psychophysics", source, when=created_date(result), part="2afc"))
     payload = {"test": "2afc", "embedding": source, "spec": dict(spec) if spec else None, "result": result.to_dict(),
-               "labour_statistics": corr.to_dict() if corr is not None else None}
+               "labour_statistics": corr.to_dict() if corr is not None else None,
+               "jnd_labour_statistics": jnd_corr.to_dict() if jnd_corr is not None else None}
     json_path = write_json(payload, folder / download_name("psychophysics", source, when=created_date(result),
                                                            ext="json", part="2afc"))
     return csv_path, json_path

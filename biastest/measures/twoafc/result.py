@@ -19,12 +19,15 @@ from pydantic import BaseModel, ConfigDict, PlainSerializer, PlainValidator, com
 
 from biastest.errors import DataError
 from biastest.measures.base import ResultBase
+from biastest.measures.twoafc.jnd import JND_CURVE_DEFINITION, JND_REPLICATE_DEFINITION
 from biastest.measures.twoafc.score import MSG_UNKNOWN_TARGET, thurstonian_curve
 from biastest.stats.psychometric import PsychometricFit
 
-__all__ = ["LaborCorrelation", "PairPSE", "PsychometricCurve", "Spectrum", "TargetPSE", "TwoAFCResult"]
+__all__ = [
+    "JNDLaborCorrelation", "LaborCorrelation", "PairPSE", "PsychometricCurve", "Spectrum", "TargetPSE", "TwoAFCResult",
+]
 
-JND_DEFINITION = "standard deviation of the PSE across replicate models (ddof=1)"
+JND_DEFINITION = JND_REPLICATE_DEFINITION
 PSE_VARIANCE_DEFINITION = "variance of the PSE across replicates (ddof=1), the psycho_ai definition"
 
 _FIT_TUPLES = ("pse_bracket", "pse_ci", "slope_ci", "x", "k", "n")
@@ -79,6 +82,8 @@ class PairPSE(_Record):
         Cosine similarities (means over replicates).
     fit : PsychometricFit or None
         Mode "replicates": the fitted function to the pooled responses.
+    jnd_curve : float or None
+        The curve JND of ``fit`` (:func:`biastest.measures.twoafc.jnd.curve_jnd`).
     """
 
     target: str
@@ -95,6 +100,7 @@ class PairPSE(_Record):
     sim_c2_w: float
     sim_c1_c2: float
     fit: FitField
+    jnd_curve: float | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -112,6 +118,7 @@ class PairPSE(_Record):
             "pse": self.pse,
             "saturated": self.saturated or "",
             "jnd_sd": self.jnd_sd,
+            "jnd_curve": self.jnd_curve,
             "pse_variance_psycho_ai": self.pse_variance,
             "curve_sd": self.curve_sd,
             "n_replicates": len(self.pse_replicates),
@@ -158,6 +165,15 @@ class TargetPSE(_Record):
         spread your σ implies — an assumption, not data.
     fit_note : str
         Why the fit or its interval is missing, or what was not fitted ("" when complete).
+    jnd_sd_ci : (float, float) or None
+        BCa bootstrap interval of ``jnd_sd`` over the replicate models.
+    jnd_curve : float or None
+        The curve JND of ``fit``: the standard deviation of the fitted function's distribution
+        (:mod:`biastest.measures.twoafc.jnd`).
+    jnd_curve_ci : (float, float) or None
+        Its interval, mapped from the fit's bootstrap slopes.
+    jnd_note : str
+        Why a JND interval is missing ("" when each JND present has one).
     """
 
     target: str
@@ -174,6 +190,16 @@ class TargetPSE(_Record):
     pse_ci_note: str = ""
     curve_sd: float | None = None
     fit_note: str = ""
+    jnd_sd_ci: tuple[float, float] | None = None
+    jnd_curve: float | None = None
+    jnd_curve_ci: tuple[float, float] | None = None
+    jnd_note: str = ""
+
+    def jnd(self) -> tuple[float | None, tuple[float, float] | None, str]:
+        """The headline JND, its interval and its kind: the replicate JND when there is one, else the curve JND."""
+        if self.jnd_sd is not None:
+            return self.jnd_sd, self.jnd_sd_ci, "replicate"
+        return self.jnd_curve, self.jnd_curve_ci, "curve"
 
     def record(self) -> dict[str, Any]:
         f = self.fit
@@ -185,6 +211,12 @@ class TargetPSE(_Record):
             "pse_ci_note": self.pse_ci_note,
             "saturated": self.saturated or "",
             "jnd_sd": self.jnd_sd,
+            "jnd_sd_ci_low": self.jnd_sd_ci[0] if self.jnd_sd_ci else None,
+            "jnd_sd_ci_high": self.jnd_sd_ci[1] if self.jnd_sd_ci else None,
+            "jnd_curve": self.jnd_curve,
+            "jnd_curve_ci_low": self.jnd_curve_ci[0] if self.jnd_curve_ci else None,
+            "jnd_curve_ci_high": self.jnd_curve_ci[1] if self.jnd_curve_ci else None,
+            "jnd_note": self.jnd_note,
             "pse_variance_psycho_ai": self.pse_variance,
             "pse_sd_over_pairs": self.pse_sd_over_pairs,
             "sigma_implied_sd_assumption": self.curve_sd,
@@ -248,7 +280,8 @@ class Spectrum:
     """Targets ordered along the cue1–cue2 stimulus axis (Fig. 4).
 
     α = 0 is "100 % cue 1", α = 1 "100 % cue 2"; each row holds the target's
-    PSE (raw), its saturation flag, its JND (or None) and a position clipped
+    PSE (raw), its saturation flag, its replicate JND (``jnd_sd``, or None), its
+    headline JND (``jnd``: the replicate JND, else the curve JND; ``jnd_kind``) and a position clipped
     to [0, 1] for drawing (``position``; saturated rows sit at the ends and
     must be drawn as such).
     """
@@ -312,8 +345,14 @@ class TwoAFCResult(ResultBase):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def jnd_definition(self) -> str:
-        """What the JND is (recorded in the JSON)."""
-        return JND_DEFINITION
+        """What the headline JND is (recorded in the JSON): the replicate JND with replicates, else the curve JND."""
+        return JND_REPLICATE_DEFINITION if self.mode == "replicates" else JND_CURVE_DEFINITION
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def jnd_curve_definition(self) -> str:
+        """What ``jnd_curve`` is (recorded in the JSON)."""
+        return JND_CURVE_DEFINITION
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -394,6 +433,8 @@ class TwoAFCResult(ResultBase):
                     "saturated": t.saturated,
                     "position": float(min(1.0, max(0.0, t.pse))),
                     "jnd_sd": t.jnd_sd,
+                    "jnd": t.jnd()[0],
+                    "jnd_kind": t.jnd()[2],
                     "pse_ci": t.pse_ci,
                     "pair_pse": dict(t.pair_pse),
                 }
@@ -432,5 +473,39 @@ class LaborCorrelation(ResultBase):
     used: tuple[dict[str, Any], ...]
     dropped: dict[str, str]
     saturated_policy: str
+    table_source: str
+    provenance: dict[str, Any]
+
+
+class JNDLaborCorrelation(ResultBase):
+    """The paper's validation of the JND: each occupation's JND against ``sqrt(p(1 − p))``, p = % women / 100.
+
+    Attributes
+    ----------
+    pearson_r, pearson_p, spearman_rho, spearman_p : float
+        Two-sided p-values (scipy.stats).
+    n : int
+        Occupations used.
+    jnd_kind : str
+        ``"replicate"`` (SD of the PSE across replicate models) or ``"curve"`` (the fitted curve's SD).
+    jnd_definition : str
+        That definition in words.
+    used : tuple of dict
+        ``occupation``, ``jnd``, ``jnd_ci_low``, ``jnd_ci_high``, ``pct_female``, ``binomial_sd`` per row.
+    dropped : mapping occupation → reason
+        Not tested, or without a JND (its fit failed).
+    """
+
+    result_name: ClassVar[str] = "JND labour-statistics validation"
+
+    pearson_r: float
+    pearson_p: float
+    spearman_rho: float
+    spearman_p: float
+    n: int
+    jnd_kind: str
+    jnd_definition: str
+    used: tuple[dict[str, Any], ...]
+    dropped: dict[str, str]
     table_source: str
     provenance: dict[str, Any]

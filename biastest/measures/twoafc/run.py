@@ -25,6 +25,7 @@ from biastest.measures.embedding_common import (
     resolve_models,
     tick,
 )
+from biastest.measures.twoafc.jnd import JND_CURVE_DEFINITION, JND_REPLICATE_DEFINITION
 from biastest.measures.twoafc.options import TwoAFCOptions
 from biastest.measures.twoafc.result import TwoAFCResult
 from biastest.measures.twoafc.score import MSG_NO_PAIRS
@@ -101,7 +102,7 @@ def _provenance(options: TwoAFCOptions, models: Sequence[WordEmbeddings], mode: 
         replicates_trained_on_corpus=trained,
         train_options=dict(options.train_options or {}) if trained else None,
         noise_sigma=options.noise_sigma,
-        jnd_definition="standard deviation of the PSE across replicate models (ddof=1)",
+        jnd_definition=JND_REPLICATE_DEFINITION if len(models) > 1 else JND_CURVE_DEFINITION,
         sigmoid=options.sigmoid,
         lapse=options.lapse,
         n_bootstrap=options.n_bootstrap,

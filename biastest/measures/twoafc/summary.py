@@ -15,6 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from biastest.errors import DataError, MethodError
+from biastest.measures.twoafc.jnd import (
+    MSG_JND_NO_REPLICATE_INTERVAL,
+    curve_jnd,
+    curve_jnd_interval,
+    replicate_sd_interval,
+)
 from biastest.measures.twoafc.result import PairPSE, TargetPSE, TwoAFCResult
 from biastest.measures.twoafc.score import (
     DEFAULT_ALPHA_GRID,
@@ -212,14 +218,31 @@ def _pair_rows(pses: _PSEs, targets: Sequence[str], cue_pairs: Sequence[tuple[st
                     sim_c2_w=float(m2w[t, p]),
                     sim_c1_c2=float(m12[p]),
                     fit=fits[t * P + p],
+                    jnd_curve=curve_jnd(fits[t * P + p]),
                 )
             )
     return pairs
 
 
+def _jnds(pses: _PSEs, t: int, fit: PsychometricFit | None, *, n_bootstrap: int, seed: int,
+          ci_level: float) -> dict:
+    """A target's JNDs (:mod:`biastest.measures.twoafc.jnd`): the replicate JND's interval, the curve JND, and why
+    an interval is missing."""
+    notes = []
+    sd_ci = None
+    if pses.sd_t is not None:
+        sd_ci = replicate_sd_interval(pses.rt[:, t], n_bootstrap=n_bootstrap, seed=seed, ci_level=ci_level)
+        if sd_ci is None:
+            notes.append(MSG_JND_NO_REPLICATE_INTERVAL.format(minimum=MIN_UNITS_FOR_INTERVAL))
+    c_ci, c_note = curve_jnd_interval(fit)
+    if c_note:
+        notes.append(c_note)
+    return {"jnd_sd_ci": sd_ci, "jnd_curve": curve_jnd(fit), "jnd_curve_ci": c_ci, "jnd_note": " ".join(notes)}
+
+
 def _target_rows(pses: _PSEs, targets: Sequence[str], cue_pairs: Sequence[tuple[str, str]], ci: _Intervals, *,
                  noise_sigma: float | None, fits: Sequence[PsychometricFit | None],
-                 lapse_ignored: bool) -> list[TargetPSE]:
+                 lapse_ignored: bool, n_bootstrap: int, seed: int, ci_level: float) -> list[TargetPSE]:
     """One :class:`TargetPSE` per target."""
     P = len(cue_pairs)
     pse_t = pses.rt.mean(axis=0)
@@ -245,6 +268,7 @@ def _target_rows(pses: _PSEs, targets: Sequence[str], cue_pairs: Sequence[tuple[
                 pse_ci_note="" if ci.pse_ci[t] is not None else (ci.note or MSG_FIT_NO_INTERVAL),
                 curve_sd=None if curve_sd_t is None else float(curve_sd_t),
                 fit_note=_fit_note(fits[t], ci_note=ci.note, lapse_ignored=lapse_ignored),
+                **_jnds(pses, t, fits[t], n_bootstrap=n_bootstrap, seed=seed, ci_level=ci_level),
             )
         )
     return rows
@@ -269,8 +293,11 @@ def twoafc(
 
     ``score(c_i) = (1−α)·sim(c1,c_i) + α·sim(c2,c_i) + sim(w,c_i)``;
     ``PSE = 1/2 + (sim(c1,w) − sim(c2,w)) / (2(1 − sim(c1,c2)))``;
-    ``JND = SD_r(PSE_r)`` (ddof=1) over replicate models. Reference:
-    Liang & Acuna (2020), FAT* '20, eq. 8.
+    ``JND = SD_r(PSE_r)`` (ddof=1) over replicate models (the replicate
+    JND, with a BCa bootstrap interval over the models) and, in every mode,
+    the curve JND of each fitted function (``s`` or ``π·s/√3``, with the
+    interval of its bootstrap slopes): :mod:`biastest.measures.twoafc.jnd`.
+    Reference: Liang & Acuna (2020), FAT* '20, eq. 8.
 
     Parameters
     ----------
@@ -352,7 +379,8 @@ def twoafc(
         n_replicates=R,
         pairs=tuple(_pair_rows(pses, targets, cue_pairs, noise_sigma=noise_sigma, fits=pair_fits)),
         targets=tuple(_target_rows(pses, targets, cue_pairs, ci, noise_sigma=noise_sigma, fits=target_fits,
-                                   lapse_ignored=lapse and mode != "replicates")),
+                                   lapse_ignored=lapse and mode != "replicates", n_bootstrap=n_bootstrap, seed=seed,
+                                   ci_level=ci_level)),
         cue_pairs=tuple((a, b) for a, b in cue_pairs),
         cue1_label=labels[0],
         cue2_label=labels[1],

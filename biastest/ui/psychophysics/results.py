@@ -1,9 +1,11 @@
 """Step 3 of the word-embedding app: the 2AFC and WEAT/MAC results, and their downloads.
 
-2AFC: the PSE per target, the psychometric curve of a chosen target, the
-spectrum, the labour-statistics comparison where the cues are gendered, the
-per-target table. WEAT/MAC: statistic and effect size, per-word associations,
-MAC. The measures' reports (:mod:`biastest.measures.twoafc.report`,
+2AFC: the PSE per target with a dot per cue pair (Fig. 3a), the JND per
+target (Fig. 3b), the psychometric curve of a chosen target, the spectrum
+(Fig. 4), the labour-statistics comparisons where the cues are gendered (the
+PSE against % women, the JND against sqrt(p(1 − p))), the per-target table.
+WEAT/MAC: statistic and effect size, per-word associations, MAC. The measures'
+reports (:mod:`biastest.measures.twoafc.report`, :mod:`biastest.measures.twoafc.report_figures`,
 :mod:`biastest.measures.weat.report`) make the tables and figures; this module places them.
 """
 
@@ -13,11 +15,30 @@ from typing import Any
 
 import gradio as gr
 
+from biastest.errors import DataError
+from biastest.measures.twoafc import jnd_labor_correlation
 from biastest.measures.twoafc import report as rep
+from biastest.measures.twoafc import report_figures as jnd_rep
 from biastest.measures.weat import report as weat_rep
 from biastest.spec import TwoAFCSpec
 from biastest.ui.common import session_export_dir, user_errors
 from biastest.ui.psychophysics.state import Section
+
+
+def _jnd_views(result, corr) -> tuple[Any, Any, Any, Any]:
+    """The JND figure (Fig. 3b), its validation against labour statistics (when the PSE's is shown) in words and
+    as a scatter, and the validation record (None without one)."""
+    hide_plot = gr.update(value=None, visible=False)
+    if not any(t.jnd()[0] is not None for t in result.targets):
+        return None, jnd_rep.MSG_NO_JND_AT_ALL, hide_plot, None
+    fig = jnd_rep.jnd_figure(result)
+    if corr is None:
+        return fig, "", hide_plot, None
+    try:
+        val = jnd_labor_correlation(result)
+    except DataError as exc:
+        return fig, exc.message, hide_plot, None
+    return fig, jnd_rep.jnd_labour_markdown(val), gr.update(value=jnd_rep.jnd_labour_figure(val), visible=True), val
 
 
 def results_view(session: dict[str, Any]) -> tuple:
@@ -26,8 +47,9 @@ def results_view(session: dict[str, Any]) -> tuple:
     hide = gr.update(visible=False)
     if isinstance(spec, TwoAFCSpec):
         result, corr = session["result"], session.get("labour")
+        jnd_plot, jnd_md, jnd_labour_plot, jnd_corr = _jnd_views(result, corr)
         csv_path, json_path = rep.twoafc_exports(result, source=source, corr=corr, spec=spec.to_dict(),
-                                                   directory=session_export_dir("biastest-2afc-"))
+                                                   directory=session_export_dir("biastest-2afc-"), jnd_corr=jnd_corr)
         names = [t.target for t in sorted(result.targets, key=lambda t: -t.pse)]
         first, first_note = rep.first_curve_target(result)
         return (
@@ -47,6 +69,9 @@ def results_view(session: dict[str, Any]) -> tuple:
             None,
             None,
             None,
+            jnd_plot,
+            jnd_md,
+            jnd_labour_plot,
             gr.update(value=str(csv_path), visible=True),
             gr.update(value=str(json_path), visible=True),
         )
@@ -68,6 +93,9 @@ def results_view(session: dict[str, Any]) -> tuple:
         weat_rep.weat_figure(weat),
         weat_rep.weat_words_frame(weat),
         weat_rep.mac_frame(mac),
+        None,
+        "",
+        gr.update(value=None, visible=False),
         gr.update(value=str(csv_path), visible=True),
         gr.update(value=str(json_path), visible=True),
     )
@@ -86,7 +114,9 @@ def build() -> Section:
     sec = Section()
     sec.add("summary", gr.Markdown("", elem_id="result-summary"), "")
     with sec.add("twoafc_box", gr.Column(visible=True), gr.update(visible=True)):
-        sec.add("pse_plot", gr.Plot(label="PSE per target word (paper Fig. 3)", elem_id="pse-plot"), None)
+        sec.add("pse_plot", gr.Plot(label="PSE per target word, a dot per cue pair (paper Fig. 3a)",
+                                    elem_id="pse-plot"), None)
+        sec.add("jnd_plot", gr.Plot(label="JND per target word (paper Fig. 3b)", elem_id="jnd-plot"), None)
         with gr.Row():
             sec.add("curve_target", gr.Dropdown([], label="Psychometric curve of the target word",
                                                 elem_id="curve-target"), gr.update(choices=[], value=None, info=None))
@@ -96,6 +126,9 @@ def build() -> Section:
         sec.add("labour_md", gr.Markdown("", elem_id="labour-summary"), "")
         sec.add("labour_plot", gr.Plot(label="PSE vs labour statistics", visible=False, elem_id="labour-plot"),
                 gr.update(value=None, visible=False))
+        sec.add("jnd_labour_md", gr.Markdown("", elem_id="jnd-labour-summary"), "")
+        sec.add("jnd_labour_plot", gr.Plot(label="JND vs the binomial SD of % women", visible=False,
+                                           elem_id="jnd-labour-plot"), gr.update(value=None, visible=False))
         sec.add("twoafc_df", gr.Dataframe(label="Per target word", interactive=False, elem_id="twoafc-table"), None)
     with sec.add("weat_box", gr.Column(visible=False), gr.update(visible=False)):
         sec.add("weat_df", gr.Dataframe(label="WEAT and MAC", interactive=False, elem_id="weat-table"), None)
@@ -112,7 +145,7 @@ def build() -> Section:
     sec.outputs = [
         sec.summary, sec.twoafc_box, sec.weat_box, sec.pse_plot, sec.curve_target, sec.curve_plot,
         sec.spectrum_plot, sec.labour_md, sec.labour_plot, sec.twoafc_df, sec.weat_df, sec.weat_plot,
-        sec.weat_words_df, sec.mac_df, sec.csv, sec.json,
+        sec.weat_words_df, sec.mac_df, sec.jnd_plot, sec.jnd_labour_md, sec.jnd_labour_plot, sec.csv, sec.json,
     ]
     return sec
 
