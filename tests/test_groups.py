@@ -143,3 +143,64 @@ def test_mac_results_written_before_groups_still_load():
     assert "groups" not in doc
     r = MACResult.load_json(old)
     assert r.groups == {} and r.group_contrasts == () and r.mac == doc["mac"]
+
+
+# --------------------------------------------------------------------------- the app, the command line, the audit
+def test_app_runs_mac_per_group_for_a_three_group_library_spec(tmp_path):
+    """Step 1 keeps all three groups of a library group spec; step 3 shows MAC per group and says why no WEAT."""
+    import csv
+
+    from biastest.report.text import esc
+    from biastest.ui import psychophysics as app
+    from biastest.ui.psychophysics.spec import MSG_SPEC_OK_GROUPS
+
+    filled = app.fill_weat(RELIGION)
+    assert filled[:2] == ("judaism, jew, synagogue, torah, rabbi", "christianity, christian, church, bible, priest")
+    values = [app.KIND_WEAT, app.CUSTOM, "", "", "", "", RELIGION, *filled, "glove-6b-50d", None, ""]
+    session, message, reports, _ = app.confirm_spec_core(app.new_session(), *values, allow_paths=False)
+    assert session["spec"] == get_spec(RELIGION)
+    assert message.startswith("✅ Specification is valid: 3 groups") and "Muslim terms → Muslim stereotypes" in message
+    assert MSG_SPEC_OK_GROUPS.split("{")[0] in message
+    assert list(reports) == ["Jewish terms", "Christian terms", "Muslim terms", "Jewish stereotypes",
+                             "Christian stereotypes", "Muslim stereotypes"]
+    edited = app.weat_spec_from_inputs(RELIGION, filled[0] + ", hebrew", *filled[1:])
+    assert edited.n_groups == 2 and edited.name.endswith("(edited)")  # editing keeps the two groups shown
+    run = app.run_core(session, app.REPLICATES_NONE, 0.05, None, "norm", False, 0, 1000, 1)
+    assert run["weat"] is None and run["mac"].group_contrasts
+    view = app.results_view(run)
+    why = MSG_TWO_GROUPS_ONLY.format(test="WEAT", name=RELIGION, count=3,
+                                     names="Jewish terms, Christian terms, Muslim terms")
+    assert esc(why) in view[0]
+    table = view[10].set_index("quantity")["value"]
+    for c in run["mac"].group_contrasts:
+        assert table[f"MAC contrast of '{c['group']}': own − other groups' stereotypes"] == pytest.approx(
+            c["contrast"], abs=1e-6)
+    words = view[12]
+    assert set(words["group"]) == {"Jewish terms", "Christian terms", "Muslim terms"}
+    rows = list(csv.DictReader(open(view[-2]["value"], encoding="utf-8-sig")))
+    assert {r["row_type"] for r in rows} == {"summary", "word"}
+    assert sum("MAC contrast of" in r["measure"] for r in rows if r["row_type"] == "summary") == 3
+    doc = json.loads(open(view[-1]["value"], encoding="utf-8").read())
+    assert doc["test"] == "mac" and len(doc["mac"]["group_contrasts"]) == 3
+
+
+def test_cli_run_weat_on_three_groups_gives_mac_per_group(tmp_path):
+    from biastest.cli import main
+
+    out = tmp_path / "mac.json"
+    assert main(["run", "weat", RELIGION, "--out", str(out)]) == 0
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["test"] == "mac" and [c["group"] for c in doc["result"]["group_contrasts"]] == [
+        "Jewish terms", "Christian terms", "Muslim terms"]
+
+
+def test_audit_grid_skips_three_group_specs_with_the_reason(tmp_path):
+    from biastest.audit.grid import parse_grid
+    from biastest.audit.plan import MSG_SKIP_TWO_GROUPS, make_plan
+
+    grid = parse_grid({"models": [{"name": "glove", "kind": "embeddings", "id": "glove-6b-50d"}],
+                       "specs": [RELIGION, GENDER], "methods": ["weat"], "seeds": [1]}, base=tmp_path)
+    plan = make_plan(grid, tmp_path / "out")
+    assert [(c.spec.name, c.method) for c in plan.cells] == [(GENDER, "weat")]
+    assert plan.skipped == [{"model": "glove", "spec": RELIGION, "method": "weat",
+                             "reason": MSG_SKIP_TWO_GROUPS.format(method="weat", spec=RELIGION, count=3)}]
