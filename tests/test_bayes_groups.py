@@ -154,3 +154,39 @@ def test_three_groups_recover_planted_group_effects_with_coverage():
     for g, planted in PLANTED.items():
         assert np.mean(estimates[g]) == pytest.approx(planted, abs=0.02)
     assert run.statistics()["divergences"] <= 0.01 * run.diverging.size
+
+
+@pytest.mark.slow
+def test_three_group_fit_reports_and_round_trips(tmp_path):
+    """fit_bayes on a three-group spec: group contrasts in the result, the reading, the figure, the table, the CSV,
+    and a save/load round trip of the JSON."""
+    import csv
+
+    from biastest.measures.bayes import report
+    from biastest.measures.bayes.result import BayesResult
+
+    groups = [["j1", "j2"], ["c1", "c2"], ["m1", "m2"]]
+    attrs = [["ja", "jb", "jc"], ["ca", "cb", "cc"], ["ma", "mb", "mc"]]
+    human, none = [f"h{i}" for i in range(6)], [f"n{i}" for i in range(6)]
+    vec = _toy_vectors([w for ws in groups + attrs for w in ws] + human + none, seed=7)
+    data = score.build_distance_data(groups=groups, attributes=attrs, vectors=vec, human=human, none=none,
+                                     group_names=["Jewish", "Christian", "Muslim"],
+                                     attribute_names=["J stereotypes", "C stereotypes", "M stereotypes"])
+    res = fit.fit_bayes(data, model="hierarchical", seed=SEED, draws=300, tune=300, max_attempts=1)
+    assert [(r["group"], r["contrast"]) for r in res.group_contrasts] == [
+        (g, f"{a} − {b}") for g in ("Jewish", "Christian", "Muslim") for a, b in score.CONTRASTS]
+    assert sum(line.startswith("Group ") for line in res.reading) == 3
+    assert any("Jewish, Christian and Muslim" in line for line in res.reading)
+    frame = report.bayes_contrast_frame(res)
+    assert len(frame) == len(res.contrasts) + 9
+    assert "(all words of Muslim)" in set(frame["word"])
+    fig = report.bayes_contrast_figure(res)
+    assert any("(all words of Jewish)" in str(t.y) or "(all words of Jewish)" in str(t.customdata) for t in fig.data)
+    assert "Jewish ↔ J stereotypes" in report.bayes_interval_figure(res).layout.title.text
+    csv_path, _ = report.bayes_exports(res, source="toy", directory=tmp_path)
+    rows = list(csv.DictReader(open(csv_path, encoding="utf-8-sig")))
+    assert sum(r["row_type"] == "group" for r in rows) == 9
+    saved = tmp_path / "res.json"
+    res.save_json(saved)
+    again = BayesResult.load_json(saved)
+    assert again.group_contrasts == res.group_contrasts and again.to_dict() == res.to_dict()
