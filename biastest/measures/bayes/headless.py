@@ -44,5 +44,5 @@ def headless(values: Mapping[str, Any], inputs: Inputs, *, api_key: str | None =
     if len(result.data.get("group_names") or ()) > 2:
         headline += " Per group (associated − different, vs the other groups' stereotypes): " + "; ".join(
             f"{r['group']} {r['mean']:+.3f} [{r['hdi_low']:+.3f}, {r['hdi_high']:+.3f}] {r['verdict']}"
-            for r in result.group_contrasts if r["contrast"] == "associated − different") + "."
+            for r in getattr(result, "group_contrasts", ()) if r["contrast"] == "associated − different") + "."
     return Headless("bayes", recorded, result, headline, lambda: report.bayes_exports(result, source=name))

@@ -168,7 +168,7 @@ def contrast_records(result) -> list[dict[str, Any]]:
         if r["protected_word"] == "(overall)":
             out += [{**g, "protected_word": group_label(g["group"]),
                      "verdict": f"{g['verdict']} (vs {g['compared_with']})"}
-                    for g in result.group_contrasts if g["contrast"] == r["contrast"]]
+                    for g in getattr(result, "group_contrasts", ()) if g["contrast"] == r["contrast"]]
     return out
 
 
@@ -251,7 +251,7 @@ def bayes_summary_rows(result, *, source: str) -> list[dict[str, Any]]:
     rows += [{ROW_TYPE: "group", "group": r["group"], "contrast": r["contrast"], "compared_with": r["compared_with"],
               "n_words": r.get("n_words"), "mean": r["mean"], "hdi_low": r["hdi_low"], "hdi_high": r["hdi_high"],
               "verdict": r["verdict"], "interval": result.level_label, "seed": result.seed}
-             for r in result.group_contrasts]
+             for r in getattr(result, "group_contrasts", ())]
     rows += [{ROW_TYPE: "sampler attempt", **{k: v for k, v in a.items() if k != "problems"},
               "problems": "; ".join(a.get("problems", ()))} for a in result.attempts]
     return rows

@@ -103,7 +103,7 @@ def _group_contrast_rows(mac) -> list[tuple[str, float | None, str]]:
              f"Distance of its words to '{c['own_class']}' ({c['own_distance']:.3f}) minus the mean distance to "
              f"{', '.join(repr(o) for o in c['other_classes'])} ({c['others_distance']:.3f}); negative = closer to "
              "its own stereotype.")
-            for c in mac.group_contrasts if c["contrast"] is not None]
+            for c in getattr(mac, "group_contrasts", ()) if c["contrast"] is not None]
 
 
 def mac_groups_frame(mac) -> pd.DataFrame:
@@ -111,7 +111,7 @@ def mac_groups_frame(mac) -> pd.DataFrame:
     rows = [("MAC (mean cosine distance)", mac.mac,
              "Mean over target words and attribute lists of the mean cosine distance (Manzini et al. 2019).")]
     rows += [(f"MAC of group '{c['group']}'", c["group_mac"], "Mean over its words and every attribute list.")
-             for c in mac.group_contrasts]
+             for c in getattr(mac, "group_contrasts", ())]
     rows += _group_contrast_rows(mac)
     rows += [(f"MAC of '{r['group']}' to '{r['class']}' ({r['connection']})", r["mean_distance"],
               "Mean over the group's words of the mean cosine distance to this list.") for r in mac.per_group]
@@ -308,7 +308,7 @@ def weat_summary_records(weat, mac, *, source: str, spec: Mapping[str, Any] | No
     rows += [row(f"MAC for attribute list '{r['class']}'", r["mean_distance"], n=len(mac.words))
              for r in mac.per_class]
     rows += [row(f"MAC contrast of '{c['group']}': own − other groups' stereotypes", c["contrast"], n=c["n_words"])
-             for c in mac.group_contrasts]
+             for c in getattr(mac, "group_contrasts", ())]
     return rows
 
 
@@ -324,7 +324,7 @@ def mac_summary_records(mac, *, source: str, spec: Mapping[str, Any] | None = No
     rows += [row(f"MAC of group '{r['group']}' to '{r['class']}' ({r['connection']})", r["mean_distance"],
                  r["n_words"]) for r in mac.per_group]
     rows += [row(f"MAC contrast of '{c['group']}': own − other groups' stereotypes", c["contrast"], c["n_words"])
-             for c in mac.group_contrasts]
+             for c in getattr(mac, "group_contrasts", ())]
     return rows
 
 
