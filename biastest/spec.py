@@ -88,7 +88,7 @@ MSG_TOO_MANY_TERMS = (
 MSG_DUPLICATE_TERM = "The term '{term}' appears more than once in {list_name}. Remove the duplicate."
 MSG_TERM_IN_BOTH_GROUPS = (
     "The term '{term}' is in both social groups ({list1} and {list2}). "
-    "A term can describe only one of the two groups being compared."
+    "A term can describe only one of the groups being compared."
 )
 MSG_TERM_IN_BOTH_ATTRIBUTES = (
     "The term '{term}' is in both attribute lists ({list1} and {list2}). "

@@ -204,3 +204,19 @@ def test_audit_grid_skips_three_group_specs_with_the_reason(tmp_path):
     assert [(c.spec.name, c.method) for c in plan.cells] == [(GENDER, "weat")]
     assert plan.skipped == [{"model": "glove", "spec": RELIGION, "method": "weat",
                              "reason": MSG_SKIP_TWO_GROUPS.format(method="weat", spec=RELIGION, count=3)}]
+
+
+def test_cli_three_groups_without_a_list_per_group_gives_mac_over_all_lists(tmp_path, capsys):
+    from biastest.cli import main
+    from biastest.measures.weat.headless import MSG_NO_GROUP_CONTRASTS
+
+    spec = {"name": "three groups, two lists", "social_groups": {"a": ["he"], "b": ["she"], "c": ["they"]},
+            "attributes": {"x": ["doctor"], "y": ["nurse"]}}
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    out = tmp_path / "mac.json"
+    assert main(["run", "weat", str(path), "--out", str(out)]) == 0
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["test"] == "mac" and "group_contrasts" not in doc["result"]
+    assert doc["result"]["words"] == ["he", "she", "they"] and list(doc["result"]["classes"]) == ["x", "y"]
+    assert MSG_NO_GROUP_CONTRASTS in capsys.readouterr().out  # the headline's words when no group has its own list

@@ -20,7 +20,11 @@ from biastest.measures.weat import report
 from biastest.measures.weat.options import MACOptions, WEATOptions
 from biastest.measures.weat.run import MACItems, WEATItems, run, run_mac
 
-__all__ = ["headless"]
+__all__ = ["MSG_NO_GROUP_CONTRASTS", "headless"]
+
+MSG_NO_GROUP_CONTRASTS = (
+    "no contrast per group: each group needs its own stereotype attribute list, in the same order as the groups"
+)
 
 
 def headless(values: Mapping[str, Any], inputs: Inputs, *, api_key: str | None = None,
@@ -52,7 +56,8 @@ def _mac_only(inputs: Inputs, loaded: Any, recorded: dict[str, Any], source: Any
     mac = run_mac(MACOptions(source=loaded), MACItems(spec=inputs.spec))
     name = embedding_name(source, inputs.trust_pickle)
     groups = "; ".join(f"{c['group']} {c['contrast']:+.3f}" for c in mac.group_contrasts if c["contrast"] is not None)
-    headline = (f"{why} MAC = {mac.mac:.4f}; per group, own − other groups' stereotypes (negative = closer to its "
-                f"own): {groups}; embedding {name}.")
+    per_group = (f"per group, own − other groups' stereotypes (negative = closer to its own): {groups}" if groups
+                 else MSG_NO_GROUP_CONTRASTS)
+    headline = f"{why} MAC = {mac.mac:.4f}; {per_group}; embedding {name}."
     return Headless("mac", {"source": recorded["source"]}, mac, headline,
                     lambda: report.mac_exports(mac, source=name, spec=inputs.spec.to_dict()))
