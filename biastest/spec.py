@@ -1,4 +1,4 @@
-"""Bias specifications: two social groups, two attribute lists, validated.
+"""Bias specifications: social groups and attribute lists (two of each, or one stereotype list per group), validated.
 
 A :class:`BiasSpec` names two social groups (lists of terms, e.g. ``man,
 father`` vs ``woman, mother``) and two attribute lists, where **order carries
@@ -15,6 +15,15 @@ Documents with more than two groups or attribute lists (three of the fifteen
 original BiasTestGPT specs) load and round-trip unchanged, but a test refuses
 them until two lists are chosen with :meth:`BiasSpec.select` — the original
 silently ignored the third list.
+
+Several protected groups (Manzini et al. 2019: Jewish, Christian and Muslim
+terms) are written the same way, with one attribute list per group, in the
+same order: attribute list *k* is the stereotype of group *k*. Such a spec
+is a *group spec* (:attr:`BiasSpec.is_group_spec`, checked by
+:meth:`BiasSpec.check_group_spec`); MAC and the Bayesian estimate take it with
+any number of groups from two, while WEAT and the stereotype score compare
+exactly two groups and refuse three or more with :data:`MSG_TWO_GROUPS_ONLY`
+(:meth:`BiasSpec.check_two_groups`).
 
 Term matching (:func:`term_regex`, :func:`contains_term`, :func:`find_terms`)
 is case-insensitive, regex-escaped and word-bounded (``he`` never matches
@@ -43,6 +52,8 @@ __all__ = [
     "MAX_TERMS_PER_LIST",
     "MSG_JSON_TOO_DEEP",
     "MSG_JSON_TOO_LARGE",
+    "MSG_GROUPS_ATTRIBUTES_MISMATCH",
+    "MSG_TWO_GROUPS_ONLY",
     "parse_spec_json",
     "read_spec_bytes",
     "MAX_TERM_LENGTH",
@@ -77,7 +88,7 @@ MSG_TOO_MANY_TERMS = (
 MSG_DUPLICATE_TERM = "The term '{term}' appears more than once in {list_name}. Remove the duplicate."
 MSG_TERM_IN_BOTH_GROUPS = (
     "The term '{term}' is in both social groups ({list1} and {list2}). "
-    "A term can describe only one of the two groups being compared."
+    "A term can describe only one of the groups being compared."
 )
 MSG_TERM_IN_BOTH_ATTRIBUTES = (
     "The term '{term}' is in both attribute lists ({list1} and {list2}). "
@@ -94,6 +105,15 @@ MSG_THIRD_ATTRIBUTE_LIST = (
 )
 MSG_EXTRA_GROUPS = (
     "This specification has {count} social groups ({names}), but a bias test compares exactly two. Choose two of them."
+)
+MSG_TWO_GROUPS_ONLY = (
+    "{test} compares exactly two social groups, but '{name}' has {count} ({names}). MAC and the Bayesian "
+    "estimate take three or more groups; for {test}, choose two of them."
+)
+MSG_GROUPS_ATTRIBUTES_MISMATCH = (
+    "With several social groups, each group needs its own stereotype attribute list, in the same order (the "
+    "first list is the stereotype of the first group). '{name}' has {n_groups} groups ({groups}) but {n_attributes} "
+    "attribute lists ({attributes})."
 )
 MSG_UNKNOWN_LIST = "There is no {kind} called '{name}' in this specification. Available: {available}."
 MSG_BAD_NAME = "The specification needs a name (text), got {value!r}."
@@ -278,25 +298,8 @@ class BiasSpec:
             if not isinstance(t, str) or "[T]" not in t:
                 raise SpecError(MSG_BAD_TEMPLATE.format(template=t))
         object.__setattr__(self, "templates", templates)
-        if len(self.social_groups) == 2 and len(self.attributes) == 2:
-            self._check_roles()
-
-    # ------------------------------------------------------------------ roles
-    def _check_roles(self) -> None:
-        (g1n, g1), (g2n, g2) = self.social_groups[:2]
-        (a1n, a1), (a2n, a2) = self.attributes[:2]
-        _check_disjoint(g1n, g1, g2n, g2, MSG_TERM_IN_BOTH_GROUPS)
-        _check_disjoint(a1n, a1, a2n, a2, MSG_TERM_IN_BOTH_ATTRIBUTES)
-        attr_index = {t.casefold(): n for n, ts in ((a1n, a1), (a2n, a2)) for t in ts}
-        for gname, terms in ((g1n, g1), (g2n, g2)):
-            for t in terms:
-                if t.casefold() in attr_index:
-                    raise SpecError(
-                        MSG_TERM_GROUP_AND_ATTRIBUTE.format(
-                            term=t, group_list=gname, attribute_list=attr_index[t.casefold()]
-                        ),
-                        term=t,
-                    )
+        if len(self.social_groups) == len(self.attributes):  # two and two, or one stereotype list per group
+            _check_roles_of(self.social_groups, self.attributes)
 
     @property
     def is_testable(self) -> bool:
@@ -324,6 +327,58 @@ class BiasSpec:
                 )
             )
         return self
+
+    @property
+    def n_groups(self) -> int:
+        """Number of social groups."""
+        return len(self.social_groups)
+
+    @property
+    def is_group_spec(self) -> bool:
+        """Whether each social group has its own stereotype list (as many attribute lists as groups, ≥ 2)."""
+        return len(self.social_groups) == len(self.attributes) >= 2
+
+    def check_two_groups(self, test: str) -> BiasSpec:
+        """Return ``self`` for a two-group test (WEAT, the stereotype score); refuse 3+ groups in words.
+
+        Raises
+        ------
+        SpecError
+            :data:`MSG_TWO_GROUPS_ONLY` naming ``test`` when there are more than two groups; otherwise what
+            :meth:`check_testable` raises.
+        """
+        if len(self.social_groups) > 2:
+            raise SpecError(
+                MSG_TWO_GROUPS_ONLY.format(test=test, name=self.name, count=len(self.social_groups),
+                                           names=", ".join(n for n, _ in self.social_groups)),
+                count=len(self.social_groups),
+            )
+        return self.check_testable()
+
+    def check_group_spec(self) -> BiasSpec:
+        """Return ``self`` if every group has its own stereotype list and no term has two roles.
+
+        For MAC per group and the Bayesian estimate with any number of groups: as many attribute lists as
+        groups (list *k* is the stereotype of group *k*), no term in two groups, in two attribute lists, or
+        both a group term and an attribute.
+
+        Raises
+        ------
+        SpecError
+            :data:`MSG_GROUPS_ATTRIBUTES_MISMATCH`, :data:`MSG_TERM_IN_BOTH_GROUPS`,
+            :data:`MSG_TERM_IN_BOTH_ATTRIBUTES` or :data:`MSG_TERM_GROUP_AND_ATTRIBUTE`.
+        """
+        if not self.is_group_spec:
+            raise SpecError(MSG_GROUPS_ATTRIBUTES_MISMATCH.format(
+                name=self.name, n_groups=len(self.social_groups), n_attributes=len(self.attributes),
+                groups=", ".join(n for n, _ in self.social_groups),
+                attributes=", ".join(n for n, _ in self.attributes)))
+        _check_roles_of(self.social_groups, self.attributes)
+        return self
+
+    def stereotype_of(self) -> dict[str, str]:
+        """Group name → the name of its stereotype attribute list (positional; :meth:`check_group_spec` first)."""
+        return {g: a for (g, _), (a, _) in zip(self.social_groups, self.attributes, strict=False)}
 
     def select(self, *, groups: Sequence[str], attributes: Sequence[str], name: str | None = None) -> BiasSpec:
         """Choose two social groups and two attribute lists (in that order).
@@ -510,6 +565,23 @@ class BiasSpec:
         """A short content hash of the spec (stable across processes)."""
         payload = json.dumps({"g": self.social_groups, "a": self.attributes, "t": self.templates}, ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+def _check_roles_of(groups: Sequence[TermList], attributes: Sequence[TermList]) -> None:
+    """No term in two groups, in two attribute lists, or both a group term and an attribute (any number of lists)."""
+    for (n1, t1), (n2, t2) in itertools.combinations(groups, 2):
+        _check_disjoint(n1, t1, n2, t2, MSG_TERM_IN_BOTH_GROUPS)
+    for (n1, t1), (n2, t2) in itertools.combinations(attributes, 2):
+        _check_disjoint(n1, t1, n2, t2, MSG_TERM_IN_BOTH_ATTRIBUTES)
+    attr_index = {t.casefold(): n for n, ts in attributes for t in ts}
+    for gname, terms in groups:
+        for t in terms:
+            if t.casefold() in attr_index:
+                raise SpecError(
+                    MSG_TERM_GROUP_AND_ATTRIBUTE.format(term=t, group_list=gname,
+                                                        attribute_list=attr_index[t.casefold()]),
+                    term=t,
+                )
 
 
 def _check_disjoint(n1: str, t1: Sequence[str], n2: str, t2: Sequence[str], message: str) -> None:

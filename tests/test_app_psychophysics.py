@@ -631,7 +631,9 @@ def test_bayes_estimate_shows_the_data_it_was_given(weat_session, glove):
     rows = [r for r in result.cells if r["connection"] == "associated"]
     assert list(assoc.x) == pytest.approx([r["mean"] for r in rows])
     assert list(assoc.error_x.array) == pytest.approx([r["hdi_high"] - r["mean"] for r in rows])
-    assert len(table) == len(result.contrasts) and len(contrast_fig.data) == 3
+    # the contrasts of every word and overall, and of each group (the mean over its words)
+    assert len(table) == len(result.contrasts) + len(result.group_contrasts) and len(contrast_fig.data) == 3
+    assert len(result.group_contrasts) == 2 * 3
     rows_csv = list(csv.DictReader(open(csv_u["value"], encoding="utf-8-sig")))
     assert [r for r in rows_csv if r["row_type"] == "interval"] and rows_csv[0]["row_type"] == "summary"
     assert len([r for r in rows_csv if r["row_type"] == "interval"]) == len(result.interval_records())

@@ -217,7 +217,8 @@ def test_result_is_json_and_tidy(planted):
     assert d["hdi_prob"] == 0.89 and d["model"]["name"] == "hierarchical"
     assert len(d["rows"]) == 6 * 4 * 12 and d["rows"][0]["connection"] == "associated"
     rec = res.interval_records()
-    assert {r["panel"] for r in rec} == {"cells", "levels", "contrasts"}
+    assert {r["panel"] for r in rec} == {"cells", "levels", "contrasts", "group contrasts"}
+    assert sum(r["panel"] == "group contrasts" for r in rec) == 2 * 3  # two groups × three contrasts
     assert sum(r["panel"] == "cells" for r in rec) == 6 * 4
     assert all(r["hdi_low"] <= r["mean"] <= r["hdi_high"] for r in rec)
     with pytest.raises(AttributeError):

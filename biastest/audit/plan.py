@@ -71,6 +71,7 @@ __all__ = [
     "MSG_SKIP_ENDPOINT_MASKED",
     "MSG_SKIP_METHOD_KIND",
     "MSG_SKIP_TWOAFC_SPEC",
+    "MSG_SKIP_TWO_GROUPS",
     "Plan",
     "canonical_json",
     "cell_key",
@@ -88,6 +89,10 @@ MSG_SKIP_TWOAFC_SPEC = (
 )
 MSG_SKIP_BIAS_SPEC = "2afc needs a 2AFC specification (target words and cue pairs); '{spec}' is a bias specification."
 MSG_SKIP_WEAT_SPEC = "weat needs a bias specification (two groups, two attribute lists); '{spec}' is a 2AFC one."
+MSG_SKIP_TWO_GROUPS = (
+    "{method} compares two social groups; '{spec}' has {count}. Run MAC per group and the Bayesian estimate on it "
+    "instead: python -m biastest run weat SPEC, python -m biastest run bayes SPEC."
+)
 MSG_GENERATED_NONE = (
     "No sentence pair was generated for '{spec}' ({message}). Check the generator, or take the test data from "
     "files or the store."
@@ -340,7 +345,24 @@ def _lm_kind(model: ModelEntry) -> str | None:
 
 def _methods_for(grid: Grid, model: ModelEntry, spec_entry: SpecEntry, lm_kind: str | None,
                  skipped: list[dict[str, Any]]) -> list[tuple[Measure, str]]:
-    """The (measure, method) pairs of one model on one specification; what does not apply goes to ``skipped``."""
+    """The (measure, method) pairs of one model on one specification; what does not apply goes to ``skipped``.
+
+    A specification with three or more social groups (Manzini et al.'s religion and race lists) is skipped by
+    every audited measure, each of which compares two groups (:data:`MSG_SKIP_TWO_GROUPS`).
+    """
+    pairs = _applicable_methods(grid, model, spec_entry, lm_kind, skipped)
+    spec = spec_entry.spec
+    if _spec_type(spec) != "bias" or spec.n_groups <= 2:
+        return pairs
+    for _, method in pairs:
+        skipped.append({"model": model.name, "spec": spec.name, "method": method,
+                        "reason": MSG_SKIP_TWO_GROUPS.format(method=method, spec=spec.name, count=spec.n_groups)})
+    return []
+
+
+def _applicable_methods(grid: Grid, model: ModelEntry, spec_entry: SpecEntry, lm_kind: str | None,
+                        skipped: list[dict[str, Any]]) -> list[tuple[Measure, str]]:
+    """The (measure, method) pairs that apply to the model and the kind of specification (see :func:`_methods_for`)."""
     spec = spec_entry.spec
     spec_type = _spec_type(spec)
 

@@ -8,6 +8,10 @@ The specifications are data files in this folder:
   attribute lists, named two-list selections (so nothing is silently dropped:
   the dropped list is named by the selection);
 - ``weat.json`` — WEAT 1–10 (Caliskan et al. 2017; word lists via WEFE, MIT);
+- ``manzini.json`` — Manzini et al. (2019)'s religion (Jewish, Christian,
+  Muslim terms), race (Black, Caucasian, Asian) and gender vocabularies, each
+  group with its own stereotype list (a group spec: MAC per group and the
+  Bayesian estimate take all groups; WEAT only the two-group gender one);
 - ``psychophysics.json`` — 2AFC specifications: occupations × gender cue
   pairs and occupations × love/hate (Liang & Acuna 2020);
 - ``images.json`` — specifications for pictures (the vision-language app): image terms a picture can show
@@ -40,7 +44,11 @@ from biastest.spec import BiasSpec, TwoAFCSpec
 
 __all__ = ["SpecKind", "aliases", "get_document", "get_spec", "get_twoafc_spec", "list_specs"]
 
+<<<<<<< HEAD
 SpecKind = Literal["bias", "weat", "twoafc", "image"]
+=======
+SpecKind = Literal["bias", "weat", "groups", "twoafc"]
+>>>>>>> h-26groups
 
 MSG_UNKNOWN_SPEC = "There is no predefined specification called '{name}'.{hint}"
 MSG_DID_YOU_MEAN = " Did you mean '{suggestion}'?"
@@ -77,6 +85,8 @@ def _library() -> dict[str, tuple[SpecKind, BiasSpec | TwoAFCSpec]]:
         lib[readable[s["name"]]] = ("bias", spec)
     for d in _read("weat.json"):
         lib[d["name"]] = ("weat", BiasSpec.from_dict(d))
+    for d in _read("manzini.json"):
+        lib[d["name"]] = ("groups", BiasSpec.from_dict(d).check_group_spec())
     for d in _read("psychophysics.json"):
         lib[d["name"]] = ("twoafc", TwoAFCSpec.from_dict(d))
     for d in _read("images.json"):
@@ -95,12 +105,21 @@ def list_specs(kind: SpecKind | tuple[SpecKind, ...] | None = None) -> list[str]
 
     Parameters
     ----------
+<<<<<<< HEAD
     kind : {"bias", "weat", "twoafc", "image"} or tuple of them, optional
         ``bias`` — BiasTestGPT specifications (sentence tests);
         ``weat`` — WEAT 1–10 (testable as bias specs too);
         ``twoafc`` — psychophysics target/cue-pair specifications;
         ``image`` — picture specifications for the vision-language test: the social groups are what a picture
         shows (people, occupations), the attribute lists what it is classified into.
+=======
+    kind : {"bias", "weat", "groups", "twoafc"} or tuple of them, optional
+        ``bias`` — BiasTestGPT specifications (language and vision tests);
+        ``weat`` — WEAT 1–10 (testable as bias specs too);
+        ``groups`` — group specs with one stereotype list per group, some with three groups (Manzini et al.
+        2019; for MAC per group and the Bayesian estimate);
+        ``twoafc`` — psychophysics target/cue-pair specifications.
+>>>>>>> h-26groups
     """
     if kind is None:
         return list(_library())
@@ -128,7 +147,10 @@ def _resolve(name: str) -> tuple[SpecKind, BiasSpec | TwoAFCSpec]:
 
 
 def get_spec(name: str) -> BiasSpec:
-    """A predefined, testable bias specification (BiasTestGPT or WEAT) by name.
+    """A predefined bias specification (BiasTestGPT, WEAT, or a group spec of Manzini et al.) by name.
+
+    The group specs may have three groups: WEAT and the stereotype score refuse those
+    (:meth:`~biastest.spec.BiasSpec.check_two_groups`).
 
     Raises
     ------

@@ -61,7 +61,7 @@ from biastest.options import check_option
 from biastest.provenance import provenance
 from biastest.report.text import level_percent
 
-__all__ = ["fit_bayes", "sampler_lines"]
+__all__ = ["COMPARED_WITH", "fit_bayes", "group_contrasts", "group_reading", "sampler_lines"]
 
 
 def _derived(model: str, samples: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -78,6 +78,53 @@ def _derived(model: str, samples: dict[str, np.ndarray]) -> dict[str, np.ndarray
         out[f"{a}-{b}"] = mu[..., ci[a]] - mu[..., ci[b]]
         out[f"overall:{a}-{b}"] = level[..., ci[a]] - level[..., ci[b]]
     return out
+
+
+#: What each contrast compares a group's own stereotype with, in words (the group contrasts name it).
+COMPARED_WITH = {"none": "the neutral words (control)", "human": "the neutral human attributes (control)",
+                 "different": "the other groups' stereotypes"}
+
+
+def group_contrasts(data: DistanceData, model: str, samples: Mapping[str, np.ndarray],
+                    hdi_prob: float) -> list[dict[str, Any]]:
+    """The contrasts per group: for group g and contrast (a, b), the draws of ``mean_{w∈g} (μ[w, a] − μ[w, b])``.
+
+    ``associated − different`` compares the group's words' distance to their own group's stereotypes with
+    their distance to the other groups' stereotypes ("vs the others"); ``associated − none`` and
+    ``associated − human`` compare it with the control lists ("vs the control"); ``compared_with`` says
+    which. Posterior mean, HDI at ``hdi_prob``, R-hat and ESS of each (:func:`biastest.stats.mcmc.summarise_draws`),
+    and the verdict as for the other contrasts.
+    """
+    mu = _derived(model, dict(samples))["mu"]  # (chain, draw, words, connections)
+    ci = {c: k for k, c in enumerate(CONNECTIONS)}
+    groups = np.asarray(data.word_groups)
+    arrays = {}
+    for g, name in enumerate(data.group_names, start=1):
+        members = np.flatnonzero(groups == g)
+        for a, b in CONTRASTS:
+            arrays[(name, a, b)] = (mu[..., members, ci[a]] - mu[..., members, ci[b]]).mean(axis=-1)
+    stats = _summaries({f"{k}": v for k, v in zip(range(len(arrays)), arrays.values(), strict=True)}, hdi_prob)
+    rows = []
+    for k, ((name, a, b), _) in enumerate(arrays.items()):
+        r = _row(stats[str(k)])
+        rows.append({"group": name, "contrast": f"{a} − {b}", "compared_with": COMPARED_WITH[b],
+                     "n_words": int(np.sum(groups == data.group_names.index(name) + 1)), **r,
+                     "verdict": _interval_verdict(r["hdi_low"], r["hdi_high"])})
+    return rows
+
+
+def group_reading(rows: Sequence[Mapping[str, Any]], hdi_prob: float) -> list[str]:
+    """One line per group: against which comparisons its own stereotypes are credibly closer."""
+    pct = level_percent(hdi_prob)
+    lines = []
+    for name in dict.fromkeys(r["group"] for r in rows):
+        mine = [r for r in rows if r["group"] == name]
+        closer = [r["compared_with"] for r in mine if r["verdict"] == "closer"]
+        shown = "; ".join(f"{r['contrast']} {r['mean']:+.3f} [{r['hdi_low']:+.3f}, {r['hdi_high']:+.3f}]" for r in mine)
+        verdict = ("credibly closer to its own stereotypes than to " + ", ".join(closer) if closer
+                   else "no credible difference in the stereotyped direction")
+        lines.append(f"Group {name} (mean over its words, {pct} intervals): {verdict} ({shown}).")
+    return lines
 
 
 def _interval_verdict(low: float, high: float) -> str:
@@ -193,10 +240,12 @@ def fit_bayes(
     if progress:
         progress(0.95, "Summarising")
     levels, cells, contrasts, parameters = _tables(data, model, stats, run.samples)
+    group_rows = group_contrasts(data, model, run.samples, hdi_prob)
     seconds = round(time.perf_counter() - t0, 3)
     diagnostics = _diagnostics(sampled, bounds, seconds=seconds)
     info = BAYES_MODELS[model]
     reading = _reading(contrasts, diagnostics, attempts, hdi_prob, model, groups=data.group_names)
+    reading += group_reading(group_rows, hdi_prob)
     prov = provenance(
         method=f"bayes-{model}", seed=seed, draws=a_draws, tune=a_tune, chains=chains, target_accept=a_ta,
         hdi_prob=hdi_prob, sampler="numpyro NUTS", time_limit=time_limit, max_attempts=max_attempts,
@@ -210,6 +259,7 @@ def fit_bayes(
         parameters=tuple(parameters), diagnostics=diagnostics, reading=tuple(reading), data=data.summary(),
         seed=seed, draws=a_draws, tune=a_tune, chains=chains, chain_method=run.chain_method, seconds=seconds,
         provenance=prov, rows=tuple(data.records()), target_accept=a_ta, attempts=tuple(attempts),
+        group_contrasts=tuple(group_rows),
     )
 
 
@@ -387,10 +437,10 @@ def sampler_lines(diag: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
 
 
 def _reading(contrasts: list[dict[str, Any]], diag: dict[str, Any], attempts: Sequence[Mapping[str, Any]],
-             hdi_prob: float, model: str, *, groups: tuple[str, str]) -> list[str]:
+             hdi_prob: float, model: str, *, groups: Sequence[str]) -> list[str]:
     """Plain-language lines; the target words are named by their lists (``groups``, e.g. Math and Arts)."""
     pct = level_percent(hdi_prob)
-    words_of = f"the words of {groups[0]} and {groups[1]}"
+    words_of = f"the words of {_names(groups)}"
     lines = sampler_lines(diag, attempts)
     lines.append(
         "Distances are cosine distances (0 = same direction). A negative contrast means the stereotype "
@@ -402,7 +452,8 @@ def _reading(contrasts: list[dict[str, Any]], diag: dict[str, Any], attempts: Se
             continue
         other = r["contrast"].split(" − ")[1]
         what = {"none": "neutral words", "human": "neutral human attributes",
-                "different": "the other group's stereotypes"}[other]
+                "different": "the other group's stereotypes" if len(groups) == 2
+                else "the other groups' stereotypes"}[other]
         iv = f"{r['mean']:+.3f}, {pct} interval [{r['hdi_low']:+.3f}, {r['hdi_high']:+.3f}]"
         if r["verdict"] == "closer":
             lines.append(f"Overall, stereotype attributes are credibly closer than {what} ({iv}).")
@@ -419,10 +470,16 @@ def _reading(contrasts: list[dict[str, Any]], diag: dict[str, Any], attempts: Se
                      if r["contrast"] == name and r["protected_word"] != "(overall)" and r["verdict"] == "closer"]
             total = sum(1 for r in contrasts if r["contrast"] == name and r["protected_word"] != "(overall)")
             shown = ", ".join(words) if words else "none"
-            lines.append(f"Words of {groups[0]} and {groups[1]} with a credible bias ({name}): {len(words)} of "
+            lines.append(f"Words of {_names(groups)} with a credible bias ({name}): {len(words)} of "
                          f"{total} ({shown}).")
     else:
         lines.append(f"In this model the connection effect is shared by all {words_of}, so per-word "
                      "contrasts equal the overall one; use the hierarchical model for per-word estimates.")
     return lines
 
+
+
+def _names(groups: Sequence[str]) -> str:
+    """``A and B``, ``A, B and C``."""
+    groups = list(groups)
+    return groups[0] if len(groups) == 1 else ", ".join(groups[:-1]) + " and " + groups[-1]

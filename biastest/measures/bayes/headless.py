@@ -2,7 +2,8 @@
 
 Everything is checked with :class:`~biastest.measures.bayes.options.BayesOptions` before the embedding loads; the
 headline says whether the sampler converged (on which run), its largest R-hat, the divergent transitions and the
-intervals' mass.
+intervals' mass; with three or more groups (Manzini et al.'s religion and race lists), each group's contrast
+with the other groups' stereotypes too (the result holds every group contrast).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def headless(values: Mapping[str, Any], inputs: Inputs, *, api_key: str | None =
     """Run the Bayesian estimate on the spec's lists with the options ``values``; see the module docstring."""
     options = BayesOptions.given({**BayesOptions.defaults(), **{k: v for k, v in values.items() if v is not None}})
     recorded = {k: getattr(options, k) for k in RECORDED}
-    inputs.spec.check_testable()
+    if not inputs.spec.is_group_spec:
+        inputs.spec.check_testable()  # two groups and two attribute lists, or one stereotype list per group
     loaded = trusted(options.source, inputs.trust_pickle)
     result = run(options.model_copy(update={"source": loaded}), BayesItems.from_spec(inputs.spec), progress=progress)
     name = embedding_name(recorded["source"], inputs.trust_pickle)
@@ -39,4 +41,8 @@ def headless(values: Mapping[str, Any], inputs: Inputs, *, api_key: str | None =
     )
     if not d.get("converged") and d.get("stop_message"):
         headline += " " + d["stop_message"]
+    if len(result.data.get("group_names") or ()) > 2:
+        headline += " Per group (associated − different, vs the other groups' stereotypes): " + "; ".join(
+            f"{r['group']} {r['mean']:+.3f} [{r['hdi_low']:+.3f}, {r['hdi_high']:+.3f}] {r['verdict']}"
+            for r in getattr(result, "group_contrasts", ()) if r["contrast"] == "associated − different") + "."
     return Headless("bayes", recorded, result, headline, lambda: report.bayes_exports(result, source=name))

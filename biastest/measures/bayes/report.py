@@ -31,7 +31,9 @@ __all__ = [
     "bayes_interval_figure",
     "bayes_priors_markdown",
     "bayes_summary_rows",
+    "contrast_records",
     "csv_rows",
+    "group_label",
 ]
 
 CONNECTION_COLORS = {"associated": "#dc2626", "different": "#2563eb", "human": "#16a34a", "none": "#64748b"}
@@ -66,11 +68,15 @@ def _interval_trace(rows: Sequence[Mapping[str, Any]], *, name: str, color: str,
     )
 
 
-def _bayes_lists(result) -> tuple[str, str, str, str]:
-    """The spec's own names of the two target lists and their two attribute lists, escaped for a figure."""
-    g1, g2 = (result.data.get("group_names") or ("target list 1", "target list 2"))[:2]
-    a1, a2 = (result.data.get("attribute_names") or ("attribute list 1", "attribute list 2"))[:2]
-    return hover_safe(g1), hover_safe(g2), hover_safe(a1), hover_safe(a2)
+def _bayes_lists(result) -> tuple[list[str], list[str]]:
+    """The spec's own names of the target lists and of their attribute lists (two or more), escaped for a figure."""
+    groups = list(result.data.get("group_names") or ("target list 1", "target list 2"))
+    attrs = list(result.data.get("attribute_names") or ("attribute list 1", "attribute list 2"))
+    return [hover_safe(g) for g in groups], [hover_safe(a) for a in attrs]
+
+
+def _joined(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def bayes_interval_figure(result) -> go.Figure:
@@ -80,7 +86,10 @@ def bayes_interval_figure(result) -> go.Figure:
     mass is the result's (``hdi_prob``).
     """
     pct = level_percent(result.hdi_prob).removesuffix("%")
-    g1, g2, a1, a2 = _bayes_lists(result)
+    groups, attrs = _bayes_lists(result)
+    pairs = ", ".join(f"{g} ↔ {a}" for g, a in zip(groups, attrs, strict=False))
+    different = (f"{groups[0]} ↔ {attrs[1]}, {groups[1]} ↔ {attrs[0]}" if len(groups) == 2
+                 else "a word ↔ another group's list")
     words = list(dict.fromkeys(r["protected_word"] for r in result.cells))
     labels = [hover_safe(w) for w in words]
     fig = go.Figure()
@@ -96,9 +105,9 @@ def bayes_interval_figure(result) -> go.Figure:
         fig.add_trace(_interval_trace(rows, name=conn, color=CONNECTION_COLORS.get(conn, NEUTRAL), offset=offset,
                                       labels=labels, interval=result.level_label))
     fig.update_layout(
-        title=(f"Expected cosine distance of each word of {g1} and {g2} to each kind of attribute ({pct}% highest "
-               f"posterior density)<br><sup>associated: {g1} ↔ {a1}, {g2} ↔ {a2} · different: {g1} ↔ {a2}, "
-               f"{g2} ↔ {a1} · human, none: neutral control words</sup>"),
+        title=(f"Expected cosine distance of each word of {_joined(groups)} to each kind of attribute ({pct}% "
+               f"highest posterior density)<br><sup>associated: {pairs} · different: {different} · human, none: "
+               "neutral control words</sup>"),
         xaxis_title="cosine distance (lower = closer)",
         yaxis={"tickmode": "array", "tickvals": list(range(len(labels))), "ticktext": labels, "autorange": "reversed"},
         font_family=FONT,
@@ -111,16 +120,20 @@ def bayes_interval_figure(result) -> go.Figure:
 
 
 def bayes_contrast_figure(result) -> go.Figure:
-    """Contrasts (associated − control) per target word and overall; an interval wholly below 0 = credible bias."""
+    """Contrasts (associated − control) overall, per group (with several groups) and per target word.
+
+    An interval wholly below 0 = credible bias. A group's row is the mean over its words ("all words of …").
+    """
     pct = level_percent(result.hdi_prob).removesuffix("%")
-    words = list(dict.fromkeys(r["protected_word"] for r in result.contrasts))
+    every = contrast_records(result)
+    words = list(dict.fromkeys(r["protected_word"] for r in every))
     labels = [hover_safe(w) for w in words]
     fig = go.Figure()
-    names = list(dict.fromkeys(r["contrast"] for r in result.contrasts))
+    names = list(dict.fromkeys(r["contrast"] for r in every))
     palette = ["#dc2626", "#16a34a", "#2563eb", "#9333ea"]
     for k, name in enumerate(names):
         rows = [{**r, "label": hover_safe(r["protected_word"]), "extra": f"verdict: {r['verdict']}"}
-                for r in result.contrasts if r["contrast"] == name]
+                for r in every if r["contrast"] == name]
         offset = (k - (len(names) - 1) / 2) * 0.2
         fig.add_trace(_interval_trace(rows, name=name, color=palette[k % len(palette)], offset=offset, labels=labels,
                                       interval=result.level_label))
@@ -138,6 +151,27 @@ def bayes_contrast_figure(result) -> go.Figure:
     return fig
 
 
+def group_label(group: str) -> str:
+    """How a group's contrast is labelled beside the words' (the mean over its words)."""
+    return f"(all words of {group})"
+
+
+def contrast_records(result) -> list[dict[str, Any]]:
+    """The contrasts in the result's order, each overall row followed by the groups' rows of that contrast.
+
+    A group's row is labelled :func:`group_label` in ``protected_word`` and its verdict names what the group's
+    stereotypes are compared with.
+    """
+    out = []
+    for r in result.contrasts:
+        out.append(dict(r))
+        if r["protected_word"] == "(overall)":
+            out += [{**g, "protected_word": group_label(g["group"]),
+                     "verdict": f"{g['verdict']} (vs {g['compared_with']})"}
+                    for g in getattr(result, "group_contrasts", ()) if g["contrast"] == r["contrast"]]
+    return out
+
+
 #: Columns of the contrast table; ``{interval}`` is the result's own label (e.g. "89% HPDI", from ``hdi_prob``).
 BAYES_CONTRAST_COLUMNS = {"protected_word": "word", "group": "target list", "contrast": "contrast", "mean": "mean",
                           "hdi_low": "{interval} low", "hdi_high": "{interval} high", "rhat": "R-hat",
@@ -147,7 +181,7 @@ BAYES_CONTRAST_COLUMNS = {"protected_word": "word", "group": "target list", "con
 def bayes_contrast_frame(result) -> pd.DataFrame:
     """Contrasts per target word (its list named as in the spec) with the interval, R-hat, ESS and verdict."""
     columns = {key: label.format(interval=result.level_label) for key, label in BAYES_CONTRAST_COLUMNS.items()}
-    rows = [{label: r.get(key) for key, label in columns.items()} for r in result.contrasts]
+    rows = [{label: r.get(key) for key, label in columns.items()} for r in contrast_records(result)]
     return pd.DataFrame(rows, columns=list(columns.values()))
 
 
@@ -193,7 +227,8 @@ def bayes_summary_rows(result, *, source: str) -> list[dict[str, Any]]:
 
     The :data:`~biastest.report.export.ROW_TYPE` column says ``"summary"`` (one row per overall contrast, each
     carrying the whole run: spec, embedding, model, interval and its mass, converged, problems, why sampling
-    stopped, R-hat, ESS, divergences, acceptance, attempts, settings, seed, rows, versions, date) or
+    stopped, R-hat, ESS, divergences, acceptance, attempts, settings, seed, rows, versions, date), ``"group"``
+    (one row per group and contrast: the mean over the group's words, and what it is compared with) or
     ``"sampler attempt"`` (one row per sampler run).
     """
     d, prov = result.diagnostics, result.provenance or {}
@@ -213,6 +248,10 @@ def bayes_summary_rows(result, *, source: str) -> list[dict[str, Any]]:
     rows = [{ROW_TYPE: "summary", "contrast": r["contrast"], "mean": r["mean"], "hdi_low": r["hdi_low"],
              "hdi_high": r["hdi_high"], "verdict": r["verdict"], **run}
             for r in result.contrasts if r["protected_word"] == "(overall)"]
+    rows += [{ROW_TYPE: "group", "group": r["group"], "contrast": r["contrast"], "compared_with": r["compared_with"],
+              "n_words": r.get("n_words"), "mean": r["mean"], "hdi_low": r["hdi_low"], "hdi_high": r["hdi_high"],
+              "verdict": r["verdict"], "interval": result.level_label, "seed": result.seed}
+             for r in getattr(result, "group_contrasts", ())]
     rows += [{ROW_TYPE: "sampler attempt", **{k: v for k, v in a.items() if k != "problems"},
               "problems": "; ".join(a.get("problems", ()))} for a in result.attempts]
     return rows

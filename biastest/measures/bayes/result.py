@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ConfigDict, Field, computed_field, with_config
+from pydantic import ConfigDict, Field, computed_field, model_serializer, with_config
 from typing_extensions import TypedDict
 
 from biastest.measures.base import ResultBase
 from biastest.report.text import level_percent
 
-__all__ = ["AttemptRecord", "BayesResult", "CellRecord", "ContrastRecord", "Diagnostics", "LevelRecord"]
+__all__ = ["AttemptRecord", "BayesResult", "CellRecord", "ContrastRecord", "Diagnostics", "GroupContrastRecord",
+           "LevelRecord"]
 
 #: A posterior summary's number; ``None`` where the value was not finite (JSON has no NaN).
 Number = float | None
@@ -59,6 +60,16 @@ class ContrastRecord(_Summary):
     protected_word: str
     group: str
     contrast: str
+    verdict: str
+
+
+@with_config(ConfigDict(extra="allow"))
+class GroupContrastRecord(_Summary):
+    """One contrast of one group: the mean over its words, and what the group's stereotypes are compared with."""
+
+    group: str
+    contrast: str
+    compared_with: str
     verdict: str
 
 
@@ -144,6 +155,10 @@ class BayesResult(ResultBase):
         The data rows (:meth:`~biastest.measures.bayes.score.DistanceData.records`), for CSV download.
     target_accept : float
         NUTS target acceptance probability of the summarised attempt.
+    group_contrasts : tuple of dict
+        Per group and contrast: the mean over the group's words of the contrast (``group``, ``contrast``,
+        ``compared_with``: the other groups' stereotypes or a control list, ``n_words``, mean, HDI, R-hat,
+        ESS, ``verdict``); empty in results written before groups were summarised.
     attempts : tuple of dict
         Every sampler run, in order: ``attempt``, ``seed``, ``draws``,
         ``tune``, ``chains``, ``target_accept``, ``max_rhat``,
@@ -173,10 +188,19 @@ class BayesResult(ResultBase):
     rows: tuple[dict[str, Any], ...] = ()
     target_accept: float = 0.95
     attempts: tuple[AttemptRecord, ...] = ()
+    group_contrasts: tuple[GroupContrastRecord, ...] = ()
 
     def __setattr__(self, name: str, value: object) -> None:
         """A result is a record of what was measured: it does not change once made (as the dataclass before it)."""
         raise AttributeError(f"{type(self).__name__}.{name} cannot be changed")
+
+    @model_serializer(mode="wrap")
+    def _without_empty_groups(self, handler: Any) -> dict[str, Any]:
+        """Today's keys; ``group_contrasts`` only where there are some (files of earlier versions round-trip)."""
+        out = handler(self)
+        if not out.get("group_contrasts"):
+            out.pop("group_contrasts", None)
+        return out
 
     @computed_field
     @property
@@ -194,7 +218,7 @@ class BayesResult(ResultBase):
 
         ``panel`` is ``"cells"`` (expected distance per protected word and
         connection, like the seed's per-word figure), ``"levels"`` (connection
-        level), or ``"contrasts"``.
+        level), ``"contrasts"``, or ``"group contrasts"`` (per group).
         """
         out = []
         for r in self.cells:
@@ -207,5 +231,9 @@ class BayesResult(ResultBase):
         for r in self.contrasts:
             out.append({"panel": "contrasts", "protected_word": r["protected_word"], "group": r["group"],
                         "series": r["contrast"], "mean": r["mean"], "hdi_low": r["hdi_low"],
+                        "hdi_high": r["hdi_high"]})
+        for r in self.group_contrasts:
+            out.append({"panel": "group contrasts", "protected_word": f"(all words of {r['group']})",
+                        "group": r["group"], "series": r["contrast"], "mean": r["mean"], "hdi_low": r["hdi_low"],
                         "hdi_high": r["hdi_high"]})
         return out

@@ -27,27 +27,32 @@ from biastest.measures.bayes.score import BAYES_MODELS, build_distance_data, loa
 from biastest.models import factory
 from biastest.models.embeddings import WordEmbeddings, check_coverage
 
-__all__ = ["MSG_TWO_LISTS", "BayesItems", "Progress", "available_models", "fraction_progress", "run",
-           "word_vectors"]
+__all__ = ["MSG_ONE_LIST_PER_GROUP", "MSG_TWO_LISTS", "BayesItems", "Progress", "available_models", "fraction_progress",
+           "group_lists", "run", "word_vectors"]
 
 Progress = Callable[[int, int, str], None]
 
 MSG_TWO_LISTS = (
-    "The Bayesian estimate needs exactly two {kind} (got {count}: {names}). "
-    "Choose two, in order: the first {kind_one} goes with the first attribute list."
+    "The Bayesian estimate needs at least two {kind} (got {count}: {names}). "
+    "Give them in order: the first {kind_one} goes with the first attribute list."
+)
+MSG_ONE_LIST_PER_GROUP = (
+    "The Bayesian estimate needs one stereotype attribute list per social group, in the same order (the first "
+    "list is the stereotype of the first group): got {n_groups} groups ({groups}) and {n_attributes} attribute "
+    "lists ({attributes})."
 )
 
 
 @dataclass(frozen=True)
 class BayesItems:
-    """What the Bayesian estimate tests: two target lists, two attribute lists, and the control lists.
+    """What the Bayesian estimate tests: target lists, one attribute list per target list, and the control lists.
 
     Parameters
     ----------
     groups : mapping name -> terms
-        Exactly two target (social-group) lists, in order.
+        Two or more target (social-group) lists, in order.
     attributes : mapping name -> terms
-        Exactly two attribute lists, in order: the first is the stereotype of the first group.
+        As many attribute lists, in order: the k-th is the stereotype of the k-th group.
     human, none : sequence of str, optional
         Custom control lists (default: the shipped ones).
     spec_name : str, optional
@@ -62,7 +67,11 @@ class BayesItems:
 
     @classmethod
     def from_spec(cls, spec: Any) -> BayesItems:
-        """The first two target and attribute lists of a WEAT/MAC :class:`~biastest.spec.BiasSpec`."""
+        """Every group and its stereotype list of a group spec (:attr:`~biastest.spec.BiasSpec.is_group_spec`,
+        e.g. Manzini et al.'s three religions); otherwise the first two target and attribute lists."""
+        if spec.is_group_spec:
+            spec.check_group_spec()
+            return cls(groups=dict(spec.social_groups), attributes=dict(spec.attributes), spec_name=spec.name)
         return cls(groups=dict(spec.social_groups[:2]), attributes=dict(spec.attributes[:2]), spec_name=spec.name)
 
 
@@ -81,15 +90,26 @@ def word_vectors(embeddings: WordEmbeddings, terms: Sequence[str]) -> dict[str, 
 
 
 def two_lists(mapping: Mapping[str, Sequence[str]], kind: str, kind_one: str) -> list[tuple[str, list[str]]]:
-    """The two named lists of ``mapping``, in order; :data:`MSG_TWO_LISTS` when there are not exactly two."""
+    """The named lists of ``mapping``, in order; :data:`MSG_TWO_LISTS` when there are fewer than two."""
     items = [(str(k), list(v)) for k, v in mapping.items()]
-    if len(items) != 2:
+    if len(items) < 2:
         raise SpecError(
             MSG_TWO_LISTS.format(kind=kind, count=len(items), names=", ".join(k for k, _ in items) or "none",
                                  kind_one=kind_one),
             count=len(items),
         )
     return items
+
+
+def group_lists(items: BayesItems) -> tuple[list[tuple[str, list[str]]], list[tuple[str, list[str]]]]:
+    """The groups and their attribute lists, two or more of each and as many of one as of the other."""
+    groups = two_lists(items.groups, "social groups", "group")
+    attrs = two_lists(items.attributes, "attribute lists", "group")
+    if len(groups) != len(attrs):
+        raise SpecError(MSG_ONE_LIST_PER_GROUP.format(
+            n_groups=len(groups), groups=", ".join(n for n, _ in groups), n_attributes=len(attrs),
+            attributes=", ".join(n for n, _ in attrs)))
+    return groups, attrs
 
 
 def fraction_progress(progress: Progress | None) -> Callable[[float, str], None] | None:
@@ -101,7 +121,7 @@ def fraction_progress(progress: Progress | None) -> Callable[[float, str], None]
 
 def run(options: BayesOptions | Mapping[str, Any], items: BayesItems, *, progress: Progress | None = None,
         cancel: Any = None) -> BayesResult:
-    """Bayesian estimate with control groups for two target lists and two attribute lists.
+    """Bayesian estimate with control groups for two or more target lists, each with its stereotype list.
 
     Parameters
     ----------
@@ -118,8 +138,7 @@ def run(options: BayesOptions | Mapping[str, Any], items: BayesItems, *, progres
     BayesResult
     """
     opts = options if isinstance(options, BayesOptions) else BayesOptions.given(options)
-    groups = two_lists(items.groups, "social groups", "group")
-    attrs = two_lists(items.attributes, "attribute lists", "group")
+    groups, attrs = group_lists(items)
     tick = fraction_progress(progress)
     if tick:
         tick(0.0, "Looking up the words")
@@ -132,9 +151,9 @@ def run(options: BayesOptions | Mapping[str, Any], items: BayesItems, *, progres
     all_terms = [t for _, ts in groups + attrs for t in ts] + human_l + none_l
     vectors = word_vectors(emb, all_terms)
     data = build_distance_data(
-        group1=groups[0][1], group2=groups[1][1], attributes1=attrs[0][1], attributes2=attrs[1][1],
+        groups=[t for _, t in groups], attributes=[t for _, t in attrs],
         vectors=vectors, human=human_l, none=none_l,
-        group_names=(groups[0][0], groups[1][0]), attribute_names=(attrs[0][0], attrs[1][0]),
+        group_names=[n for n, _ in groups], attribute_names=[n for n, _ in attrs],
         control_source=shipped.source if items.human is None and items.none is None else "user-supplied control lists",
     )
     spec = {"name": items.spec_name, "social_groups": dict(groups), "attributes": dict(attrs)}

@@ -10,10 +10,11 @@ pair is one data row carrying its cosine **distance** ``d = 1 − cos(t, a)``
 and its *connection* to the protected word:
 
 ``associated``
-    the attribute is a stereotype of this word's own group (group 1 ↔
-    attribute list 1, group 2 ↔ attribute list 2);
+    the attribute is a stereotype of this word's own group (group k ↔
+    attribute list k, for two groups or more: Manzini et al.'s religion
+    example has three, Jewish, Christian and Muslim terms);
 ``different``
-    the attribute is a stereotype of the other group;
+    the attribute is a stereotype of another group;
 ``human``
     a neutral human attribute (control);
 ``none``
@@ -90,6 +91,7 @@ __all__ = [
     "HDI_PROB",
     "MAX_ATTEMPTS",
     "MIN_ESS_PER_CHAIN",
+    "MSG_GROUP_COUNTS",
     "RHAT_MAX",
     "STOP_REASONS",
     "TARGET_ACCEPT_MAX",
@@ -143,6 +145,10 @@ MSG_UNKNOWN_MODEL = "There is no Bayesian model called '{name}'. Choose one of: 
 MSG_NO_VECTOR_LIST = (
     "None of the words in {list_name} has a vector in this embedding ({missing}). "
     "Use words the embedding knows (for GloVe: lower-case single words)."
+)
+MSG_GROUP_COUNTS = (
+    "The Bayesian estimate needs two or more social groups, each with its own stereotype attribute list in the "
+    "same order; got {n_groups} groups and {n_attributes} attribute lists."
 )
 MSG_EMPTY_CONTROL = "The control list '{list_name}' is empty. The Bayesian estimate needs both control lists."
 MSG_ZERO_VECTOR = "The word '{word}' has an all-zero vector, so its cosine distance is undefined. Remove it."
@@ -348,9 +354,9 @@ class DistanceData:
     protected_words : tuple of str
         Protected words kept (with a vector), group 1 first.
     word_groups : tuple of int
-        1 or 2, the group of each protected word.
+        1, 2, … the group of each protected word (1-based index into ``group_names``).
     group_names, attribute_names : tuple of str
-        Names of the two groups and of their stereotype attribute lists.
+        Names of the groups (two or more) and of their stereotype attribute lists (one per group, same order).
     word_index, connection_index : ndarray of int
         Per row: index into ``protected_words`` and into :data:`CONNECTIONS`.
     attributes : tuple of str
@@ -367,8 +373,8 @@ class DistanceData:
 
     protected_words: tuple[str, ...]
     word_groups: tuple[int, ...]
-    group_names: tuple[str, str]
-    attribute_names: tuple[str, str]
+    group_names: tuple[str, ...]
+    attribute_names: tuple[str, ...]
     word_index: np.ndarray
     connection_index: np.ndarray
     attributes: tuple[str, ...]
@@ -429,39 +435,44 @@ def _dedupe(words: Sequence[str]) -> list[str]:
 
 def build_distance_data(
     *,
-    group1: Sequence[str],
-    group2: Sequence[str],
-    attributes1: Sequence[str],
-    attributes2: Sequence[str],
+    group1: Sequence[str] = (),
+    group2: Sequence[str] = (),
+    attributes1: Sequence[str] = (),
+    attributes2: Sequence[str] = (),
     vectors: Mapping[str, np.ndarray],
     human: Sequence[str] | None = None,
     none: Sequence[str] | None = None,
-    group_names: tuple[str, str] = ("group 1", "group 2"),
-    attribute_names: tuple[str, str] = ("attributes 1", "attributes 2"),
+    group_names: Sequence[str] | None = None,
+    attribute_names: Sequence[str] | None = None,
     control_source: str | None = None,
+    groups: Sequence[Sequence[str]] | None = None,
+    attributes: Sequence[Sequence[str]] | None = None,
 ) -> DistanceData:
     """Build one row per (protected word, attribute word) with its connection.
 
     ``d(t, a) = 1 − cos(t, a)``; the connection of ``a`` to a protected word
     ``t`` of group ``g`` is ``associated`` if ``a`` is in attribute list ``g``,
-    ``different`` if in the other attribute list, ``human`` / ``none`` for the
-    control lists (Dobrzeniecka & Urbaniak).
+    ``different`` if in another group's attribute list, ``human`` / ``none``
+    for the control lists (Dobrzeniecka & Urbaniak).
 
     Parameters
     ----------
     group1, group2 : sequence of str
-        Protected words of the two groups.
+        Protected words of two groups (or give ``groups``).
     attributes1, attributes2 : sequence of str
-        Stereotype attributes of group 1 and of group 2.
+        Stereotype attributes of group 1 and of group 2 (or give ``attributes``).
     vectors : mapping str -> ndarray
         Word → vector. Words absent from it are recorded in ``missing``.
     human, none : sequence of str, optional
         Control lists; default: the shipped lists (:func:`load_controls`).
         Control words that also occur in the spec are left out (recorded).
-    group_names, attribute_names : tuple of str
-        Names shown in results.
+    group_names, attribute_names : sequence of str, optional
+        Names shown in results (default ``group 1``, … and ``attributes 1``, …).
     control_source : str, optional
         Provenance of custom control lists.
+    groups, attributes : sequence of sequences of str, optional
+        Two or more groups and as many attribute lists, in the same order (list k is the stereotype of
+        group k); they replace ``group1`` … ``attributes2``.
 
     Returns
     -------
@@ -473,7 +484,8 @@ def build_distance_data(
         A list has no word with a vector, a vector is all zeros, or vectors
         have different lengths.
     DataError
-        A control list is empty, or a word is both protected word and attribute.
+        A control list is empty, a word is both protected word and attribute, or the numbers of groups and
+        attribute lists differ.
     """
     if human is None or none is None:
         shipped = load_controls()
@@ -481,33 +493,34 @@ def build_distance_data(
         none = shipped.none if none is None else none
         control_source = control_source or shipped.source
     control_source = control_source or "user-supplied control lists"
-
-    g1, g2, a1, a2 = (_dedupe(x) for x in (group1, group2, attributes1, attributes2))
-    protected = set(g1) | set(g2)
-    attrs = set(a1) | set(a2)
-    for w in g1 + g2:
+    glists = [_dedupe(x) for x in (groups if groups is not None else (group1, group2))]
+    alists = [_dedupe(x) for x in (attributes if attributes is not None else (attributes1, attributes2))]
+    gnames = [str(n) for n in (group_names or [f"group {k + 1}" for k in range(len(glists))])]
+    anames = [str(n) for n in (attribute_names or [f"attributes {k + 1}" for k in range(len(alists))])]
+    if not (len(glists) == len(alists) == len(gnames) == len(anames)) or len(glists) < 2:
+        raise DataError(MSG_GROUP_COUNTS.format(n_groups=len(glists), n_attributes=len(alists)))
+    attrs = {w for a in alists for w in a}
+    for w in (w for g in glists for w in g):
         if w in attrs:
             raise DataError(MSG_WORD_IN_TWO_ROLES.format(word=w), word=w)
-    controls, excluded = _controls(human, none, spec_words=protected | attrs)
+    controls, excluded = _controls(human, none, spec_words={w for g in glists for w in g} | attrs)
 
     check = _VectorCheck(vectors)
-    g1 = check.present(g1, group_names[0])
-    g2 = check.present(g2, group_names[1])
-    a1 = check.present(a1, attribute_names[0])
-    a2 = check.present(a2, attribute_names[1])
+    glists = [check.present(g, name) for g, name in zip(glists, gnames, strict=True)]
+    alists = [check.present(a, name) for a, name in zip(alists, anames, strict=True)]
     hu = check.present(controls["human"], "neutral human attributes")
     no = check.present(controls["none"], "neutral words")
 
-    pw = g1 + g2
-    groups = [1] * len(g1) + [2] * len(g2)
-    targets = a1 + a2 + hu + no
-    kind = ["a1"] * len(a1) + ["a2"] * len(a2) + ["human"] * len(hu) + ["none"] * len(no)
-    w_idx, c_idx, att, d = _rows(vectors, pw, groups, targets, kind)
+    pw = [w for g in glists for w in g]
+    word_groups = [k + 1 for k, g in enumerate(glists) for _ in g]
+    targets = [w for a in alists for w in a] + hu + no
+    kind: list[int | str] = [k + 1 for k, a in enumerate(alists) for _ in a] + ["human"] * len(hu) + ["none"] * len(no)
+    w_idx, c_idx, att, d = _rows(vectors, pw, word_groups, targets, kind)
     return DistanceData(
         protected_words=tuple(pw),
-        word_groups=tuple(groups),
-        group_names=(str(group_names[0]), str(group_names[1])),
-        attribute_names=(str(attribute_names[0]), str(attribute_names[1])),
+        word_groups=tuple(word_groups),
+        group_names=tuple(gnames),
+        attribute_names=tuple(anames),
         word_index=np.asarray(w_idx, dtype=np.int64),
         connection_index=np.asarray(c_idx, dtype=np.int64),
         attributes=tuple(att),
@@ -570,19 +583,22 @@ class _VectorCheck:
 
 
 def _rows(
-    vectors: Mapping[str, np.ndarray], pw: list[str], groups: list[int], targets: list[str], kind: list[str]
+    vectors: Mapping[str, np.ndarray], pw: list[str], groups: list[int], targets: list[str], kind: list[int | str]
 ) -> tuple[list[int], list[int], list[str], list[float]]:
-    """One row per (protected word, target word): word index, connection index, target, cosine distance."""
+    """One row per (protected word, target word): word index, connection index, target, cosine distance.
+
+    ``kind`` is the attribute list (1-based) of a stereotype word, or ``"human"`` / ``"none"`` for a control.
+    """
     pw_vec = np.stack([np.asarray(vectors[w], dtype=np.float64) for w in pw])
     t_vec = np.stack([np.asarray(vectors[w], dtype=np.float64) for w in targets])
     dist = cosine_distance(pw_vec, t_vec)  # (P, T)
     w_idx, c_idx, att, d = [], [], [], []
     for i, g in enumerate(groups):
         for j, k in enumerate(kind):
-            if k in ("a1", "a2"):
-                conn = "associated" if (k == "a1") == (g == 1) else "different"
-            else:
+            if isinstance(k, str):
                 conn = k
+            else:
+                conn = "associated" if k == g else "different"
             w_idx.append(i)
             c_idx.append(CONNECTIONS.index(conn))
             att.append(targets[j])

@@ -105,7 +105,7 @@ def pairs_from_templates(
         Pairs in input order (duplicates dropped) and the skipped sentences
         with reasons (``MSG_SKIP_*``).
     """
-    spec.check_testable()
+    spec.check_two_groups("The stereotype score")
     counterparts = _counterparts(spec, pairing)
     list_name = {t.casefold(): spec.attribute1_name for t in spec.attributes1}
     list_name.update({t.casefold(): spec.attribute2_name for t in spec.attributes2})

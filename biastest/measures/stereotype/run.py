@@ -122,7 +122,8 @@ def run(
     DataError
         No pairs, or no pair could be scored.
     SpecError
-        ``items.spec`` is not a :class:`~biastest.spec.BiasSpec`.
+        ``items.spec`` is not a :class:`~biastest.spec.BiasSpec`, or has more than two groups
+        (:data:`~biastest.spec.MSG_TWO_GROUPS_ONLY`).
     MethodError
         A method that does not apply to the model kind (checked from the configuration, before the weights
         are loaded), or one an endpoint cannot score without the model's tokenizer.
@@ -133,10 +134,12 @@ def run(
     EndpointError
         The endpoint could not score any sentence, or answered unusably.
     """
-    pairs = check_pairs(items.pairs)
     spec = items.spec
     if spec is not None and not isinstance(spec, BiasSpec):
         raise SpecError(MSG_BAD_SPEC.format(type_name=type(spec).__name__))
+    if spec is not None:
+        spec.check_two_groups("The stereotype score")  # three or more groups: MAC and the Bayesian estimate
+    pairs = check_pairs(items.pairs)
     flagged = minimal_checks(pairs)
     left_out = {} if options.keep_non_minimal else flagged
     if len(left_out) == len(pairs):

@@ -20,7 +20,14 @@ __all__ = [
     "MSG_WEAT_INTERVAL_READING",
     "MSG_WEAT_INTERVAL_UNDEFINED",
     "MSG_WEAT_NO_INTERVAL",
+    "MSG_MAC_GROUPS_READING",
+    "mac_exports",
     "mac_frame",
+    "mac_group_figure",
+    "mac_groups_frame",
+    "mac_interpretation",
+    "mac_summary_records",
+    "mac_words_frame",
     "weat_exports",
     "weat_figure",
     "weat_frame",
@@ -40,6 +47,14 @@ MSG_WEAT_INTERVAL_HAS_ZERO = (
 )
 MSG_WEAT_INTERVAL_READING = (
     "The interval of d excludes 0: resampling the target and attribute words keeps the direction of the effect."
+)
+
+
+MSG_MAC_GROUPS_READING = (
+    "MAC per group: for each group, the mean cosine distance of its words to its own stereotype list and to the "
+    "other groups' lists; contrast = own − others (negative: the group's words sit closer to their own "
+    "stereotypes). These are means of means without an interval; the Bayesian estimate below gives intervals and "
+    "compares with neutral control words."
 )
 
 
@@ -76,9 +91,89 @@ def weat_frame(weat, mac) -> pd.DataFrame:
     for r in mac.per_class:
         rows.append((f"MAC for attribute list '{r['class']}'", r["mean_distance"],
                      "Mean cosine distance of all target words to this list."))
+    rows += _group_contrast_rows(mac)
     return pd.DataFrame(
         [{"quantity": q, "value": None if v is None else round(float(v), 6), "what it means": m} for q, v, m in rows]
     )
+
+
+def _group_contrast_rows(mac) -> list[tuple[str, float | None, str]]:
+    """(quantity, value, meaning) of MAC per group: the contrast own − others of each group."""
+    return [(f"MAC contrast of '{c['group']}': own − other groups' stereotypes", c["contrast"],
+             f"Distance of its words to '{c['own_class']}' ({c['own_distance']:.3f}) minus the mean distance to "
+             f"{', '.join(repr(o) for o in c['other_classes'])} ({c['others_distance']:.3f}); negative = closer to "
+             "its own stereotype.")
+            for c in getattr(mac, "group_contrasts", ()) if c["contrast"] is not None]
+
+
+def mac_groups_frame(mac) -> pd.DataFrame:
+    """MAC with several groups: overall MAC, per attribute list, and per group its contrast own − others."""
+    rows = [("MAC (mean cosine distance)", mac.mac,
+             "Mean over target words and attribute lists of the mean cosine distance (Manzini et al. 2019).")]
+    rows += [(f"MAC of group '{c['group']}'", c["group_mac"], "Mean over its words and every attribute list.")
+             for c in getattr(mac, "group_contrasts", ())]
+    rows += _group_contrast_rows(mac)
+    rows += [(f"MAC of '{r['group']}' to '{r['class']}' ({r['connection']})", r["mean_distance"],
+              "Mean over the group's words of the mean cosine distance to this list.") for r in mac.per_group]
+    return pd.DataFrame(
+        [{"quantity": q, "value": None if v is None else round(float(v), 6), "what it means": m} for q, v, m in rows]
+    )
+
+
+def mac_words_frame(mac) -> pd.DataFrame:
+    """Per target word: its group, mean distance to its own stereotype list and to the others', and the contrast."""
+    def r6(v: Any) -> float | None:
+        return None if v is None else round(float(v), 6)
+
+    return pd.DataFrame([{"word": w["word"], "group": w.get("group"), "own stereotypes": r6(w.get("own_distance")),
+                          "other groups' stereotypes": r6(w.get("others_distance")),
+                          "own − others": r6(w.get("contrast")), "mean over all lists": r6(w["mean_distance"])}
+                         for w in mac.per_word])
+
+
+def mac_group_figure(mac) -> go.Figure:
+    """Per group, its mean cosine distance to each attribute list (own stereotype marked); hover shows the contrast."""
+    fig = go.Figure()
+    groups = list(mac.groups)
+    palette = [C1_COLOR, C2_COLOR, "#16a34a", "#9333ea", "#ea580c", "#0891b2"]
+    classes = list(dict.fromkeys(r["class"] for r in mac.per_group))
+    for k, c in enumerate(classes):
+        sel = [r for r in mac.per_group if r["class"] == c]
+        fig.add_trace(go.Bar(
+            x=[hover_safe(r["group"]) for r in sel], y=[r["mean_distance"] for r in sel], name=hover_safe(c),
+            marker_color=palette[k % len(palette)],
+            marker_line_width=[3 if r["connection"] == "associated" else 0 for r in sel], marker_line_color="#111827",
+            customdata=[[hover_safe(r["group"]), hover_safe(c), r["connection"], r["n_words"]] for r in sel],
+            hovertemplate=("<b>%{customdata[0]}</b> → %{customdata[1]} (%{customdata[2]})<br>mean cosine distance "
+                           "%{y:.4f} over %{customdata[3]} words<extra></extra>"),
+        ))
+    fig.update_layout(
+        barmode="group", font_family=FONT, height=380, margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        title="MAC per group: mean cosine distance to each attribute list (outlined: the group's own stereotype)",
+        yaxis_title="mean cosine distance (lower = closer)", xaxis_title="group" if len(groups) else None,
+        legend={"orientation": "h", "y": -0.15},
+    )
+    return fig
+
+
+def mac_interpretation(mac, *, source: str, note: str = "") -> str:
+    """A plain-language reading of MAC per group (several groups; WEAT compares only two)."""
+    lines = [f"### What this shows\nIn the embedding `{_esc(source)}`, MAC = {mac.mac:.3f} over "
+             f"{len(mac.words)} target words and {len(mac.classes)} attribute lists (lower = closer).",
+             MSG_MAC_GROUPS_READING]
+    if note:
+        lines.insert(1, _esc(note))
+    for c in mac.group_contrasts:
+        if c["contrast"] is None:
+            continue
+        side, than = ("closer to", "to") if c["contrast"] < 0 else ("farther from", "from")
+        lines.append(f"- **{_esc(c['group'])}**: {side} its own stereotypes ('{_esc(c['own_class'])}') than "
+                     f"{than} the other groups' (contrast {c['contrast']:+.3f}).")
+    missing = {k: v for k, v in mac.missing.items() if v}
+    if missing:
+        lines.append("Left out (not in the embedding): " + "; ".join(
+            f"{_esc(k)}: {_esc(', '.join(v))}" for k, v in missing.items()))
+    return "\n\n".join(lines)
 
 
 def weat_words_frame(weat) -> pd.DataFrame:
@@ -212,7 +307,44 @@ def weat_summary_records(weat, mac, *, source: str, spec: Mapping[str, Any] | No
     ]
     rows += [row(f"MAC for attribute list '{r['class']}'", r["mean_distance"], n=len(mac.words))
              for r in mac.per_class]
+    rows += [row(f"MAC contrast of '{c['group']}': own − other groups' stereotypes", c["contrast"], n=c["n_words"])
+             for c in getattr(mac, "group_contrasts", ())]
     return rows
+
+
+def mac_summary_records(mac, *, source: str, spec: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The summary rows of a MAC-only CSV (several groups): MAC, per list, per group, and each group's contrast."""
+    record = {"embedding": source, **record_fields(mac.provenance, spec)}
+
+    def row(measure: str, estimate: Any, n: int) -> dict[str, Any]:
+        return {"measure": measure, "estimate": estimate, "n": n, **record}
+
+    rows = [row("MAC (mean cosine distance)", mac.mac, len(mac.words))]
+    rows += [row(f"MAC for attribute list '{r['class']}'", r["mean_distance"], len(mac.words)) for r in mac.per_class]
+    rows += [row(f"MAC of group '{r['group']}' to '{r['class']}' ({r['connection']})", r["mean_distance"],
+                 r["n_words"]) for r in mac.per_group]
+    rows += [row(f"MAC contrast of '{c['group']}': own − other groups' stereotypes", c["contrast"], c["n_words"])
+             for c in getattr(mac, "group_contrasts", ())]
+    return rows
+
+
+def mac_exports(mac, *, source: str, spec: Mapping[str, Any] | None = None,
+                directory: Path | None = None) -> tuple[Path, Path]:
+    """CSV and JSON of a MAC run with several groups (no WEAT): summary rows, then one row per target word."""
+    folder = Path(directory) if directory is not None else private_dir("biastest-mac-")
+    by_word: dict[str, dict[str, float]] = {}
+    for r in mac.per_word_class:
+        by_word.setdefault(r["word"], {})[f"mac_distance[{r['class']}]"] = r["mean_distance"]
+    rows = [{"word": w["word"], "group": w.get("group"), "own_minus_others": w.get("contrast"),
+             "mean_distance": w["mean_distance"], **by_word.get(w["word"], {}), "mac": mac.mac, "embedding": source}
+            for w in mac.per_word]
+    rows = summary_first(mac_summary_records(mac, source=source, spec=spec), rows, item_type="word")
+    csv_path = write_csv(rows, folder / download_name("psychophysics", source, when=created_date(mac), part="mac"))
+    json_path = write_json({"test": "mac", "embedding": source, "spec": dict(spec) if spec else None,
+                            "mac": mac.to_dict()},
+                           folder / download_name("psychophysics", source, when=created_date(mac), ext="json",
+                                                  part="mac"))
+    return csv_path, json_path
 
 
 def weat_exports(weat, mac, *, source: str, spec: Mapping[str, Any] | None = None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar
 
-from pydantic import PlainSerializer, PlainValidator, model_serializer
+from pydantic import Field, PlainSerializer, PlainValidator, model_serializer
 
 from biastest.measures.base import ResultBase
 from biastest.stats.permutation import PermutationResult
@@ -114,6 +114,19 @@ class MACResult(ResultBase):
         Per class: mean over protected words.
     distances : tuple of dict
         Every (protected word, class, attribute word, distance).
+    groups : dict
+        Group name → its protected words with vectors (empty when no groups were given; results written
+        before groups existed load with it empty).
+    stereotypes : dict
+        Group name → the name of its stereotype attribute class.
+    per_group : tuple of dict
+        Per (group, class): ``group``, ``class``, ``connection`` (``associated``: the group's own stereotype;
+        ``different``: another group's), ``mean_distance`` = mean over the group's words of S(t, A_j),
+        ``n_words``.
+    group_contrasts : tuple of dict
+        Per group: ``own_class``, ``own_distance``, ``other_classes``, ``others_distance`` (mean over the
+        other groups' classes), ``contrast`` = own − others (negative: the group's words sit closer to their
+        own stereotype), ``group_mac`` (mean over all classes), ``n_words``.
     """
 
     mac: float
@@ -125,8 +138,21 @@ class MACResult(ResultBase):
     classes: dict[str, tuple[str, ...]]
     missing: dict[str, tuple[str, ...]]
     provenance: dict[str, Any]
+    groups: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    stereotypes: dict[str, str] = Field(default_factory=dict)
+    per_group: tuple[dict[str, Any], ...] = ()
+    group_contrasts: tuple[dict[str, Any], ...] = ()
 
     result_name: ClassVar[str] = "MAC"
+
+    @model_serializer(mode="wrap")
+    def _without_empty_groups(self, handler: Any) -> dict[str, Any]:
+        """Today's keys; the group fields only where groups were given (files of earlier versions round-trip)."""
+        out = handler(self)
+        for key in ("groups", "stereotypes", "per_group", "group_contrasts"):
+            if not out.get(key):
+                out.pop(key, None)
+        return out
 
     def records(self) -> list[dict[str, Any]]:
         return [dict(r) for r in self.per_word_class]

@@ -48,6 +48,7 @@ class WEATItems:
         names = {"X": "X", "Y": "Y", "A": "A", "B": "B"}
         spec = self.spec
         if spec is not None:
+            spec.check_two_groups("WEAT")
             X = X or list(spec.group1)
             Y = Y or list(spec.group2)
             A = A or list(spec.attributes1)
@@ -67,12 +68,31 @@ class WEATItems:
 class MACItems:
     """What a MAC run tests: protected words and attribute classes (class name → words), or a spec.
 
-    A spec gives words = both social groups and the two attribute lists as classes.
+    A spec gives words = the words of every social group and its attribute lists as classes. A group spec
+    (each group with its own stereotype list, :attr:`~biastest.spec.BiasSpec.is_group_spec`, any number of
+    groups) also gives the groups and their stereotypes, for MAC per group and its contrasts; ``groups``
+    (group → words) with ``stereotypes`` (group → class) give them without a spec.
     """
 
     words: Sequence[str] | None = None
     attribute_classes: Mapping[str, Sequence[str]] | None = field(default=None)
     spec: Any = None
+    groups: Mapping[str, Sequence[str]] | None = None
+    stereotypes: Mapping[str, str] | None = None
+
+    def resolved(self) -> tuple[Any, Any, dict[str, list[str]] | None, dict[str, str] | None]:
+        """Protected words, attribute classes, groups and their stereotypes (from the spec where not given)."""
+        words, classes, groups, stereotypes = self.words, self.attribute_classes, self.groups, self.stereotypes
+        spec = self.spec
+        if spec is not None:
+            words = words or [t for _, terms in spec.social_groups for t in terms]
+            classes = classes or {n: list(terms) for n, terms in spec.attributes}
+            if groups is None and spec.is_group_spec:
+                spec.check_group_spec()
+                groups = {n: list(terms) for n, terms in spec.social_groups}
+                stereotypes = spec.stereotype_of()
+        return words, classes, (None if groups is None else {str(g): list(t) for g, t in groups.items()}), (
+            None if stereotypes is None else dict(stereotypes))
 
 
 def _spec_dict(spec: Any) -> dict[str, Any] | None:
@@ -156,19 +176,16 @@ def run_mac(
     """Run MAC (Manzini et al. 2019) on an embedding source.
 
     ``items.words`` are the protected words; ``items.attribute_classes`` maps a
-    class name to its attribute words. MAC has no randomness.
+    class name to its attribute words; with groups (a group spec, or ``items.groups``) also MAC per group
+    and the contrast per group, own stereotype − the other groups' (any number of groups). MAC has no
+    randomness.
 
     Returns
     -------
     MACResult
     """
-    words, attribute_classes, spec = items.words, items.attribute_classes, items.spec
-    if spec is not None:
-        words = words or list(spec.group1) + list(spec.group2)
-        attribute_classes = attribute_classes or {
-            spec.attribute1_name: list(spec.attributes1),
-            spec.attribute2_name: list(spec.attributes2),
-        }
+    spec = items.spec
+    words, attribute_classes, groups, stereotypes = items.resolved()
     words = check_terms("protected word", words)
     if not attribute_classes:
         raise DataError(MSG_NO_TERMS.format(role="attribute class"), role="attribute class")
@@ -198,6 +215,6 @@ def run_mac(
         max_missing_fraction=limit,
     )
     result = mac(wv, cvecs, words=[w for w in words if w not in set(wmiss)], class_words=cwords, missing=missing,
-                 provenance=prov)
+                 provenance=prov, groups=groups, stereotypes=stereotypes)
     tick(progress, 3, 3, "Done")
     return result

@@ -31,6 +31,21 @@ MAC, for protected words T and attribute classes A_1 … A_K:
 reported with the full per-word × per-class table (and the raw distances
 per word × attribute word), not only the mean of means.
 
+MAC per group (several protected groups, each with its own stereotype class,
+as Manzini et al.'s religion, race and gender vocabularies): with
+``S(t, A_j) = mean_{a∈A_j} (1 − cos(t, a))``, for group g with words T_g and
+stereotype class A_g,
+
+    MAC(g, A_j)   = mean_{t∈T_g} S(t, A_j)                       (per group and class)
+    own(g)        = MAC(g, A_g)
+    others(g)     = mean_{j≠g} MAC(g, A_j)                        (the other groups' stereotypes)
+    contrast(g)   = own(g) − others(g)
+
+A negative contrast means the group's words sit closer to their own group's
+stereotype than to the other groups' stereotypes (the direction of bias). The
+same contrast per word is ``S(t, A_g) − mean_{j≠g} S(t, A_j)``. These are still
+means of means with no interval (the Bayesian estimate gives the intervals).
+
 References
 ----------
 Caliskan, Bryson & Narayanan (2017), Semantics derived automatically from
@@ -69,6 +84,7 @@ __all__ = [
     "MSG_WEAT_TOO_FEW",
     "MSG_WEAT_NO_SPREAD",
     "MSG_MAC_EMPTY",
+    "MSG_MAC_GROUPS",
     "MSG_WEAT_BOOTSTRAP_SEED",
 ]
 
@@ -84,6 +100,11 @@ MSG_WEAT_BOOTSTRAP_SEED = (
 )
 MSG_MAC_EMPTY = (
     "MAC needs at least one protected word and one attribute class with words; got {n_words} and {n_classes}."
+)
+
+MSG_MAC_GROUPS = (
+    "MAC per group needs every group's stereotype attribute list among the attribute lists and every group word "
+    "among the protected words; '{problem}' is not."
 )
 
 
@@ -363,11 +384,15 @@ def mac(
     class_words: Mapping[str, Sequence[str]],
     missing: Mapping[str, Sequence[str]] | None = None,
     provenance: Mapping[str, Any] | None = None,
+    groups: Mapping[str, Sequence[str]] | None = None,
+    stereotypes: Mapping[str, str] | None = None,
 ) -> MACResult:
-    """Mean Average Cosine distance with per-word × per-class breakdowns.
+    """Mean Average Cosine distance with per-word × per-class breakdowns (and per group, when groups are given).
 
     ``MAC = 1/(|T|·K) Σ_t Σ_j mean_{a∈A_j} (1 − cos(t, a))``. Reference:
-    Manzini et al. (2019), NAACL, §3.
+    Manzini et al. (2019), NAACL, §3. With ``groups`` and ``stereotypes``, also
+    ``MAC(g, A_j)`` per group and class and the contrast per group
+    ``MAC(g, A_g) − mean_{j≠g} MAC(g, A_j)`` (see the module docstring).
 
     Parameters
     ----------
@@ -376,10 +401,24 @@ def mac(
     class_vectors : mapping class name → array [|A_j|, dim]
     words : sequence of str
     class_words : mapping class name → sequence of str
+    groups : mapping group name → its protected words, optional
+        Words without a vector may be listed; they are skipped (a group needs one word with a vector).
+    stereotypes : mapping group name → class name, optional
+        The stereotype class of each group (needed with ``groups``).
 
     Returns
     -------
     MACResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> W = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> r = mac(W, {"a": np.array([[1.0, 0.0]]), "b": np.array([[0.0, 1.0]])}, words=["x", "y"],
+    ...         class_words={"a": ["a1"], "b": ["b1"]}, groups={"X": ["x"], "Y": ["y"]},
+    ...         stereotypes={"X": "a", "Y": "b"})
+    >>> [c["contrast"] for c in r.group_contrasts]
+    [-1.0, -1.0]
     """
     classes = [c for c in class_vectors if len(class_vectors[c])]
     if len(word_vectors) == 0 or not classes:
@@ -401,16 +440,61 @@ def mac(
             )
             for q, aw in enumerate(class_words[c]):
                 dist_rows.append({"word": w, "class": c, "attribute": aw, "distance": float(dist[i, q])})
-    per_word = tuple({"word": w, "mean_distance": float(table[i].mean())} for i, w in enumerate(words))
+    per_word = [{"word": w, "mean_distance": float(table[i].mean())} for i, w in enumerate(words)]
     per_class = tuple({"class": c, "mean_distance": float(table[:, j].mean())} for j, c in enumerate(classes))
+    per_group, contrasts, kept_groups = (), (), {}
+    if groups:
+        per_group, contrasts, kept_groups = _mac_groups(table, list(words), classes, groups, stereotypes or {},
+                                                        per_word)
     return MACResult(
         mac=float(table.mean()),
         per_word_class=tuple(per_wc),
-        per_word=per_word,
+        per_word=tuple(per_word),
         per_class=per_class,
         distances=tuple(dist_rows),
         words=tuple(words),
         classes={c: tuple(class_words[c]) for c in classes},
         missing={k: tuple(v) for k, v in (missing or {}).items()},
         provenance=dict(provenance or {}),
+        groups=kept_groups,
+        stereotypes={g: stereotypes[g] for g in kept_groups} if kept_groups else {},
+        per_group=per_group,
+        group_contrasts=contrasts,
     )
+
+
+def _mac_groups(
+    table: np.ndarray,
+    words: list[str],
+    classes: list[str],
+    groups: Mapping[str, Sequence[str]],
+    stereotypes: Mapping[str, str],
+    per_word: list[dict[str, Any]],
+) -> tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...], dict[str, tuple[str, ...]]]:
+    """MAC per group and class, the contrast per group (own − others), and per word (written into ``per_word``)."""
+    index = {w: i for i, w in enumerate(words)}
+    col = {c: j for j, c in enumerate(classes)}
+    per_group, contrasts, kept = [], [], {}
+    for g, members in groups.items():
+        own = stereotypes.get(g)
+        if own not in col:
+            raise DataError(MSG_MAC_GROUPS.format(problem=f"{g} → {own}"), group=g)
+        rows = [index[w] for w in members if w in index]
+        if not rows:
+            raise DataError(MSG_MAC_GROUPS.format(problem=g), group=g)
+        kept[g] = tuple(words[i] for i in rows)
+        others = [c for c in classes if c != own]
+        means = table[rows].mean(axis=0)
+        for j, c in enumerate(classes):
+            per_group.append({"group": g, "class": c, "connection": "associated" if c == own else "different",
+                              "mean_distance": float(means[j]), "n_words": len(rows)})
+        other_mean = float(np.mean([means[col[c]] for c in others])) if others else None
+        contrasts.append({"group": g, "own_class": own, "own_distance": float(means[col[own]]),
+                          "other_classes": others, "others_distance": other_mean,
+                          "contrast": None if other_mean is None else float(means[col[own]]) - other_mean,
+                          "group_mac": float(means.mean()), "n_words": len(rows)})
+        for i in rows:
+            o = float(np.mean([table[i, col[c]] for c in others])) if others else None
+            per_word[i].update({"group": g, "own_distance": float(table[i, col[own]]), "others_distance": o,
+                                "contrast": None if o is None else float(table[i, col[own]]) - o})
+    return tuple(per_group), tuple(contrasts), kept

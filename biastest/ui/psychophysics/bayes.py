@@ -46,7 +46,9 @@ BAYES_HELP = (
     "bias is credible only where the whole interval of *associated − control* lies below 0. When a run has not "
     "converged (R-hat above 1.01, too few effective draws, or any divergent transition), the sampler runs again "
     "with more tuning and draws, as long as the next run is expected to end within the time limit. Needs a WEAT / "
-    "MAC specification; the figures and the reading name your lists."
+    "MAC specification; the figures and the reading name your lists. With three or more groups (Manzini et al.'s "
+    "religion and race lists), each group's own stereotypes are also compared, over its words, with the other "
+    "groups' stereotypes and with the controls."
 )
 MSG_BAYES_DONE = (
     "✅ Bayesian estimate done ({model}, {seconds:.1f} s): converged on attempt {attempts} (largest R-hat "

@@ -251,6 +251,10 @@ def run_core(
         result = twoafc_measure.run(options, twoafc_measure.TwoAFCItems(spec=spec), progress=progress)
         new.update(result=result, labour=_labour(result, spec), weat=None, mac=None)
         return new
+    if spec.n_groups > 2:  # WEAT compares two groups: three or more get MAC per group (and the Bayesian estimate)
+        mac = weat_measure.run_mac(weat_measure.MACOptions(source=session["source"]), weat_measure.MACItems(spec=spec))
+        new.update(result=mac, weat=None, mac=mac)
+        return new
     n_permutations = option_value("n_permutations", n_perm)
     n_resamples = option_value("n_resamples", n_boot_d)
     options = weat_measure.WEATOptions.parse(source=session["source"], seed=seed_i, n_permutations=n_permutations,

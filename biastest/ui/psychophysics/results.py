@@ -1,11 +1,19 @@
 """Step 3 of the word-embedding app: the 2AFC and WEAT/MAC results, and their downloads.
 
+<<<<<<< HEAD
 2AFC: the PSE per target with a dot per cue pair (Fig. 3a), the JND per
 target (Fig. 3b), the psychometric curve of a chosen target, the spectrum
 (Fig. 4), the labour-statistics comparisons where the cues are gendered (the
 PSE against % women, the JND against sqrt(p(1 − p))), the per-target table.
 WEAT/MAC: statistic and effect size, per-word associations, MAC. The measures'
 reports (:mod:`biastest.measures.twoafc.report`, :mod:`biastest.measures.twoafc.report_figures`,
+=======
+2AFC: the PSE per target, the psychometric curve of a chosen target, the
+spectrum, the labour-statistics comparison where the cues are gendered, the
+per-target table. WEAT/MAC: statistic and effect size, per-word associations,
+MAC (per group where each group has its own stereotype list). Three or more groups: MAC per group alone, in
+WEAT's places (WEAT compares two groups). The measures' reports (:mod:`biastest.measures.twoafc.report`,
+>>>>>>> h-26groups
 :mod:`biastest.measures.weat.report`) make the tables and figures; this module places them.
 """
 
@@ -20,7 +28,7 @@ from biastest.measures.twoafc import jnd_labor_correlation
 from biastest.measures.twoafc import report as rep
 from biastest.measures.twoafc import report_figures as jnd_rep
 from biastest.measures.weat import report as weat_rep
-from biastest.spec import TwoAFCSpec
+from biastest.spec import MSG_TWO_GROUPS_ONLY, TwoAFCSpec
 from biastest.ui.common import session_export_dir, user_errors
 from biastest.ui.psychophysics.state import Section
 
@@ -76,6 +84,8 @@ def results_view(session: dict[str, Any]) -> tuple:
             gr.update(value=str(json_path), visible=True),
         )
     weat, mac = session["weat"], session["mac"]
+    if weat is None:
+        return _mac_groups_view(session)
     csv_path, json_path = weat_rep.weat_exports(weat, mac, source=source, spec=spec.to_dict(),
                                                directory=session_export_dir("biastest-weat-"))
     return (
@@ -96,6 +106,33 @@ def results_view(session: dict[str, Any]) -> tuple:
         None,
         "",
         gr.update(value=None, visible=False),
+        gr.update(value=str(csv_path), visible=True),
+        gr.update(value=str(json_path), visible=True),
+    )
+
+
+def _mac_groups_view(session: dict[str, Any]) -> tuple:
+    """Three or more groups: MAC per group in WEAT's places (WEAT compares two groups; the reading says so)."""
+    spec, source, mac = session["spec"], session["source"], session["mac"]
+    csv_path, json_path = weat_rep.mac_exports(mac, source=source, spec=spec.to_dict(),
+                                               directory=session_export_dir("biastest-mac-"))
+    why = MSG_TWO_GROUPS_ONLY.format(test="WEAT", name=spec.name, count=spec.n_groups,
+                                     names=", ".join(n for n, _ in spec.social_groups))
+    return (
+        weat_rep.mac_interpretation(mac, source=source, note=why),
+        gr.update(visible=False),
+        gr.update(visible=True),
+        None,
+        gr.update(choices=[], value=None, info=None),
+        None,
+        None,
+        "",
+        gr.update(visible=False),
+        None,
+        weat_rep.mac_groups_frame(mac),
+        weat_rep.mac_group_figure(mac),
+        weat_rep.mac_words_frame(mac),
+        weat_rep.mac_frame(mac),
         gr.update(value=str(csv_path), visible=True),
         gr.update(value=str(json_path), visible=True),
     )

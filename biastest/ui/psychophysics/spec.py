@@ -68,6 +68,11 @@ MSG_SPEC_OK_TWOAFC = (
 MSG_SPEC_OK_WEAT = (
     "✅ Specification is valid: target lists of {nx} and {ny} words, attribute lists of {na} and {nb} words."
 )
+MSG_SPEC_OK_GROUPS = (
+    "✅ Specification is valid: {n} groups ({groups}), each with its own stereotype list ({attributes}). The boxes "
+    "show the first two; the others ({rest}) are part of the test, and editing a box keeps only the two shown. WEAT "
+    "compares two groups, so step 3 gives MAC per group, and the Bayesian estimate takes every group."
+)
 MSG_NO_UPLOAD = (
     "Upload an embedding file (word2vec, GloVe or fastText, text or binary; .npz or .safetensors), or choose the "
     "embedded GloVe 6B 50d."
@@ -191,7 +196,7 @@ def twoafc_spec_from_inputs(library: str, targets: str, cue_pairs: str, cue1_nam
 
 
 def fill_weat(name: str) -> tuple[str, str, str, str, str, str, str, str]:
-    """Lists and their names for a WEAT library entry (empty for Custom)."""
+    """Lists and their names for a WEAT library entry (empty for Custom); of a group spec, its first two groups."""
     if not name or name == CUSTOM:
         return "", "", "", "", "", "", "", ""
     spec = get_spec(name)
@@ -229,7 +234,7 @@ def weat_spec_from_inputs(
         base = get_spec(library)
         typed = tuple((v or "").strip() for v in (x, y, a, b)) + names
         if fill_weat(library) == typed:
-            return base
+            return base if base.n_groups > 2 else base.check_testable()  # 3+ groups: MAC per group and Bayes
         name, source = f"{base.name} (edited)", f"edited from {base.name}"
     else:
         name, source = "Custom WEAT test", "user"
@@ -256,6 +261,12 @@ def spec_message(spec: TwoAFCSpec | BiasSpec) -> str:
             cue1=escape(spec.cue1_name),
             cue2=escape(spec.cue2_name),
         )
+    if spec.n_groups > 2:
+        return MSG_SPEC_OK_GROUPS.format(
+            n=spec.n_groups, groups=escape(", ".join(f"{g}: {len(t)} words" for g, t in spec.social_groups)),
+            attributes=escape(", ".join(f"{a}: {len(t)}" for a, t in spec.attributes)),
+            rest=escape(", ".join(f"{g} → {a}" for (g, _), (a, _) in
+                                  zip(spec.social_groups[2:], spec.attributes[2:], strict=False))))
     return MSG_SPEC_OK_WEAT.format(
         nx=len(spec.group1), ny=len(spec.group2), na=len(spec.attributes1), nb=len(spec.attributes2)
     )
@@ -285,12 +296,7 @@ def lookup_reports(spec: TwoAFCSpec | BiasSpec, emb: WordEmbeddings) -> dict[str
     if isinstance(spec, TwoAFCSpec):
         cues = tuple(dict.fromkeys(c for p in spec.cue_pairs for c in p))
         return {"target word": emb.lookup_report(spec.targets), "cue word": emb.lookup_report(cues)}
-    return {
-        spec.group1_name: emb.lookup_report(spec.group1),
-        spec.group2_name: emb.lookup_report(spec.group2),
-        spec.attribute1_name: emb.lookup_report(spec.attributes1),
-        spec.attribute2_name: emb.lookup_report(spec.attributes2),
-    }
+    return {name: emb.lookup_report(terms) for name, terms in (*spec.social_groups, *spec.attributes)}
 
 
 def check_lookup(spec: TwoAFCSpec | BiasSpec, reports: dict[str, LookupReport]) -> list[str]:
@@ -462,10 +468,11 @@ def build(*, allow_paths: bool) -> Section:
     with sec.add("weat_box", gr.Column(visible=False), gr.update(visible=False)):
         gr.Markdown(WEAT_HELP, elem_classes=["bt-hint"])
         sec.add("libw", gr.Dropdown(
-            [CUSTOM, *list_specs("weat")],
+            [CUSTOM, *list_specs("weat"), *list_specs("groups")],
             value=CUSTOM,
             label="Predefined WEAT specification",
-            info="WEAT 1–10 of Caliskan et al. (2017), or type your own lists below.",
+            info="WEAT 1–10 of Caliskan et al. (2017), Manzini et al. (2019)'s religion, race and gender lists (three "
+            "groups: MAC per group and the Bayesian estimate), or type your own lists below.",
             elem_id="weat-library",
         ), CUSTOM)
         with gr.Row():
