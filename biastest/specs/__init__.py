@@ -44,11 +44,7 @@ from biastest.spec import BiasSpec, TwoAFCSpec
 
 __all__ = ["SpecKind", "aliases", "get_document", "get_spec", "get_twoafc_spec", "list_specs"]
 
-<<<<<<< HEAD
-SpecKind = Literal["bias", "weat", "twoafc", "image"]
-=======
-SpecKind = Literal["bias", "weat", "groups", "twoafc"]
->>>>>>> h-26groups
+SpecKind = Literal["bias", "weat", "groups", "twoafc", "image"]
 
 MSG_UNKNOWN_SPEC = "There is no predefined specification called '{name}'.{hint}"
 MSG_DID_YOU_MEAN = " Did you mean '{suggestion}'?"
@@ -105,21 +101,14 @@ def list_specs(kind: SpecKind | tuple[SpecKind, ...] | None = None) -> list[str]
 
     Parameters
     ----------
-<<<<<<< HEAD
-    kind : {"bias", "weat", "twoafc", "image"} or tuple of them, optional
+    kind : {"bias", "weat", "groups", "twoafc", "image"} or tuple of them, optional
         ``bias`` — BiasTestGPT specifications (sentence tests);
-        ``weat`` — WEAT 1–10 (testable as bias specs too);
-        ``twoafc`` — psychophysics target/cue-pair specifications;
-        ``image`` — picture specifications for the vision-language test: the social groups are what a picture
-        shows (people, occupations), the attribute lists what it is classified into.
-=======
-    kind : {"bias", "weat", "groups", "twoafc"} or tuple of them, optional
-        ``bias`` — BiasTestGPT specifications (language and vision tests);
         ``weat`` — WEAT 1–10 (testable as bias specs too);
         ``groups`` — group specs with one stereotype list per group, some with three groups (Manzini et al.
         2019; for MAC per group and the Bayesian estimate);
-        ``twoafc`` — psychophysics target/cue-pair specifications.
->>>>>>> h-26groups
+        ``twoafc`` — psychophysics target/cue-pair specifications;
+        ``image`` — picture specifications for the vision-language test: the social groups are what a picture
+        shows (people, occupations), the attribute lists what it is classified into.
     """
     if kind is None:
         return list(_library())

@@ -1,19 +1,12 @@
 """Step 3 of the word-embedding app: the 2AFC and WEAT/MAC results, and their downloads.
 
-<<<<<<< HEAD
 2AFC: the PSE per target with a dot per cue pair (Fig. 3a), the JND per
 target (Fig. 3b), the psychometric curve of a chosen target, the spectrum
 (Fig. 4), the labour-statistics comparisons where the cues are gendered (the
 PSE against % women, the JND against sqrt(p(1 − p))), the per-target table.
-WEAT/MAC: statistic and effect size, per-word associations, MAC. The measures'
-reports (:mod:`biastest.measures.twoafc.report`, :mod:`biastest.measures.twoafc.report_figures`,
-=======
-2AFC: the PSE per target, the psychometric curve of a chosen target, the
-spectrum, the labour-statistics comparison where the cues are gendered, the
-per-target table. WEAT/MAC: statistic and effect size, per-word associations,
-MAC (per group where each group has its own stereotype list). Three or more groups: MAC per group alone, in
-WEAT's places (WEAT compares two groups). The measures' reports (:mod:`biastest.measures.twoafc.report`,
->>>>>>> h-26groups
+WEAT/MAC: statistic and effect size, per-word associations, MAC (per group where each group has its own
+stereotype list). Three or more groups: MAC per group alone, in WEAT's places (WEAT compares two groups). The
+measures' reports (:mod:`biastest.measures.twoafc.report`, :mod:`biastest.measures.twoafc.report_figures`,
 :mod:`biastest.measures.weat.report`) make the tables and figures; this module places them.
 """
 
