@@ -144,6 +144,11 @@ class BayesResult(ResultBase):
         The data rows (:meth:`~biastest.measures.bayes.score.DistanceData.records`), for CSV download.
     target_accept : float
         NUTS target acceptance probability of the summarised attempt.
+    contrast_draws : tuple of dict
+        Posterior draws of every contrast (``protected_word``, ``group``, ``contrast``, ``draws``: at most
+        :data:`~biastest.measures.bayes.compare.KEPT_DRAWS`, evenly spaced over the chains), for comparing
+        two embeddings (:func:`~biastest.measures.bayes.compare.compare_bayes`); empty in files written
+        before they were kept.
     attempts : tuple of dict
         Every sampler run, in order: ``attempt``, ``seed``, ``draws``,
         ``tune``, ``chains``, ``target_accept``, ``max_rhat``,
@@ -173,6 +178,7 @@ class BayesResult(ResultBase):
     rows: tuple[dict[str, Any], ...] = ()
     target_accept: float = 0.95
     attempts: tuple[AttemptRecord, ...] = ()
+    contrast_draws: tuple[dict[str, Any], ...] = ()
 
     def __setattr__(self, name: str, value: object) -> None:
         """A result is a record of what was measured: it does not change once made (as the dataclass before it)."""
