@@ -28,6 +28,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,7 @@ from biastest.errors import DataError
 from biastest.measures.base import ResultBase
 from biastest.measures.bayes.result import BayesResult
 from biastest.provenance import provenance
+from biastest.report.export import download_name, private_dir, write_csv, write_json
 from biastest.report.figures import FONT, NEUTRAL, hover_safe
 from biastest.report.text import level_percent
 from biastest.stats.mcmc import hdi
@@ -50,6 +52,7 @@ __all__ = [
     "BayesComparison",
     "compare_bayes",
     "compare_draws",
+    "comparison_exports",
     "comparison_figure",
     "kept_draws",
 ]
@@ -268,3 +271,15 @@ def comparison_figure(cmp: BayesComparison) -> go.Figure:
         height=max(320, 24 * len(cmp.rows) // max(1, len(names)) + 160), legend={"orientation": "h"},
     )
     return fig
+
+
+def comparison_exports(cmp: BayesComparison, *, directory: Path | None = None) -> tuple[Path, Path]:
+    """CSV (one row per word and contrast, the embeddings named) and JSON of the comparison, in ``directory``."""
+    folder = Path(directory) if directory is not None else private_dir("biastest-bayes-compare-")
+    name = f"{cmp.labels[0]}-vs-{cmp.labels[1]}"
+    when = str(cmp.provenance.get("created_at", ""))[:10] or None
+    csv_path = write_csv(cmp.records(), folder / download_name("psychophysics", name, when=when,
+                                                               part="bayes-compare"))
+    json_path = write_json({"test": "bayes-compare", "result": cmp.to_dict()},
+                           folder / download_name("psychophysics", name, when=when, ext="json", part="bayes-compare"))
+    return csv_path, json_path
