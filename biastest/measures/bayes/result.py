@@ -184,6 +184,13 @@ class BayesResult(ResultBase):
         """A result is a record of what was measured: it does not change once made (as the dataclass before it)."""
         raise AttributeError(f"{type(self).__name__}.{name} cannot be changed")
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON; ``contrast_draws`` only when there are some (a file of an earlier version reads back as it was)."""
+        out = super().to_dict()
+        if not out.get("contrast_draws"):
+            out.pop("contrast_draws", None)
+        return out
+
     @computed_field
     @property
     def interval(self) -> str:
