@@ -75,6 +75,12 @@ def test_the_bayesian_estimate_compared_with_this_embedding_hard_debiased():
     assert saved["result"].seed == 3 and saved["result"].model["name"] == "additive" and saved["result"].draws == 200
     expected = compare_bayes(session["bayes"], saved["result"], labels=("glove-6b-50d", DEBIASED))
     assert saved["comparison"].rows == expected.rows
+    with pytest.raises(Exception) as err:  # an embedding on this machine only where server paths are allowed
+        bayes_compare.compare_core(session, "file:/etc/passwd")
+    assert str(err.value) == emb_app.MSG_PATHS_DISABLED
+    with pytest.raises(Exception) as err:
+        bayes_compare.compare_core(session, "glove-6b-50d")
+    assert str(err.value) == bayes_compare.MSG_SAME_EMBEDDING
     status, reading, figure, table, csv_dl, json_dl = bayes_compare.compare_view(new)
     assert status.startswith(("✅", "⚠️")) and "minus glove-6b-50d" in reading
     assert len(table) == len(expected.rows) and figure is not None

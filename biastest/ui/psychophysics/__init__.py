@@ -221,7 +221,7 @@ def build_demo(*, allow_server_paths: bool | None = None) -> gr.Blocks:
         compare.wire_embedding_compare(compare_ui, session, allow_paths=allow_paths,
                                        clear_on=[step2.run])
         bayes.wire(bayes_ui, session)
-        bayes_compare.wire(bayes_cmp, session, clear_on=(bayes_ui.run,))
+        bayes_compare.wire(bayes_cmp, session, allow_paths=allow_paths, clear_on=(bayes_ui.run,))
         posterior.wire(post_ui, session)
 
         # New bias test: back to step 1, every input and output cleared, a fresh session

@@ -21,6 +21,7 @@ from biastest.models.catalog import suggestions
 from biastest.models.embeddings import debiased_source
 from biastest.ui.common import USER_MISTAKES, escape, progress_callback, session_export_dir, user_errors, warn_inline
 from biastest.ui.compare import source_label
+from biastest.ui.psychophysics.spec import embedding_source_id
 from biastest.ui.psychophysics.state import Section, need_session
 
 __all__ = ["SOURCE_DEBIASED", "build", "compare_core", "compare_view", "source_choices", "wire"]
@@ -50,14 +51,21 @@ def _base_key(result: Any) -> list[Any]:
     return [result.seed, dict(result.provenance).get("created_at"), dict(result.provenance).get("model_id")]
 
 
-def compare_core(session: Any, choice: Any, *, progress=None) -> dict[str, Any]:
-    """Run the session's Bayesian estimate on the second embedding and compare; returns the new session."""
+def compare_core(session: Any, choice: Any, *, allow_paths: bool = False, progress=None) -> dict[str, Any]:
+    """Run the session's Bayesian estimate on the second embedding and compare; returns the new session.
+
+    ``choice`` is :data:`SOURCE_DEBIASED` or an embedding source; one on this machine (``file:``,
+    ``sentence-transformers:``) only where server paths are allowed.
+    """
     session = need_session(session)
     first = session.get("bayes")
     if first is None:
         raise DataError(MSG_RUN_BAYES_FIRST)
     choice = str(choice or SOURCE_DEBIASED)
-    source = debiased_source(session["source"]) if choice == SOURCE_DEBIASED else choice
+    if choice == SOURCE_DEBIASED:
+        source = debiased_source(session["source"])
+    else:
+        source = embedding_source_id(choice, None, None, allow_paths=allow_paths)
     if source == session["source"]:
         raise DataError(MSG_SAME_EMBEDDING)
     prov = dict(first.provenance)
@@ -97,14 +105,18 @@ def compare_view(session: dict[str, Any]) -> tuple:
             gr.update(value=str(json_path), visible=True))
 
 
-@user_errors
-def compare_handler(session, choice, progress=gr.Progress()):
-    """The button: run on the second embedding and compare; a mistake inline under the button, nothing else."""
-    try:
-        new = compare_core(session, choice, progress=progress_callback(progress))
-    except USER_MISTAKES as exc:
-        return (gr.skip(), warn_inline(exc), *(gr.skip(),) * 5)
-    return (new, *compare_view(new))
+def compare_handler(*, allow_paths: bool):
+    """The button's handler: run on the second embedding and compare; a mistake inline under the button."""
+
+    @user_errors
+    def handler(session, choice, progress=gr.Progress()):
+        try:
+            new = compare_core(session, choice, allow_paths=allow_paths, progress=progress_callback(progress))
+        except USER_MISTAKES as exc:
+            return (gr.skip(), warn_inline(exc), *(gr.skip(),) * 5)
+        return (new, *compare_view(new))
+
+    return handler
 
 
 def build(*, allow_paths: bool) -> Section:
@@ -130,10 +142,10 @@ def build(*, allow_paths: bool) -> Section:
     return sec
 
 
-def wire(sec: Section, session: Any, *, clear_on: tuple[Any, ...] = ()) -> None:
+def wire(sec: Section, session: Any, *, allow_paths: bool, clear_on: tuple[Any, ...] = ()) -> None:
     """The button (one sampler at a time, as the estimate itself); ``clear_on`` buttons (a new estimate) clear it."""
     outputs = [sec.status, sec.reading, sec.plot, sec.table, sec.csv, sec.json]
-    sec.run.click(compare_handler, [session, sec.source], [session, *outputs],
+    sec.run.click(compare_handler(allow_paths=allow_paths), [session, sec.source], [session, *outputs],
                   concurrency_id="mcmc", concurrency_limit=1)
     shown = [(c, v) for c, v in sec.resets() if c in outputs]
     for button in clear_on:
