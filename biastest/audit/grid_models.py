@@ -48,12 +48,14 @@ from biastest.audit.uses import audit_measures, grid_fields
 from biastest.errors import BiastestError
 from biastest.inputs import embedding_source
 from biastest.measures.base import KINDS
-from biastest.models.embeddings import EMBEDDING_SOURCES, resolve_source
+from biastest.models.embeddings import DEBIAS_METHODS, EMBEDDING_SOURCES, debiased_source, resolve_source
 from biastest.models.endpoint_lm import check_endpoint_url
 from biastest.remote import safe_base_url
 
 MODEL_KEYS = ("name", "kind", "id", "revision", "endpoint", "model", "api_key_env", "tokenizer", "methods", "options",
-              "resources")
+              "resources", "debias")
+
+MSG_UNKNOWN_DEBIAS = "{where}: unknown debias '{value}'.{hint} Choose one of: {choices}."
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,8 @@ def parse_model(value: Any, index: int, base: Path) -> ModelEntry:
     if "tokenizer" in m and kind != "lm":
         raise GridError(MSG_KEY_NOT_FOR_MODEL.format(where=where, key="tokenizer",
                                                      applies="a language model behind an endpoint"))
+    if "debias" in m and (kind != "embeddings" or endpoint is not None):
+        raise GridError(MSG_KEY_NOT_FOR_MODEL.format(where=where, key="debias", applies="embeddings"))
     if "revision" in m and kind == "embeddings":
         raise GridError(MSG_KEY_NOT_FOR_MODEL.format(where=where, key="revision", applies="lm and vlm models"))
     revision = as_text(m["revision"], "revision", where) if m.get("revision") is not None else None
@@ -187,6 +191,8 @@ def parse_model(value: Any, index: int, base: Path) -> ModelEntry:
         path = resolve_path(base, given)
         if kind == "embeddings":
             ref, local = embedding_ref(given, path, base, where)
+            if m.get("debias") is not None:
+                ref = debiased_ref(ref, m["debias"], where)
         elif path.exists():
             try:
                 public.check_model_reference(given)
@@ -228,6 +234,18 @@ def parse_model(value: Any, index: int, base: Path) -> ModelEntry:
     return ModelEntry(name=name, kind=kind, ref=ref, local=local, revision=revision, endpoint=endpoint,
                       api_key_env=api_key_env, tokenizer=tokenizer, methods=methods, options=options,
                       resources=resources)
+
+
+def debiased_ref(ref: str, method: Any, where: str) -> str:
+    """``ref`` after the debiasing ``method`` (``debias: hard``): ``<ref> + hard-debias(bolukbasi2016)``."""
+    value = str(method).strip().lower()
+    if value not in DEBIAS_METHODS:
+        raise GridError(MSG_UNKNOWN_DEBIAS.format(where=where, value=method, hint=hint(method, DEBIAS_METHODS),
+                                                  choices=", ".join(DEBIAS_METHODS)))
+    try:
+        return debiased_source(ref, value)
+    except BiastestError as exc:  # already debiased in its id
+        raise in_entry(where, exc) from None
 
 
 def embedding_ref(given: str, path: Path, base: Path, where: str) -> tuple[str, bool]:

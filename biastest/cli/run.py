@@ -54,6 +54,7 @@ from biastest.inputs import (
 )
 from biastest.measures import MEASURES, Measure
 from biastest.measures.base import Headless, Inputs
+from biastest.models.embeddings import DEBIAS_METHODS, debiased_source
 from biastest.models.endpoint_lm import check_endpoint_url
 from biastest.options import BOUNDS, check_option
 from biastest.report.export import private_dir, write_csv, write_json
@@ -80,6 +81,7 @@ __all__ = [
     "MSG_UNKNOWN_FLAG",
     "MSG_UNKNOWN_KIND",
     "MSG_UNKNOWN_MODEL_KIND",
+    "MSG_UNKNOWN_DEBIAS",
     "MSG_UNKNOWN_TEST",
     "add_run_parser",
     "cli_measures",
@@ -144,6 +146,7 @@ MSG_CONFIRM_NEEDED = (
 )
 MSG_CONFIRM_PROMPT = "Ask {requests:,} questions of the hosted endpoint? [y/N] "
 MSG_NOT_CONFIRMED = "Not confirmed: nothing was asked."
+MSG_UNKNOWN_DEBIAS = "Unknown --debias '{value}'.{hint} Choose one of: {choices}."
 MSG_TOO_FEW_REPLICATES = "Give at least two replicate embedding files (--replicate FILE, once per file); got {count}."
 
 _KEY_ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
@@ -178,6 +181,9 @@ INPUT_FLAGS: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
                                  "help": "also open gensim .kv/.model/.wv files (--model, --replicate). They are "
                                  "pickles: opening one RUNS THE CODE IN THE FILE. Only for files you made yourself "
                                  "or fully trust"}),
+        ("--debias", {"metavar": "METHOD", "help": "test the embedding after a debiasing transform: hard (hard "
+                      "debiasing, Bolukbasi et al. 2016, with the authors' word lists; recorded as '<model> + "
+                      "hard-debias(bolukbasi2016)'); applies to --model and every --replicate"}),
     ),
     "chat": (),
     "classifier": (),  # a text classifier: the measure writes its sentences from the specification
@@ -317,7 +323,8 @@ def legacy_argv(argv: Sequence[str]) -> tuple[list[str], Legacy | None]:
         tests = [legacy_name(m) for m in of_kind]
         measure = of_kind[tests.index(check_choice(test, tests, MSG_UNKNOWN_TEST))]
     else:  # the earlier default: 2afc for a 2AFC specification, else the first test of a bias specification
-        switches = {f for f, kw in INPUT_FLAGS["embeddings"]} | {"--progress", "--lapse"}
+        switches = {f for f, kw in INPUT_FLAGS["embeddings"] if kw.get("action") == "store_true"}
+        switches |= {"--progress", "--lapse"}
         spec = _first_positional(rest, switches)
         spec_type = "twoafc" if spec is not None and isinstance(load_spec(spec), TwoAFCSpec) else "bias"
         measure = next(m for m in of_kind if m.spec_type == spec_type)
@@ -450,8 +457,14 @@ def endpoint_key(args: argparse.Namespace, values: dict[str, Any], measure: Meas
     return key
 
 
-def embedding_values(values: dict[str, Any]) -> None:
-    """The embedding the user named (``--model``) as a source, and replicate files as ``file:`` sources."""
+def embedding_values(values: dict[str, Any], debias: str | None = None) -> None:
+    """The embedding the user named (``--model``) as a source, and replicate files as ``file:`` sources.
+
+    With ``debias`` (``--debias hard``) every source becomes its debiased version
+    (:func:`~biastest.models.embeddings.debiased_source`); an unknown method is :data:`MSG_UNKNOWN_DEBIAS`
+    (before anything loads).
+    """
+    method = check_choice(debias, DEBIAS_METHODS, MSG_UNKNOWN_DEBIAS) if debias is not None else None
     values["source"] = embedding_source(values.get("source"))
     replicates = values.get("replicates")
     if replicates:
@@ -461,6 +474,13 @@ def embedding_values(values: dict[str, Any]) -> None:
             if not Path(f).expanduser().is_file():
                 raise UsageError(MSG_FILE_NOT_FOUND.format(what="replicate embedding file", path=f))
         values["replicates"] = [f"file:{f}" for f in replicates]
+    if method is not None:
+        try:
+            values["source"] = debiased_source(values["source"], method)
+            if values.get("replicates"):
+                values["replicates"] = [debiased_source(r, method) for r in values["replicates"]]
+        except BiastestError as exc:  # already debiased: the model's own words, as a usage error
+            raise UsageError(str(exc)) from None
 
 
 def load_inputs(args: argparse.Namespace, spec: Any, measure: Measure) -> Inputs:
@@ -583,7 +603,7 @@ def cmd_run(args: argparse.Namespace, flags_given: list[Flag], legacy: Legacy | 
         check_spec(spec, measure, legacy)
     api_key = endpoint_key(args, values, measure) if _takes_endpoint(measure) else None
     if measure.kind == "embeddings":
-        embedding_values(values)
+        embedding_values(values, getattr(args, "debias", None))
     inputs = load_inputs(args, spec, measure)
     if _cost_of(measure) is not None:
         confirm_cost(_cost_of(measure)(values, inputs), bool(getattr(args, "yes", None)), err)

@@ -43,7 +43,7 @@ from biastest.measures.vlm import VLMItems, VLMOptions, compare_vlm
 from biastest.measures.vlm import run as vlm_run
 from biastest.measures.vlm.options import DEFAULT_PROMPT_TEMPLATE, DEFAULT_QUESTION
 from biastest.measures.weat.compare import compare_weat
-from biastest.models.embeddings import SAFE_EMBEDDING_SUFFIXES
+from biastest.models.embeddings import SAFE_EMBEDDING_SUFFIXES, debiased_source
 from biastest.records import SentencePair
 from biastest.report import compare as rep
 from biastest.report.text import md_escape
@@ -98,10 +98,14 @@ VLM_HELP = (
     "them image by image: the difference in bias score with a paired interval and a test (a sign test on the "
     "probabilities, or McNemar's test on the answers)."
 )
+#: The choice "this embedding, hard-debiased" (:mod:`biastest.models.embeddings.debias`).
+SOURCE_DEBIASED = "__this-embedding-hard-debiased__"
+DEBIASED_LABEL = "This embedding, hard-debiased (Bolukbasi et al. 2016)"
 EMBEDDING_HELP = (
     "Run the same test on **other embeddings** and compare them word by word: for WEAT the difference of the effect "
     "sizes, for 2AFC of how far the target words sit from no preference, each with a paired bootstrap interval over "
-    "the words the embeddings share."
+    "the words the embeddings share. \"This embedding, hard-debiased\" adds the same embedding after hard debiasing "
+    "(Bolukbasi et al. 2016)."
 )
 
 VLM_SCORES = [("Soft: the probability of the stereotypical answer", "soft"),
@@ -508,7 +512,10 @@ def embedding_add_core(session: Any, choice: Any, upload: Any, path: Any, *optio
     from biastest.ui.psychophysics.spec import embedding_source_id
 
     twoafc, base, added = _embedding_models(session)
-    source = embedding_source_id(str(choice or ""), upload, path, allow_paths=allow_paths)
+    if choice == SOURCE_DEBIASED:  # this embedding after hard debiasing (Bolukbasi et al. 2016)
+        source = debiased_source(str(session["source"]))
+    else:
+        source = embedding_source_id(str(choice or ""), upload, path, allow_paths=allow_paths)
     _check_room(1 + len(added))
     label = source_label(source)
     if source in [session["source"], *(a["source"] for a in added)]:
@@ -559,7 +566,7 @@ def build_embedding_compare(*, allow_paths: bool) -> CompareSection:
     from biastest.ui.psychophysics.spec import SOURCE_PATH, SOURCE_UPLOAD, source_choices
 
     def inputs() -> list[Any]:
-        choices = source_choices(allow_paths=allow_paths)
+        choices = [(DEBIASED_LABEL, SOURCE_DEBIASED), *source_choices(allow_paths=allow_paths)]
         source = gr.Dropdown(choices, value=choices[0][1] if choices else None, label="Embedding to add",
                              elem_id="compare-source")
         upload = gr.File(label="Embedding file", file_types=list(SAFE_EMBEDDING_SUFFIXES), visible=False,

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from biastest.errors import MethodError
+from biastest.measures.bayes.compare import kept_draws
 from biastest.measures.bayes.result import BayesResult
 from biastest.measures.bayes.sampler import (
     _MODEL_FNS,
@@ -260,6 +261,7 @@ def fit_bayes(
         seed=seed, draws=a_draws, tune=a_tune, chains=chains, chain_method=run.chain_method, seconds=seconds,
         provenance=prov, rows=tuple(data.records()), target_accept=a_ta, attempts=tuple(attempts),
         group_contrasts=tuple(group_rows),
+        contrast_draws=kept_draws(_derived(model, run.samples), contrasts, data.protected_words),
     )
 
 

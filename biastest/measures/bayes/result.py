@@ -159,6 +159,11 @@ class BayesResult(ResultBase):
         Per group and contrast: the mean over the group's words of the contrast (``group``, ``contrast``,
         ``compared_with``: the other groups' stereotypes or a control list, ``n_words``, mean, HDI, R-hat,
         ESS, ``verdict``); empty in results written before groups were summarised.
+    contrast_draws : tuple of dict
+        Posterior draws of every contrast (``protected_word``, ``group``, ``contrast``, ``draws``: at most
+        :data:`~biastest.measures.bayes.compare.KEPT_DRAWS`, evenly spaced over the chains), for comparing
+        two embeddings (:func:`~biastest.measures.bayes.compare.compare_bayes`); empty in files written
+        before they were kept.
     attempts : tuple of dict
         Every sampler run, in order: ``attempt``, ``seed``, ``draws``,
         ``tune``, ``chains``, ``target_accept``, ``max_rhat``,
@@ -189,6 +194,7 @@ class BayesResult(ResultBase):
     target_accept: float = 0.95
     attempts: tuple[AttemptRecord, ...] = ()
     group_contrasts: tuple[GroupContrastRecord, ...] = ()
+    contrast_draws: tuple[dict[str, Any], ...] = ()
 
     def __setattr__(self, name: str, value: object) -> None:
         """A result is a record of what was measured: it does not change once made (as the dataclass before it)."""
@@ -196,10 +202,12 @@ class BayesResult(ResultBase):
 
     @model_serializer(mode="wrap")
     def _without_empty_groups(self, handler: Any) -> dict[str, Any]:
-        """Today's keys; ``group_contrasts`` only where there are some (files of earlier versions round-trip)."""
+        """Today's keys; ``group_contrasts`` and ``contrast_draws`` only where there are some (files of earlier
+        versions round-trip)."""
         out = handler(self)
-        if not out.get("group_contrasts"):
-            out.pop("group_contrasts", None)
+        for key in ("group_contrasts", "contrast_draws"):
+            if not out.get(key):
+                out.pop(key, None)
         return out
 
     @computed_field

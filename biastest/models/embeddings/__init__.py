@@ -29,7 +29,8 @@ The package's modules, lowest first: :mod:`~biastest.models.embeddings.interface
 (:class:`WordEmbeddings`, reports, vectors in memory),
 :mod:`~biastest.models.embeddings.readers` (the safe file readers),
 :mod:`~biastest.models.embeddings.backends`,
-:mod:`~biastest.models.embeddings.sources` (named sources, loading) and
+:mod:`~biastest.models.embeddings.debias` (hard debiasing, Bolukbasi et al. 2016, as a transform of any
+embedding), :mod:`~biastest.models.embeddings.sources` (named sources, loading) and
 :mod:`~biastest.models.embeddings.replicates` (bootstrap word2vec replicates).
 This file is the package's face: the public names, imported from those modules.
 """
@@ -46,6 +47,17 @@ from biastest.models.embeddings.backends import (
     KeyedVectorsEmbeddings,
     SentenceEncoderEmbeddings,
     SpacyEmbeddings,
+)
+from biastest.models.embeddings.debias import (
+    DEBIAS_METHODS,
+    MSG_DEBIAS_TWICE,
+    MSG_FEW_DEFINITIONAL,
+    MSG_UNKNOWN_DEBIAS,
+    MSG_UNKNOWN_LISTS,
+    HardDebiasedEmbeddings,
+    debiased_source,
+    load_debias_lists,
+    split_debiased,
 )
 from biastest.models.embeddings.interface import (
     MSG_BAD_MATRIX,
@@ -101,6 +113,15 @@ __all__ = [
     "InMemoryEmbeddings",
     "SentenceEncoderEmbeddings",
     "SpacyEmbeddings",
+    "HardDebiasedEmbeddings",
+    "DEBIAS_METHODS",
+    "debiased_source",
+    "split_debiased",
+    "load_debias_lists",
+    "MSG_DEBIAS_TWICE",
+    "MSG_FEW_DEFINITIONAL",
+    "MSG_UNKNOWN_DEBIAS",
+    "MSG_UNKNOWN_LISTS",
     "TermLookup",
     "LookupReport",
     "EmbeddingSource",

@@ -25,6 +25,14 @@ from biastest.models.embeddings.backends import (
     SentenceEncoderEmbeddings,
     SpacyEmbeddings,
 )
+from biastest.models.embeddings.debias import (
+    LISTS_NAME,
+    MSG_DEBIAS_TWICE,
+    MSG_UNKNOWN_LISTS,
+    HardDebiasedEmbeddings,
+    debiased_source,
+    split_debiased,
+)
 from biastest.models.embeddings.interface import WordEmbeddings
 
 __all__ = [
@@ -101,13 +109,23 @@ def available_sources() -> list[tuple[str, str]]:
 def resolve_source(source: str) -> str:
     """Canonical id of a source string; unknown names get a did-you-mean.
 
-    ``file:`` paths are made absolute so the cache key is stable.
+    ``file:`` paths are made absolute so the cache key is stable. A source hard-debiased
+    (``<source> + hard-debias``, :mod:`~biastest.models.embeddings.debias`) resolves to
+    ``<resolved source> + hard-debias(bolukbasi2016)``.
     """
     if not isinstance(source, str) or not source.strip():
         raise EmbeddingError(
             MSG_UNKNOWN_SOURCE.format(name=source, choices=", ".join(EMBEDDING_SOURCES)), source=source
         )
     s = source.strip()
+    debiased = split_debiased(s)
+    if debiased is not None:
+        base, lists = debiased
+        if lists != LISTS_NAME:
+            raise EmbeddingError(MSG_UNKNOWN_LISTS.format(lists=lists), lists=lists)
+        if split_debiased(base) is not None:
+            raise EmbeddingError(MSG_DEBIAS_TWICE.format(source=base), source=base)
+        return debiased_source(resolve_source(base))
     if s in EMBEDDING_SOURCES:
         return s
     low = s.lower()
@@ -153,7 +171,8 @@ def load_embeddings(
     ----------
     source : str or WordEmbeddings
         A registry name (``glove-6b-50d``, ``minilm-l6-v2``), ``file:<path>``,
-        ``sentence-transformers:<dir>``, ``spacy:<package>``; an already
+        ``sentence-transformers:<dir>``, ``spacy:<package>``, any of these followed by
+        ``+ hard-debias`` (:class:`~biastest.models.embeddings.debias.HardDebiasedEmbeddings`); an already
         loaded :class:`WordEmbeddings` is returned unchanged.
     cache : ModelCache, optional
         Defaults to the process-wide :data:`biastest.models.cache.MODEL_CACHE`.
@@ -167,6 +186,12 @@ def load_embeddings(
         return source
     sid = resolve_source(source)
     cache = MODEL_CACHE if cache is None else cache
+    debiased = split_debiased(sid)
+    if debiased is not None:  # the base loads (once) as itself; the transform wraps it
+        base_sid = debiased[0]
+        base = load_embeddings(base_sid, cache=cache, trust_pickle=trust_pickle)
+        key = ("hard-debias", LISTS_NAME, _cache_key(base_sid, trust_pickle=bool(trust_pickle)))
+        return cache.get(key, lambda: HardDebiasedEmbeddings(base))
 
     def loader() -> WordEmbeddings:
         if sid in EMBEDDING_SOURCES:

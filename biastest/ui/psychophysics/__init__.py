@@ -22,7 +22,8 @@ handlers (``wire``):
   (the ``psychometric-chat`` measure) and their results in step 3;
 * :mod:`.results` — step 3: the 2AFC and WEAT/MAC results;
 * :mod:`biastest.ui.compare` — step 3's “Compare with another embedding” (shared with the other apps);
-* :mod:`.bayes` — the Bayesian estimate with control groups;
+* :mod:`.bayes` — the Bayesian estimate with control groups; :mod:`.bayes_compare` — the same estimate on a second
+  embedding (this one hard-debiased, or another) and the HDI of each contrast's difference;
 * :mod:`.posterior` — the posterior of embeddings given a sentiment classifier.
 
 This module wires the sections into one Blocks and re-exports the names the
@@ -47,7 +48,7 @@ from biastest.ui.common import (
 from biastest.ui.common import (
     index_link as common_index_link,
 )
-from biastest.ui.psychophysics import bayes, chat, classifier, curves, data, posterior, results, spec
+from biastest.ui.psychophysics import bayes, bayes_compare, chat, classifier, curves, data, posterior, results, spec
 from biastest.ui.psychophysics.bayes import (
     BAYES_DEFAULTS,
     MSG_BAYES_DONE,
@@ -209,6 +210,7 @@ def build_demo(*, allow_server_paths: bool | None = None, index_link: bool = Fal
                 compare_ui = compare.build_embedding_compare(allow_paths=allow_paths)
                 with gr.Accordion(measure_label("bayes"), open=False, elem_id="bayes-section"):
                     bayes_ui = bayes.build()
+                    bayes_cmp = bayes_compare.build(allow_paths=allow_paths)
                 with gr.Accordion(measure_label("posterior"), open=False, elem_id="posterior-section"):
                     post_ui = posterior.build()
                 new3 = gr.Button("New bias test", variant="secondary", elem_id="new-test-3")
@@ -226,12 +228,13 @@ def build_demo(*, allow_server_paths: bool | None = None, index_link: bool = Fal
         compare.wire_embedding_compare(compare_ui, session, allow_paths=allow_paths,
                                        clear_on=[step2.run])
         bayes.wire(bayes_ui, session)
+        bayes_compare.wire(bayes_cmp, session, allow_paths=allow_paths, clear_on=(bayes_ui.run,))
         posterior.wire(post_ui, session)
 
         # New bias test: back to step 1, every input and output cleared, a fresh session
         resets: list[tuple[Any, Any]] = [
             *(pair for sec in (step1, step2, step2.chat, step2.chat.curves, step2.chat.classifier, step3, chat_res,
-                               curve_res, clf_res, compare_ui, bayes_ui, post_ui)
+                               curve_res, clf_res, compare_ui, bayes_ui, bayes_cmp, post_ui)
               for pair in sec.resets())
         ]
         reset_outputs = [session, tabs, tab2, tab3, *(c for c, _ in resets)]
