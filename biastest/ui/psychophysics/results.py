@@ -3,7 +3,8 @@
 2AFC: the PSE per target, the psychometric curve of a chosen target, the
 spectrum, the labour-statistics comparison where the cues are gendered, the
 per-target table. WEAT/MAC: statistic and effect size, per-word associations,
-MAC. The measures' reports (:mod:`biastest.measures.twoafc.report`,
+MAC, and how much d varies over random word lists of the same sizes. The
+measures' reports (:mod:`biastest.measures.twoafc.report`,
 :mod:`biastest.measures.weat.report`) make the tables and figures; this module places them.
 """
 
@@ -47,6 +48,8 @@ def results_view(session: dict[str, Any]) -> tuple:
             None,
             None,
             None,
+            "",
+            None,
             gr.update(value=str(csv_path), visible=True),
             gr.update(value=str(json_path), visible=True),
         )
@@ -68,6 +71,8 @@ def results_view(session: dict[str, Any]) -> tuple:
         weat_rep.weat_figure(weat),
         weat_rep.weat_words_frame(weat),
         weat_rep.mac_frame(mac),
+        weat_rep.weat_null_markdown(weat),
+        weat_rep.weat_null_figure(weat),
         gr.update(value=str(csv_path), visible=True),
         gr.update(value=str(json_path), visible=True),
     )
@@ -104,6 +109,8 @@ def build() -> Section:
                                               elem_id="weat-words-table"), None)
         sec.add("mac_df", gr.Dataframe(label="MAC per target word and attribute list", interactive=False,
                                        elem_id="mac-table"), None)
+        sec.add("null_md", gr.Markdown("", elem_id="weat-null-summary"), "")
+        sec.add("null_plot", gr.Plot(label="How much can d vary by chance?", elem_id="weat-null-plot"), None)
     with gr.Row():
         sec.add("csv", gr.DownloadButton("Download CSV", visible=False, elem_id="download-csv"),
                 gr.update(value=None, visible=False))
@@ -112,7 +119,7 @@ def build() -> Section:
     sec.outputs = [
         sec.summary, sec.twoafc_box, sec.weat_box, sec.pse_plot, sec.curve_target, sec.curve_plot,
         sec.spectrum_plot, sec.labour_md, sec.labour_plot, sec.twoafc_df, sec.weat_df, sec.weat_plot,
-        sec.weat_words_df, sec.mac_df, sec.csv, sec.json,
+        sec.weat_words_df, sec.mac_df, sec.null_md, sec.null_plot, sec.csv, sec.json,
     ]
     return sec
 
