@@ -2,7 +2,9 @@
 
 The Bayesian paper (seed ``002``) shows that WEAT's effect size reaches 1.82 from simulated similarities with no
 difference at all, as large as the largest d Caliskan et al. (2017) report (1.81). This module lets a user see the
-same thing on their own embedding: it draws ``n_draws`` sets of word lists X*, Y*, A*, B* of the sizes of the
+same thing on their own embedding (with the paper's two targets per group, |d| cannot exceed √3 ≈ 1.73 with the
+sample SD used here, so its 1.82 and −1.93 imply the population SD; ``docs/reproduction.md`` repeats the
+simulation): it draws ``n_draws`` sets of word lists X*, Y*, A*, B* of the sizes of the
 user's lists, computes d for each (the formula of :func:`biastest.measures.weat.score.weat_effect_size`), and
 shows the distribution beside the observed d, with the share of draws whose |d*| ≥ |d|.
 
