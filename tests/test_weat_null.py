@@ -190,6 +190,11 @@ def test_run_weat_on_glove_reaches_the_table_figure_csv_json_and_their_reload(tm
     assert float(median["ci_low"]) == pytest.approx(null.quantiles["q2.5"], abs=1e-4)  # the CSV rounds
     doc = json.loads(json_path.read_text(encoding="utf-8"))
     assert doc["weat"]["null_simulation"]["draws"] == pytest.approx(list(null.draws))
+    # the app's WEAT results place the reading and the histogram after MAC's table, before the downloads
+    from biastest.ui.psychophysics.results import results_view
+
+    view = results_view({"spec": spec, "source": "glove-6b-50d", "weat": r, "mac": mac})
+    assert view[14] == text and list(view[15].data[0].x) == list(null.draws) and view[-1]["visible"] is True
 
 
 def test_without_a_vocabulary_or_draws_the_result_says_why():
