@@ -48,7 +48,7 @@ def _line(x1: float, t1: float, x2: float, t2: float) -> tuple[float, float]:
     return max(t1 - slope * x1, 0.0), slope
 
 
-def time_posterior(sizes=(300, 3000)) -> dict:
+def time_posterior(sizes=(300, 10_000)) -> dict:
     from biastest.measures.posterior import PosteriorOptions, run
 
     def once(n):
@@ -60,7 +60,7 @@ def time_posterior(sizes=(300, 3000)) -> dict:
         [f"{n}+{n}" for n in sizes], [round(x, 3) for x in t], strict=True))}
 
 
-def time_bayes(sizes=(200, 600)) -> dict:
+def time_bayes(sizes=(200, 2000)) -> dict:
     from biastest.measures.bayes import BayesItems, BayesOptions, run
     from biastest.measures.bayes.score import load_controls
     from biastest.specs import get_spec
@@ -103,14 +103,13 @@ def time_replicates(sizes=(20_000, 80_000), replicates: int = 2) -> dict:
 
 def run(quick: bool = False) -> dict:
     """The three fits (smaller sizes when ``quick``)."""
-    small = (100, 300) if quick else (200, 600)
     load = os.getloadavg()[0]
     return {
         "machine": f"{os.cpu_count()} CPU cores ({platform.machine()}, {platform.system()}; load average "
                    f"{load:.1f} when measured; CPU time of the process)",
         "measured_on": time.strftime("%Y-%m-%d"),
-        "posterior": time_posterior((150, 1500) if quick else (300, 3000)),
-        "bayes": time_bayes(small),
+        "posterior": time_posterior((150, 1500) if quick else (300, 10_000)),
+        "bayes": time_bayes((100, 1000) if quick else (200, 2000)),
         "twoafc": time_replicates(),
     }
 
