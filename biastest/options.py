@@ -46,6 +46,7 @@ __all__ = [
     "DEFAULT_SEEDS",
     "DEFAULT_TWOAFC_BOOTSTRAP",
     "DEFAULT_WEAT_BOOTSTRAP",
+    "DEFAULT_WEAT_NULL_DRAWS",
     "MSG_BAD_CONFIDENCE",
     "MSG_BAD_NUMBER",
     "MSG_BAD_POSITIVE",
@@ -72,6 +73,8 @@ MAX_SEED = 2**32 - 1
 DEFAULT_TWOAFC_BOOTSTRAP = 1_000
 #: WEAT: bootstrap resamples of the words behind the interval of the effect size d.
 DEFAULT_WEAT_BOOTSTRAP = 2_000
+#: WEAT: random word lists of the same sizes behind "How much can d vary by chance?" (0 = none).
+DEFAULT_WEAT_NULL_DRAWS = 1_000
 #: The level of the 2AFC and WEAT intervals (and of the language and vision-language scores' on the command line).
 DEFAULT_CONFIDENCE = 0.95
 #: The one default seed of every seed box in the three apps and of every headless run (command line, audit).
@@ -117,6 +120,8 @@ BOUNDS: dict[str, Bound] = {
     # bootstrap fits of the 2AFC psychometric functions (0 = no interval for the fits)
     "n_bootstrap": Bound("The number of bootstrap fits of the psychometric functions", 0, 2_000),
     "n_permutations": Bound("The number of permutations", 100, 1_000_000),
+    # random word lists of WEAT's "How much can d vary by chance?" (0 = none)
+    "null_draws": Bound("The number of random word lists", 0, 100_000),
     "batch_size": Bound("The batch size", 1, 1024),
     "draws": Bound("The number of posterior draws per chain", 100, 20_000),
     "tune": Bound("The number of warm-up (tuning) steps per chain", 100, 20_000),

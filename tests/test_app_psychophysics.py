@@ -270,7 +270,7 @@ def test_run_and_training_mistakes_are_inline_warnings_and_change_nothing_else(p
     assert out[1] == "⚠️ " + escape(app.MSG_NO_REPLICATE_FILES)
     # a run that goes through clears the stale sections and fills the results
     out = run(session, app.REPLICATES_NONE, 0, None, "norm", False, 0, 10_000, SEED)
-    assert out[0]["result"].mode == "single" and out[1] == "" and out[4:6] == stale and len(out) == 4 + 2 + 19
+    assert out[0]["result"].mode == "single" and out[1] == "" and out[4:6] == stale and len(out) == 4 + 2 + 21
     # training replicates: the message goes under "Train replicates"
     with pytest.warns(UserWarning):
         out = app.train_handler(session, None, 2, 10, 1, 1, SEED)

@@ -299,6 +299,11 @@ def test_weat_then_bayesian_estimate_and_posterior_csv_in_the_browser(server, tm
         page.locator("#run-test").click()
         page.locator("#weat-table").get_by_text("WEAT effect size d").wait_for()
         assert page.locator("#weat-table").get_by_text("WEAT test statistic s(X, Y, A, B)").count() == 1
+        # how much d varies by chance: the histogram of random word lists, the observed d marked, the share in words
+        page.locator("#weat-null-plot .nsewdrag").wait_for()
+        assert "random word lists of the same sizes" in page.locator("#weat-null-plot text.gtitle").text_content()
+        assert "your d = " in page.locator("#weat-null-plot").text_content()
+        assert "had |d| ≥ |your d|" in page.locator("#weat-null-summary").inner_text()
         page.locator("#bayes-section").get_by_text("Bayesian estimate with control groups").first.click()
         # the defaults (2 chains x (1000 tuning + 2000 draws)) converge on WEAT 7 (tests/test_bayes.py)
         page.locator("#bayes-run").click()
@@ -336,6 +341,17 @@ def test_weat_then_bayesian_estimate_and_posterior_csv_in_the_browser(server, tm
         assert {r["table"] for r in rows} == {"group distance", "nearest", "farthest"}
         groups = {r["group"] for r in rows if r["table"] == "group distance"}
         assert "'=1+1 women" in groups and len(groups) == 2
+
+        # the papers' settings: one click fills them in, says what the paper states, and estimates the run time
+        page.locator("#posterior-paper-preset").click()
+        page.wait_for_function("document.querySelector('#posterior-draws input').value === '10000'")
+        assert page.locator("#posterior-tune input").input_value() == "10000"
+        page.locator("#posterior-preset-note").get_by_text("10,000 warm-up samples").wait_for()
+        assert "Estimated run time" in page.locator("#posterior-estimate").inner_text()
+        page.locator("#bayes-paper-preset").click()
+        page.wait_for_function("document.querySelector('#bayes-chains input').value === '4'")
+        page.locator("#bayes-preset-note").get_by_text("Stan's defaults").wait_for()
+        assert "rows" in page.locator("#bayes-estimate").inner_text()
 
 
 #: Which components show Gradio's red "Error" pill (a handler raised): the ids of their blocks.

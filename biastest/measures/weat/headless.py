@@ -33,7 +33,8 @@ def headless(values: Mapping[str, Any], inputs: Inputs, *, api_key: str | None =
     options = WEATOptions.parse({k: v for k, v in values.items() if v is not None})
     source = options.source
     recorded = {"source": source, "seed": options.seed, "n_permutations": options.n_permutations,
-                "n_bootstrap": options.n_resamples, "confidence": options.confidence}
+                "n_bootstrap": options.n_resamples, "confidence": options.confidence,
+                "null_draws": options.null_draws, "null_from": options.null_from}
     loaded = trusted(source, inputs.trust_pickle)
     if inputs.spec.n_groups > 2:
         return _mac_only(inputs, loaded, recorded, source)
@@ -42,6 +43,12 @@ def headless(values: Mapping[str, Any], inputs: Inputs, *, api_key: str | None =
     name = embedding_name(source, inputs.trust_pickle)
     headline = (f"WEAT effect size d = {weat.effect_size:.3f} (one-sided p = {weat.p_one_sided:.4g}); MAC = "
                 f"{mac.mac:.4f}; embedding {name} (seed {weat.seed}).")
+    null = weat.null_simulation
+    if null is not None:
+        headline += (f" By chance ({null.n_valid:,} random word lists of the same sizes, {null.mode}): "
+                     f"{100 * null.share_at_least:.1f} % had |d| ≥ {abs(weat.effect_size):.2f}.")
+    elif weat.null_note:
+        headline += f" No random word lists: {weat.null_note}"
     return Headless("weat", recorded, weat, headline,
                     lambda: report.weat_exports(weat, mac, source=name, spec=inputs.spec.to_dict()),
                     extra={"mac": mac.to_dict()})

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from biastest.measures.base import OptionsBase, cli_flag
 from biastest.models.embeddings import WordEmbeddings
-from biastest.options import DEFAULT_CONFIDENCE, DEFAULT_WEAT_BOOTSTRAP
+from biastest.options import DEFAULT_CONFIDENCE, DEFAULT_WEAT_BOOTSTRAP, DEFAULT_WEAT_NULL_DRAWS
 
 __all__ = ["MACOptions", "WEATOptions"]
 
@@ -36,6 +36,12 @@ class WEATOptions(OptionsBase):
     alternative : {"greater", "less", "two-sided"}
     max_missing_fraction : float
         Refuse a list with more than this share of its words missing.
+    null_draws : int
+        Random word lists of the same sizes behind "How much can d vary by chance?"
+        (:mod:`biastest.measures.weat.null_sim`); 0 = none.
+    null_from : {"vocabulary", "shuffled"}
+        Where they are drawn from: a frequency-filtered slice of the embedding's vocabulary, or the user's own
+        words shuffled between the four roles.
     """
 
     source: str | WordEmbeddings = Field(
@@ -59,6 +65,14 @@ class WEATOptions(OptionsBase):
             metavar="LEVEL"))
     alternative: Literal["greater", "less", "two-sided"] = "greater"
     max_missing_fraction: float = 0.5
+    null_draws: int = Field(
+        DEFAULT_WEAT_NULL_DRAWS, json_schema_extra=cli_flag("--null-draws",
+            "random word lists of the same sizes, to show how much d varies by chance (default 1000; 0 = none)",
+            metavar="N"))
+    null_from: Literal["vocabulary", "shuffled"] = Field(
+        "vocabulary", json_schema_extra=cli_flag("--null-from",
+            "draw them from the embedding's vocabulary (default) or shuffle your own words between the roles",
+            metavar="vocabulary|shuffled"))
 
 
 class MACOptions(OptionsBase):

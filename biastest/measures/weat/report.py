@@ -21,6 +21,7 @@ __all__ = [
     "MSG_WEAT_INTERVAL_UNDEFINED",
     "MSG_WEAT_NO_INTERVAL",
     "MSG_MAC_GROUPS_READING",
+    "MSG_WEAT_NULL_NONE",
     "mac_exports",
     "mac_frame",
     "mac_group_figure",
@@ -33,6 +34,8 @@ __all__ = [
     "weat_frame",
     "weat_interpretation",
     "weat_interval_label",
+    "weat_null_figure",
+    "weat_null_markdown",
     "weat_summary_records",
     "weat_words_frame",
 ]
@@ -48,6 +51,8 @@ MSG_WEAT_INTERVAL_HAS_ZERO = (
 MSG_WEAT_INTERVAL_READING = (
     "The interval of d excludes 0: resampling the target and attribute words keeps the direction of the effect."
 )
+
+MSG_WEAT_NULL_NONE = "No random word lists were drawn (the number of random word lists is 0)."
 
 
 MSG_MAC_GROUPS_READING = (
@@ -85,6 +90,12 @@ def weat_frame(weat, mac) -> pd.DataFrame:
          "Sum over X minus sum over Y of each word's association; not the effect size."),
         ("p-value, one-sided (X more associated with A)", weat.p_one_sided, f"Permutation test ({how})."),
         ("p-value, two-sided", weat.p_two_sided, f"Permutation test ({how})."),
+    ]
+    null = weat.null_simulation
+    if null is not None:
+        rows.append((f"share of {null.n_valid:,} random word lists with |d| ≥ |d|", null.share_at_least,
+                     f"Word lists of the same sizes from {null.pool}: how often chance gives a d this large."))
+    rows += [
         ("MAC (mean cosine distance)", mac.mac,
          "Mean over target words and attribute lists of the mean cosine distance (0 = same direction, 1 = unrelated)."),
     ]
@@ -245,6 +256,47 @@ def weat_figure(weat) -> go.Figure:
     return fig
 
 
+def weat_null_figure(weat) -> go.Figure | None:
+    """Histogram of d over the random word lists, the observed d (and −d) marked; None without a simulation."""
+    null = weat.null_simulation
+    if null is None:
+        return None
+    fig = go.Figure(go.Histogram(
+        x=list(null.draws), nbinsx=40, marker_color="#94a3b8", name="random word lists",
+        hovertemplate="d from %{x}<br>%{y} random word lists<extra></extra>"))
+    d = null.observed
+    fig.add_vline(x=d, line_color=C1_COLOR, line_width=3,
+                  annotation_text=f"your d = {d:.2f}", annotation_position="top")
+    fig.add_vline(x=-d, line_color=C1_COLOR, line_dash="dot",
+                  annotation_text=f"−{abs(d):.2f}", annotation_position="bottom")
+    fig.update_layout(
+        title=(f"How much can d vary by chance? {null.n_valid:,} random word lists of the same sizes: "
+               f"{100 * null.share_at_least:.1f} % with |d| ≥ {abs(d):.2f}"),
+        xaxis_title="WEAT effect size d of random word lists", yaxis_title="random word lists",
+        font_family=FONT, height=360, margin={"l": 10, "r": 10, "t": 60, "b": 40}, showlegend=False,
+    )
+    return fig
+
+
+def weat_null_markdown(weat) -> str:
+    """What the simulation shows, in words (or why there is none)."""
+    null = weat.null_simulation
+    if null is None:
+        return f"### How much can d vary by chance?\n{_esc(weat.null_note or MSG_WEAT_NULL_NONE)}"
+    q = null.quantiles
+    return (
+        "### How much can d vary by chance?\n"
+        f"{null.n_valid:,} random word lists with the sizes of yours (X {null.sizes['X']}, Y {null.sizes['Y']}, "
+        f"A {null.sizes['A']}, B {null.sizes['B']}) were drawn from {_esc(null.pool)} (seed {null.seed}). "
+        f"Their d ran from {q['q2.5']:.2f} to {q['q97.5']:.2f} (95 % of the draws); {100 * null.share_large:.1f} % "
+        f"reached |d| ≥ 0.8, a \"large\" effect, and the largest was {null.max_abs:.2f}. "
+        f"**{null.n_at_least:,} of {null.n_valid:,} ({100 * null.share_at_least:.1f} %) had |d| ≥ |your d| = "
+        f"{abs(null.observed):.2f}.**\n\n"
+        "Words picked with no bias in mind can give a sizeable d: the Bayesian paper (seed 002) gets d = 1.82 "
+        "from simulated similarities with no difference at all. Read your d against this spread, not against 0."
+    )
+
+
 def weat_interpretation(weat, mac, *, source: str) -> str:
     """A plain-language reading of WEAT and MAC."""
     n = weat.names
@@ -305,6 +357,18 @@ def weat_summary_records(weat, mac, *, source: str, spec: Mapping[str, Any] | No
         row("p-value, two-sided, permutation", weat.p_two_sided, p_value=weat.p_two_sided),
         row("MAC (mean cosine distance)", mac.mac, n=len(mac.words)),
     ]
+    null = weat.null_simulation
+    if null is not None:
+        how = f"{null.n_valid:,} random word lists of the same sizes from {null.pool}; seed {null.seed}"
+        rows += [
+            row("share of random word lists with |d| >= |observed d|", null.share_at_least, n=null.n_valid,
+                interval=how),
+            row("d of random word lists, median (2.5 % and 97.5 % quantiles)", null.quantiles["q50"],
+                ci_low=null.quantiles["q2.5"], ci_high=null.quantiles["q97.5"], confidence=0.95, n=null.n_valid,
+                interval=how),
+        ]
+    elif weat.null_note:
+        rows.append(row("share of random word lists with |d| >= |observed d|", None, n=0, interval=weat.null_note))
     rows += [row(f"MAC for attribute list '{r['class']}'", r["mean_distance"], n=len(mac.words))
              for r in mac.per_class]
     rows += [row(f"MAC contrast of '{c['group']}': own − other groups' stereotypes", c["contrast"], n=c["n_words"])

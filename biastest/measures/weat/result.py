@@ -13,6 +13,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field, PlainSerializer, PlainValidator, model_serializer
 
 from biastest.measures.base import ResultBase
+from biastest.measures.weat.null_sim import WEATNull
 from biastest.stats.permutation import PermutationResult
 
 __all__ = ["MACResult", "WEATResult"]
@@ -54,6 +55,11 @@ class WEATResult(ResultBase):
     ci_level : float
     n_bootstrap, n_bootstrap_valid : int
         Resamples drawn, and those with a defined d.
+    null_simulation : WEATNull or None
+        d over random word lists of the same sizes ("How much can d vary by chance?",
+        :mod:`biastest.measures.weat.null_sim`); None when none were asked for or they could not be drawn.
+    null_note : str or None
+        Why there is no simulation although one was asked for (for example an encoder has no vocabulary).
     """
 
     effect_size: float
@@ -76,6 +82,8 @@ class WEATResult(ResultBase):
     ci_level: float = 0.95
     n_bootstrap: int = 0
     n_bootstrap_valid: int = 0
+    null_simulation: WEATNull | None = None
+    null_note: str | None = None
 
     result_name: ClassVar[str] = "WEAT"
 
@@ -90,9 +98,16 @@ class WEATResult(ResultBase):
 
     @model_serializer(mode="wrap")
     def _with_interval_method(self, handler: Any) -> dict[str, Any]:
-        """Today's keys, with ``interval_method`` (None when no resamples were drawn)."""
+        """Today's keys, with ``interval_method`` (None when no resamples were drawn).
+
+        The null simulation's keys are written only when one was asked for, so files of runs without one keep the
+        keys they always had.
+        """
         out = handler(self)
         out["interval_method"] = self.interval_method if self.n_bootstrap else None
+        if out.get("null_simulation") is None and out.get("null_note") is None:
+            out.pop("null_simulation", None)
+            out.pop("null_note", None)
         return out
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from biastest.errors import DataError
 from biastest.measures.embedding_common import MSG_NO_TERMS, Progress, check_terms, tick
+from biastest.measures.weat.null_sim import vocabulary_slice, weat_null
 from biastest.measures.weat.options import MACOptions, WEATOptions
 from biastest.measures.weat.result import MACResult, WEATResult
 from biastest.measures.weat.score import WEATSettings, mac, weat
@@ -113,6 +114,9 @@ def run(
     resamples of the words (X, Y, A and B each with replacement) give the
     interval of d at level ``options.confidence``
     (:func:`biastest.measures.weat.score.weat_effect_size_bootstrap`).
+    ``options.null_draws`` random word lists of the same sizes (from ``options.null_from``) give the
+    distribution of d by chance (:mod:`biastest.measures.weat.null_sim`); when they cannot be drawn (an encoder
+    has no vocabulary, a vocabulary too small) the result says why in ``null_note``.
     ``cancel`` is not polled (one vectorised step; accepted for the common signature).
 
     Returns
@@ -145,6 +149,8 @@ def run(
         alternative=options.alternative,
         spec=_spec_dict(items.spec),
         max_missing_fraction=options.max_missing_fraction,
+        null_draws=options.null_draws,
+        null_from=options.null_from if options.null_draws else None,
     )
     result = weat(
         vecs["X"][0],
@@ -162,8 +168,26 @@ def run(
         missing=missing,
         provenance=prov,
     )
+    if options.null_draws:
+        result = _with_null(result, options, emb, vecs, lists)
     tick(progress, 3, 3, "Done")
     return result
+
+
+def _with_null(result: WEATResult, options: WEATOptions, emb: Any, vecs: dict[str, Any],
+               lists: dict[str, list[str]]) -> WEATResult:
+    """The result with its null simulation, or with the reason there is none (``null_note``)."""
+    try:
+        pool, label = None, ""
+        if options.null_from == "vocabulary":
+            _, pool, label = vocabulary_slice(emb, exclude=[w for ws in lists.values() for w in ws])
+        null = weat_null(result.effect_size, mode=options.null_from, n_draws=options.null_draws,
+                         seed=options.seed, role_vectors={r: vecs[r][0] for r in "XYAB"}, pool_vectors=pool,
+                         pool_label=label)
+    except DataError as exc:
+        return result.model_copy(update={"null_note": str(exc)})
+    prov = {**result.provenance, "null_pool": null.pool}
+    return result.model_copy(update={"null_simulation": null, "provenance": prov})
 
 
 def run_mac(

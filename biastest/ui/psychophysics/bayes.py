@@ -20,6 +20,7 @@ from biastest.errors import DataError
 from biastest.measures.bayes import BayesItems, BayesOptions, available_models, run
 from biastest.measures.bayes import report as rep
 from biastest.measures.bayes.score import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT_TIME_LIMIT, DEFAULT_TUNE, HDI_PROB
+from biastest.measures.presets import PAPER_PRESETS, bayes_rows, estimate_line, is_preset, preset_markdown
 from biastest.options import DEFAULT_SEED
 from biastest.report.text import level_percent
 from biastest.spec import BiasSpec
@@ -125,6 +126,33 @@ def bayes_handler(session, model, draws, tune, chains, seed, hdi_prob=HDI_PROB, 
 
 
 @user_errors
+def bayes_estimate(session, model, draws, tune, chains, hdi_prob) -> tuple[str, str]:
+    """Before running: the paper preset's note (when the settings are the paper's) and the estimated run time.
+
+    The rows are those of the session's WEAT/MAC specification (target words × attribute and control words), or
+    of the measured WEAT 7 before a specification is chosen.
+    """
+    try:
+        values = {"draws": option_value("draws", draws), "tune": option_value("tune", tune),
+                  "chains": option_value("chains", chains), "hdi_prob": option_value("hdi_prob", hdi_prob),
+                  "model": model}
+    except USER_MISTAKES:
+        return "", ""
+    spec = (session or {}).get("spec")
+    rows = bayes_rows(spec) if isinstance(spec, BiasSpec) else None
+    note = preset_markdown("bayes") if is_preset("bayes", values) else ""
+    return note, estimate_line("bayes", values, rows=rows)
+
+
+@user_errors
+def bayes_preset_handler(session):
+    """Fill in the Bayesian paper's settings (its model, 89 % HPDI, Stan's default sampler), note and estimate."""
+    v = PAPER_PRESETS["bayes"].values
+    return (v["model"], v["draws"], v["tune"], v["chains"], v["hdi_prob"],
+            *bayes_estimate(session, v["model"], v["draws"], v["tune"], v["chains"], v["hdi_prob"]))
+
+
+@user_errors
 def priors_handler(model: str) -> str:
     """Show the priors of the chosen model before anything is sampled."""
     info = {m["name"]: m for m in available_models()}.get(model)
@@ -151,6 +179,10 @@ def build() -> Section:
                                       elem_id="bayes-hdi-prob"), BAYES_DEFAULTS["hdi_prob"])
         sec.add("time_limit", gr.Number(BAYES_DEFAULTS["time_limit"], label="Time limit for re-runs (seconds)",
                                         elem_id="bayes-time-limit"), BAYES_DEFAULTS["time_limit"])
+    sec.paper = gr.Button(PAPER_PRESETS["bayes"].label, size="sm", elem_id="bayes-paper-preset")
+    sec.add("preset_note", gr.Markdown("", elem_id="bayes-preset-note"), "")
+    first = bayes_estimate(None, *(BAYES_DEFAULTS[k] for k in ("model", "draws", "tune", "chains", "hdi_prob")))[1]
+    sec.add("estimate", gr.Markdown(first, elem_id="bayes-estimate"), first)
     sec.run = gr.Button("Run the Bayesian estimate", variant="primary", elem_id="bayes-run")
     sec.add("status", gr.Markdown("", elem_id="bayes-status"), "")
     sec.add("plot", gr.Plot(label="Expected distance of each target word to each kind of attribute",
@@ -168,8 +200,13 @@ def build() -> Section:
 
 
 def wire(sec: Section, session: Any) -> None:
-    """The section's handlers: the priors of the chosen model, and the run."""
+    """The section's handlers: the priors of the chosen model, the paper's settings, the estimate, and the run."""
     sec.model.change(priors_handler, sec.model, sec.priors, queue=False)
+    settings = [session, sec.model, sec.draws, sec.tune, sec.chains, sec.hdi_prob]
+    for box in (sec.model, sec.draws, sec.tune, sec.chains, sec.hdi_prob):
+        box.change(bayes_estimate, settings, [sec.preset_note, sec.estimate], queue=False)
+    sec.paper.click(bayes_preset_handler, session, [sec.model, sec.draws, sec.tune, sec.chains, sec.hdi_prob,
+                                                    sec.preset_note, sec.estimate], queue=False)
     sec.run.click(
         bayes_handler,
         [session, sec.model, sec.draws, sec.tune, sec.chains, sec.seed, sec.hdi_prob, sec.time_limit],

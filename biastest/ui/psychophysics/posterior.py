@@ -14,6 +14,7 @@ import gradio as gr
 
 from biastest.measures.posterior import PosteriorItems, PosteriorOptions, load_default_groups, run
 from biastest.measures.posterior import report as rep
+from biastest.measures.presets import PAPER_PRESETS, embedding_dim, estimate_line, is_preset, preset_markdown
 from biastest.options import DEFAULT_SEED
 from biastest.spec import parse_terms
 from biastest.ui.common import (
@@ -64,6 +65,32 @@ def posterior_core(session, name_a, words_a, name_b, words_b, draws, tune, chain
     return new
 
 
+def _sampler_values(draws, tune, chains) -> dict[str, int] | None:
+    try:
+        return {"draws": option_value("draws", draws), "tune": option_value("tune", tune),
+                "chains": option_value("chains", chains)}
+    except USER_MISTAKES:
+        return None
+
+
+@user_errors
+def posterior_estimate(session, draws, tune, chains) -> tuple[str, str]:
+    """Before running: the paper preset's note (when the settings are the paper's) and the estimated run time."""
+    values = _sampler_values(draws, tune, chains)
+    if values is None:
+        return "", ""
+    source = (session or {}).get("source") or "glove-6b-50d"
+    note = preset_markdown("posterior") if is_preset("posterior", values) else ""
+    return note, estimate_line("posterior", values, dim=embedding_dim(source))
+
+
+@user_errors
+def posterior_preset_handler(session):
+    """Fill in the paper's sampler settings (10,000 warm-up + 10,000 draws), with the note and the estimate."""
+    v = PAPER_PRESETS["posterior"].values
+    return (v["draws"], v["tune"], v["chains"], *posterior_estimate(session, v["draws"], v["tune"], v["chains"]))
+
+
 def posterior_status(result) -> str:
     """The status line: converged or NOT converged (why), with the divergent transitions and the acceptance rate."""
     d = result.diagnostics
@@ -108,7 +135,8 @@ def build() -> Section:
     gr.Markdown(
         "A small neural network learns, from the VADER sentiment lexicon, to tell positive from negative words by "
         "their vectors. The sampler (NUTS) then draws word vectors that the network finds positive (p(s | +)) or "
-        "negative (p(s | −)), from a wide prior N(0, 10²·I) (Liang & Acuna 2020, §3.2). Are the words of one "
+        "negative (p(s | −)), from a wide prior N(0, 10²·I) (Liang & Acuna 2020, §3.2; the prior is our choice, the "
+        "paper does not state one). Are the words of one "
         "group (by default female vs male first names) closer to a posterior than the other's? A permutation test "
         "answers.",
         elem_classes=["bt-hint"],
@@ -124,6 +152,11 @@ def build() -> Section:
                            ("seed", "Seed")):
             sec.add(key, gr.Number(POSTERIOR_DEFAULTS[key], precision=0, label=label, elem_id=f"posterior-{key}"),
                     POSTERIOR_DEFAULTS[key])
+    sec.paper = gr.Button(PAPER_PRESETS["posterior"].label, size="sm", elem_id="posterior-paper-preset")
+    sec.add("preset_note", gr.Markdown("", elem_id="posterior-preset-note"), "")
+    first = posterior_estimate(None, POSTERIOR_DEFAULTS["draws"], POSTERIOR_DEFAULTS["tune"],
+                               POSTERIOR_DEFAULTS["chains"])[1]
+    sec.add("estimate", gr.Markdown(first, elem_id="posterior-estimate"), first)
     sec.run = gr.Button("Sample the posteriors", variant="primary", elem_id="posterior-run")
     sec.add("status", gr.Markdown("", elem_id="posterior-status"), "")
     sec.add("reading", gr.Markdown("", elem_id="posterior-reading"), "")
@@ -143,7 +176,12 @@ def build() -> Section:
 
 
 def wire(sec: Section, session: Any) -> None:
-    """The section's handler: train, sample and render."""
+    """The section's handlers: the paper's settings, the run-time estimate, and train, sample and render."""
+    settings = [session, sec.draws, sec.tune, sec.chains]
+    for box in (sec.draws, sec.tune, sec.chains):
+        box.change(posterior_estimate, settings, [sec.preset_note, sec.estimate], queue=False)
+    sec.paper.click(posterior_preset_handler, session, [sec.draws, sec.tune, sec.chains, sec.preset_note,
+                                                        sec.estimate], queue=False)
     sec.run.click(
         posterior_handler,
         [session, sec.name_a, sec.words_a, sec.name_b, sec.words_b, sec.draws, sec.tune, sec.chains, sec.seed],

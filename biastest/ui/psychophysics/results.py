@@ -5,8 +5,9 @@ target (Fig. 3b), the psychometric curve of a chosen target, the spectrum
 (Fig. 4), the labour-statistics comparisons where the cues are gendered (the
 PSE against % women, the JND against sqrt(p(1 − p))), the per-target table.
 WEAT/MAC: statistic and effect size, per-word associations, MAC (per group where each group has its own
-stereotype list). Three or more groups: MAC per group alone, in WEAT's places (WEAT compares two groups). The
-measures' reports (:mod:`biastest.measures.twoafc.report`, :mod:`biastest.measures.twoafc.report_figures`,
+stereotype list), and how much d varies over random word lists of the same sizes. Three or more groups: MAC per
+group alone, in WEAT's places (WEAT compares two groups). The measures' reports
+(:mod:`biastest.measures.twoafc.report`, :mod:`biastest.measures.twoafc.report_figures`,
 :mod:`biastest.measures.weat.report`) make the tables and figures; this module places them.
 """
 
@@ -73,6 +74,8 @@ def results_view(session: dict[str, Any]) -> tuple:
             jnd_plot,
             jnd_md,
             jnd_labour_plot,
+            "",
+            None,
             gr.update(value=str(csv_path), visible=True),
             gr.update(value=str(json_path), visible=True),
         )
@@ -99,6 +102,8 @@ def results_view(session: dict[str, Any]) -> tuple:
         None,
         "",
         gr.update(value=None, visible=False),
+        weat_rep.weat_null_markdown(weat),
+        weat_rep.weat_null_figure(weat),
         gr.update(value=str(csv_path), visible=True),
         gr.update(value=str(json_path), visible=True),
     )
@@ -126,6 +131,11 @@ def _mac_groups_view(session: dict[str, Any]) -> tuple:
         weat_rep.mac_group_figure(mac),
         weat_rep.mac_words_frame(mac),
         weat_rep.mac_frame(mac),
+        None,
+        "",
+        gr.update(value=None, visible=False),
+        "",
+        None,
         gr.update(value=str(csv_path), visible=True),
         gr.update(value=str(json_path), visible=True),
     )
@@ -167,6 +177,8 @@ def build() -> Section:
                                               elem_id="weat-words-table"), None)
         sec.add("mac_df", gr.Dataframe(label="MAC per target word and attribute list", interactive=False,
                                        elem_id="mac-table"), None)
+        sec.add("null_md", gr.Markdown("", elem_id="weat-null-summary"), "")
+        sec.add("null_plot", gr.Plot(label="How much can d vary by chance?", elem_id="weat-null-plot"), None)
     with gr.Row():
         sec.add("csv", gr.DownloadButton("Download CSV", visible=False, elem_id="download-csv"),
                 gr.update(value=None, visible=False))
@@ -175,7 +187,8 @@ def build() -> Section:
     sec.outputs = [
         sec.summary, sec.twoafc_box, sec.weat_box, sec.pse_plot, sec.curve_target, sec.curve_plot,
         sec.spectrum_plot, sec.labour_md, sec.labour_plot, sec.twoafc_df, sec.weat_df, sec.weat_plot,
-        sec.weat_words_df, sec.mac_df, sec.jnd_plot, sec.jnd_labour_md, sec.jnd_labour_plot, sec.csv, sec.json,
+        sec.weat_words_df, sec.mac_df, sec.jnd_plot, sec.jnd_labour_md, sec.jnd_labour_plot, sec.null_md,
+        sec.null_plot, sec.csv, sec.json,
     ]
     return sec
 
