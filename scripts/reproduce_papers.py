@@ -27,6 +27,7 @@ if str(ROOT) not in sys.path:
 
 from biastest.measures import posterior, twoafc, weat  # noqa: E402
 from biastest.measures.twoafc.labor import labor_statistics_correlation  # noqa: E402
+from biastest.measures.twoafc.reproduce import reproduction_numbers  # noqa: E402
 from biastest.measures.weat.score import weat_effect_size  # noqa: E402
 from biastest.specs import get_spec, get_twoafc_spec, list_specs  # noqa: E402
 
@@ -40,9 +41,7 @@ CALISKAN_D = (1.50, 1.53, 1.41, 1.50, 1.28, 1.81, 1.06, 1.24, 1.38, 1.21)
 #: The Bayesian paper's simulation (seed 002): mean similarity of X to A, X to B, Y to A, Y to B; σ; its WEAT d.
 SEED_SIMULATION = (((0, 0, 0, 0), 0.05, 1.82), ((0, 0, 0, 0), 0.001, -1.93), ((0.1, 0, 0, 0.1), 0.05, 1.49),
                    ((0.1, 0, 0, 0.1), 0.1, 1.22))
-JND_ROW = ("| JND ↔ binomial SD of the proportion, Pearson r | 0.401 (p = 0.031; its notebook: −0.401) | "
-           "**to be wired**: built by helper h-26jnd (issue 26, item 1); no function on main yet | "
-           "needs replicate models or the psychometric-slope JND |")
+JND_PAPER = "0.401 (p = 0.031; its notebook: −0.401)"
 
 
 def _f(x: float, nd: int = 2) -> str:
@@ -64,9 +63,11 @@ def twoafc_figures() -> dict[str, Any]:
     pse = {t.target: float(t.pse) for t in gender.targets}
     love_pse = {t.target: float(t.pse) for t in love.targets}
     order = sorted(love_pse, key=lambda w: -love_pse[w])
+    jnd = reproduction_numbers(seed=SEED, n_bootstrap=0)["jnd_sd"]  # the curve JND: no bootstrap needed
     return {"r": float(corr.pearson_r), "p": float(corr.pearson_p), "rho": float(corr.spearman_rho), "n": corr.n,
-            "pse": pse, "love_pse": love_pse, "love_rank": {w: order.index(w) + 1 for w in order},
-            "n_love": len(order), "mode": gender.mode}
+            "jnd_r": float(jnd["pearson_r"]), "jnd_p": float(jnd["pearson_p"]), "jnd_n": int(jnd["n"]),
+            "jnd_kind": jnd["jnd_kind"], "pse": pse, "love_pse": love_pse,
+            "love_rank": {w: order.index(w) + 1 for w in order}, "n_love": len(order), "mode": gender.mode}
 
 
 def posterior_figures() -> dict[str, Any]:
@@ -144,15 +145,19 @@ def _twoafc_section(f: dict[str, Any]) -> list[str]:
         "## Psychophysics paper (seed 000): 2AFC on occupations",
         "",
         "One embedding (GloVe 6B 50d), the eight cue pairs of the paper (female cue first), the 60 occupations of "
-        "the library specification; the PSE of each occupation is the closed form over its cue pairs (no noise, so "
-        "no JND). The paper used 32 bootstrapped 100-dimensional embeddings trained on Wikipedia (March 2019).",
+        "the library specification; the PSE of each occupation is the closed form over its cue pairs, its JND the "
+        "fitted curve's (no replicates). The paper used 32 bootstrapped 100-dimensional embeddings trained on "
+        "Wikipedia (March 2019).",
         "",
         "| figure | paper | ours (GloVe 6B 50d) | why they differ |",
         "|---|---|---|---|",
         f"| PSE ↔ BLS % women, Pearson r | 0.368 (p = 0.049); 0.39 in its discussion | {_f(f['r'])} "
         f"(p {_p(f['p'])}, n = {f['n']}; Spearman ρ {_f(f['rho'])}) | another embedding and corpus; one model "
         "instead of 32 replicates; same direction |",
-        JND_ROW,
+        f"| JND ↔ binomial SD of the proportion √(p(1 − p)), Pearson r | {JND_PAPER} | {_f(f['jnd_r'])} "
+        f"(p {_p(f['jnd_p'])}, n = {f['jnd_n']}; the {f['jnd_kind']} JND) | the paper's JND is the SD of the PSE "
+        "over 32 replicate models; one model has only the curve JND (the spread of its eight cue pairs), which "
+        "does not follow the proportion's binomial SD here |",
     ]
     for word, finding, side in NAMED:
         pse = f["pse"][word]

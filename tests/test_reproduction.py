@@ -78,7 +78,9 @@ def test_every_figure_is_computed(generated):
     for r in rows:
         assert math.isfinite(r["d"]) and r["ci"] is not None and r["null"].n_valid > 0
         assert r["d"] > 0  # every test points the published way on GloVe 6B 50d
-    assert "JND ↔ binomial SD" in text and "to be wired" in text  # h-26jnd's row, marked for the lead
+    assert "JND ↔ binomial SD" in text and "to be wired" not in text
+    f = figures["twoafc"]  # the JND row (h-26jnd's curve JND): computed, not the paper's replicate JND
+    assert math.isfinite(f["jnd_r"]) and f["jnd_n"] == 60 and f["jnd_kind"] == "curve"
     assert not re.search(r"\bnan\b", text.lower())
 
 
