@@ -34,7 +34,7 @@ from biastest.measures.psychometric_chat.compare import (
 from biastest.measures.psychometric_chat.summary import derived_seed
 from biastest.models.dummy import DummyChatLM
 from biastest.stats.psychometric.guess_lapse import fit_guess_lapse
-from biastest.stats.psychometric.shift import joint_pse_draws
+from biastest.stats.psychometric.shift import joint_pse_draws, pse_shift
 from tests.psychometric_helpers import PlantedPsychometricResponder
 
 NEUTRAL, NURSE = "{stimulus} is a person.", "{stimulus} is a nurse."
@@ -162,3 +162,20 @@ def test_mistakes_and_fits_without_a_pse_are_named_never_nan():
     assert nurse["pse_diff"] is None and nurse["shift_diff"] is None and "stuck" in nurse["message"]
     assert all(r["pse"] is None for r in cmp.per_model if r["model"] == "stuck")
     assert not math.isnan(cmp.per_model[0]["pse"])
+
+
+@pytest.mark.parametrize("drop_one", [False, True])
+def test_joint_draws_of_two_data_sets_give_the_shift_interval_of_pse_shift(drop_one):
+    """Two data sets: the difference of the joint draws has :func:`pse_shift`'s interval (its draws are made alike),
+    paired when both have the same stimuli and unpaired when one lacks a stimulus."""
+    a = run(A_CURVES, seed=7, refusal_rate=0.0, n_bootstrap=10)
+    data = [tuple(zip(*[(lv.alpha, lv.k, lv.n) for lv in s.levels], strict=True)) for s in a.summaries]
+    if drop_one:
+        data[1] = tuple(v[1:] for v in data[1])
+    joint = joint_pse_draws(data, guess_lapses=[None, None], sigmoid="logistic", n_bootstrap=150, bootstrap="levels",
+                            seed=21)
+    shift = pse_shift(data[0], data[1], sigmoid="logistic", n_bootstrap=150, bootstrap="levels", seed=21)
+    assert joint.paired is (not drop_one) and shift.paired is (not drop_one)
+    assert joint.pse[1] - joint.pse[0] == pytest.approx(shift.shift, abs=1e-9)
+    assert list(np.nanpercentile(joint.draws[1] - joint.draws[0], [2.5, 97.5])) == pytest.approx(
+        list(shift.shift_ci), abs=1e-9)

@@ -20,6 +20,7 @@ handlers (``wire``):
 * :mod:`.classifier` — step 2's text classifier (the ``classifier-2afc`` measure) and its results in step 3;
 * :mod:`.curves` — under the chat model, its psychometric curves along a continuum of names per context
   (the ``psychometric-chat`` measure) and their results in step 3;
+* :mod:`.model_compare` — step 3's “Compare with another chat model” under the chat model's answers and curves;
 * :mod:`.results` — step 3: the 2AFC and WEAT/MAC results;
 * :mod:`biastest.ui.compare` — step 3's “Compare with another embedding” (shared with the other apps);
 * :mod:`.bayes` — the Bayesian estimate with control groups;
