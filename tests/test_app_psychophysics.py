@@ -221,13 +221,38 @@ def test_found_and_missing_words_are_reported_per_word():
     assert session["kind"] == "twoafc" and session["result"] is None
 
 
-def test_a_spec_with_mostly_missing_words_is_refused_with_the_list():
+def test_a_2afc_spec_with_mostly_missing_words_goes_on_and_only_the_embeddings_run_refuses_it():
+    """Step 1 lets the spec through (a chat model or a classifier reads the words as text) with the embedding's
+    refusal as a warning; the embedding's run refuses it with that message; a WEAT/MAC spec is still refused."""
     values = custom_step1("qzxaa, qzxbb, nurse", "woman/man")
-    with pytest.raises(EmbeddingError) as err:
-        app.confirm_spec_core(app.new_session(), *values, allow_paths=False)
-    assert err.value.message == MSG_MOSTLY_MISSING.format(
+    session, message, reports, notes = app.confirm_spec_core(app.new_session(), *values, allow_paths=False)
+    why = MSG_MOSTLY_MISSING.format(
         n_missing=2, n_terms=3, role="target words", source="glove-6b-50d", limit=0.5, missing="qzxaa, qzxbb"
     )
+    assert message.startswith("✅") and session["embedding_refused"] == why
+    assert notes == [app.MSG_EMBEDDING_CANNOT.format(why=why)]
+    assert escape(app.MSG_EMBEDDING_CANNOT.format(why=why)) in app.lookup_markdown(session["source"], reports, notes)
+    with pytest.raises(EmbeddingError) as err:
+        app.run_core(session, app.REPLICATES_NONE, 0.05, None, "norm", False, 200, 10_000, SEED)
+    assert err.value.message == app.MSG_EMBEDDING_REFUSED.format(why=why)
+    run = app.make_run_handler((), 16)
+    with pytest.warns(UserWarning, match="cannot test"):
+        out = run(session, app.REPLICATES_NONE, 0.05, None, "norm", False, 200, 10_000, SEED)
+    assert out[1] == "⚠️ " + escape(app.MSG_EMBEDDING_REFUSED.format(why=why))
+    # every cue pair missing: the same, with the cue message
+    session, _, _, notes = app.confirm_spec_core(app.new_session(), *custom_step1("nurse", "qzxf/qzxm"),
+                                                 allow_paths=False)
+    why = app.MSG_NO_CUE_PAIR_LEFT.format(source="glove-6b-50d", missing="qzxf, qzxm")
+    assert session["embedding_refused"] == why and notes == [app.MSG_EMBEDDING_CANNOT.format(why=why)]
+    # a spec the embedding can test has no refusal
+    ok, _, _, _ = app.confirm_spec_core(app.new_session(), *custom_step1("nurse, engineer", "woman/man"),
+                                        allow_paths=False)
+    assert ok["embedding_refused"] is None
+    weat = step1(kind=app.KIND_WEAT, weat=(app.CUSTOM, "qzxaa, qzxbb, math", "poetry, art, dance",
+                                           "male, man, boy", "female, woman, girl", "", "", "", ""))
+    with pytest.raises(EmbeddingError) as err:
+        app.confirm_spec_core(app.new_session(), *weat, allow_paths=False)
+    assert err.value.message.startswith("2 of 3 words of 'Targets X' are not in the embedding")
 
 
 def test_sigma_must_be_zero_or_positive(paper_run):

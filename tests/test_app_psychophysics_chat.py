@@ -284,3 +284,32 @@ def test_a_classifier_behind_an_endpoint_and_the_classifiers_mistakes(session, m
     assert out[0].startswith("⚠️ The classifier has no label 'JOY'")
     assert run_clf(session, CHAT_HERE, " ", "", "", "", SEED)[0] == _inline(MSG_NO_CHAT_MODEL)
     assert run_clf(session, CHAT_ENDPOINT, "m", "", "", "", SEED)[0] == _inline(MSG_NEED_ENDPOINT_URL)
+
+
+# ------------------------------------------------------------------ words the embedding lacks
+MULTIWORD = ["software developer", "Lakeisha Qzxwell", "Dashawn Qzxby", "Brantley Qzxton"]  # 3 of 4 not in GloVe
+
+
+def test_a_chat_model_and_a_classifier_test_a_spec_whose_words_the_embedding_lacks():
+    """A multi-word occupation and full names (mostly not in GloVe) and a cue phrase it lacks: step 1 goes on with the
+    embedding's refusal as a warning, and the chat model and the classifier are asked about every word as text."""
+    values = [app.KIND_TWOAFC, app.CUSTOM, ", ".join(MULTIWORD), "Ms. Qzxsmith/Mr. Qzxsmith, my aunt/my uncle",
+              "female", "male", app.CUSTOM, *("",) * 8, "glove-6b-50d", None, ""]
+    state, message, _reports, notes = app.confirm_spec_core(app.new_session(), *values, allow_paths=False)
+    assert message.startswith("✅") and state["embedding_refused"]
+    assert notes == [app.MSG_EMBEDDING_CANNOT.format(why=state["embedding_refused"])]
+    asked = []
+
+    def answer(request) -> str:
+        user = request.messages[-1][1]
+        asked.append(user)
+        return "A"
+
+    out = _run(state, DummyChatLM(answer, model_id="planted-chat"))
+    assert out[0].startswith("✅") and {t.target for t in out[1]["chat"].targets} == set(MULTIWORD)
+    assert all(any(t in u for u in asked) for t in MULTIWORD) and any("Ms. Qzxsmith" in u for u in asked)
+    assert len(asked) == len(MULTIWORD) * 2 * 2
+    out = run_clf(state, CHAT_HERE, "planted-clf", "", "", "", SEED, model=FavoursCue1(SEED), n_resamples=BOOT)
+    assert out[0].startswith("✅") and out[1]["classifier"].share.estimate > 50
+    keys = {r.key for r in out[1]["classifier"].per_group_term}
+    assert "group 1: Ms. Qzxsmith" in keys and "group 2: my uncle" in keys

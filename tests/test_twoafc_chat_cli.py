@@ -139,7 +139,7 @@ def test_an_audit_cell_runs_it(tmp_path, spec_file, built) -> None:
     assert order.status == "done" and pd.isna(order.score)  # empty: not defined
     assert "not defined" in order.note and "position bias 100.0%" in order.note
     html = build_report(out)  # the report compares the two cells by the measure's own compare
-    assert "2 models on the same 12 items" in html and "Measure: P(cue 1 | target)" in html
+    assert "2 models on the same 12 targets" in html and "Measure: P(cue 1 | target)" in html
     # a model of kind lm runs it only when listed
     grid.pop("methods")
     grid.pop("options")

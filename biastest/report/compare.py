@@ -97,7 +97,8 @@ MSG_SUMMARY = (
 )
 MSG_LEFT_OUT = "{label}: {excluded} not scored, {unmatched} not tested by every model — left out."
 ITEM_WORDS = {KIND_STEREOTYPE: "sentence pairs", KIND_VLM_SOFT: "images", KIND_VLM_HARD: "images",
-              KIND_WEAT: "target words", KIND_TWOAFC: "target words"}
+              KIND_WEAT: "target words", KIND_TWOAFC: "target words",
+              "twoafc-chat-p-cue1": "targets"}  # biastest.measures.chat_twoafc.compare.KIND_TWOAFC_CHAT
 
 #: Columns of :func:`pairwise_frame` (the interval column's name depends on the level).
 PAIR_COLUMNS = ("Model A", "Model B", "A", "B", "A − B", "interval", "discordant", "p", "p (Holm)", "reading")
@@ -245,6 +246,8 @@ def _value_label(cmp: Comparison) -> str:
         return "WEAT effect size d"
     if cmp.kind == KIND_TWOAFC:
         return "mean |PSE − 0.5|" if cmp.statistic != "mean-deviation" else "mean (PSE − 0.5)"
+    if cmp.kind == "twoafc-chat-p-cue1":
+        return "P(cue 1), mean over targets"
     return "estimate"
 
 

@@ -75,7 +75,7 @@ from biastest.stats.psychometric.model import (
     psychometric_function,
     separation_status,
 )
-from biastest.stats.psychometric.shift import PSEShift, pse_shift
+from biastest.stats.psychometric.shift import JointPSEDraws, PSEShift, joint_pse_draws, pse_shift
 
 __all__ = [
     "PsychometricFit",
@@ -88,11 +88,13 @@ __all__ = [
     "percentile_interval",
     "separation_status",
     "GuessLapseFit",
+    "JointPSEDraws",
     "PSEShift",
     "fit_guess_lapse",
     "guess_lapse_function",
     "guess_lapse_from_position_share",
     "jnd_from_scale",
+    "joint_pse_draws",
     "pse_shift",
     "SIGMOIDS",
     "MSG_BAD_SIGMOID",

@@ -26,7 +26,7 @@ from biastest.stats.psychometric.guess_lapse import (
     fit_guess_lapse,
 )
 
-__all__ = ["PSEShift", "pse_shift", "MSG_SHIFT_NO_FIT"]
+__all__ = ["JointPSEDraws", "MSG_SHIFT_NO_FIT", "PSEShift", "joint_pse_draws", "pse_shift"]
 
 MSG_SHIFT_NO_FIT = "The PSE shift needs a full fit in both contexts; {which} has none ({status})."
 
@@ -156,3 +156,74 @@ def _with_intervals(fit: GuessLapseFit, draws: tuple[np.ndarray, np.ndarray, np.
         "bootstrap": bootstrap,
         "seed": seed,
     })
+
+
+@dataclass(frozen=True)
+class JointPSEDraws:
+    """Point PSEs and bootstrap PSEs of several data sets, drawn together (:func:`joint_pse_draws`).
+
+    Attributes
+    ----------
+    pse : ndarray [F]
+        Each data set's maximum-likelihood PSE (NaN where its fit is not ``"ok"``).
+    status : tuple of str
+        Each fit's status.
+    draws : ndarray [F, B]
+        Bootstrap PSEs (NaN where a draw has none; every row NaN for a fit that is not ``"ok"``).
+    paired : bool
+        Whether the ``"levels"`` bootstrap resampled the same stimuli in every data set.
+    """
+
+    pse: np.ndarray
+    status: tuple[str, ...]
+    draws: np.ndarray
+    paired: bool
+
+
+def joint_pse_draws(
+    datasets: list[tuple[Any, Any, Any]],
+    *,
+    guess_lapses: list[float | None],
+    sigmoid: Literal["norm", "logistic"] = "logistic",
+    max_guess_lapse: float = 0.9,
+    n_bootstrap: int = 1000,
+    bootstrap: Literal["parametric", "nonparametric", "levels"] = "levels",
+    seed: int | None = None,
+) -> JointPSEDraws:
+    """Fit several data sets and bootstrap their PSEs together, for differences between any of them.
+
+    :func:`pse_shift` for more than two data sets (e.g. two models × two contexts, for a difference of shifts),
+    each with its own q (fitted where ``guess_lapses[i]`` is None, else fixed). Generators are spawned from
+    ``seed``, one per data set; the ``"levels"`` bootstrap draws one index of stimuli (from the first) for every
+    data set when all were asked the same levels in the same order (``paired``: a stimulus's own reading is
+    shared), exactly as :func:`pse_shift` does for two.
+
+    Parameters
+    ----------
+    datasets : list of (x, k, n)
+    guess_lapses : list of float or None
+        One per data set.
+    sigmoid, max_guess_lapse, n_bootstrap, bootstrap, seed
+        As in :func:`pse_shift` (``seed`` required when ``n_bootstrap > 0``).
+
+    Returns
+    -------
+    JointPSEDraws
+    """
+    for q in guess_lapses:
+        _check_options(sigmoid, bootstrap, q, max_guess_lapse, n_bootstrap, seed)
+    data = [_prepare(*d) for d in datasets]
+    qs = [None if q is None else float(q) for q in guess_lapses]
+    points = [_point_fit(*d, sigmoid=sigmoid, q_fixed=q, max_q=max_guess_lapse) for d, q in zip(data, qs, strict=True)]
+    first = data[0][0]
+    paired = bootstrap == "levels" and all(d[0].shape == first.shape and np.array_equal(d[0], first) for d in data)
+    pse = np.array([p.pse if p.status == "ok" else np.nan for p in points], dtype=float)
+    draws = np.full((len(data), int(n_bootstrap)), np.nan)
+    if n_bootstrap:
+        rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(len(data))]
+        index = rngs[0].integers(0, first.size, size=(n_bootstrap, first.size)) if paired else None
+        for i, (d, p, q, rng) in enumerate(zip(data, points, qs, rngs, strict=True)):
+            if p.status == "ok":
+                draws[i] = _bootstrap(*d, p, sigmoid=sigmoid, q_fixed=q, max_q=max_guess_lapse,
+                                      n_bootstrap=n_bootstrap, kind=bootstrap, rng=rng, index=index)[0]
+    return JointPSEDraws(pse=pse, status=tuple(p.status for p in points), draws=draws, paired=paired)

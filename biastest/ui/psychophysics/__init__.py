@@ -20,6 +20,7 @@ handlers (``wire``):
 * :mod:`.classifier` — step 2's text classifier (the ``classifier-2afc`` measure) and its results in step 3;
 * :mod:`.curves` — under the chat model, its psychometric curves along a continuum of names per context
   (the ``psychometric-chat`` measure) and their results in step 3;
+* :mod:`.model_compare` — step 3's “Compare with another chat model” under the chat model's answers and curves;
 * :mod:`.results` — step 3: the 2AFC and WEAT/MAC results;
 * :mod:`biastest.ui.compare` — step 3's “Compare with another embedding” (shared with the other apps);
 * :mod:`.bayes` — the Bayesian estimate with control groups; :mod:`.bayes_compare` — the same estimate on a second
@@ -61,6 +62,7 @@ from biastest.ui.psychophysics.bayes import (
 from biastest.ui.psychophysics.data import (
     MSG_BAD_INT,
     MSG_BAD_SIGMA,
+    MSG_EMBEDDING_REFUSED,
     MSG_NO_CORPUS,
     MSG_NO_REPLICATE_FILES,
     MSG_TRAIN_FIRST,
@@ -87,6 +89,7 @@ from biastest.ui.psychophysics.spec import (
     KIND_TWOAFC,
     KIND_WEAT,
     MSG_CUE_PAIRS_DROPPED,
+    MSG_EMBEDDING_CANNOT,
     MSG_NO_CUE_PAIR_LEFT,
     MSG_NO_PATH,
     MSG_NO_UPLOAD,
@@ -120,6 +123,8 @@ __all__ = [
     "MSG_BAYES_DONE",
     "MSG_BAYES_NEEDS_WEAT",
     "MSG_CUE_PAIRS_DROPPED",
+    "MSG_EMBEDDING_CANNOT",
+    "MSG_EMBEDDING_REFUSED",
     "MSG_NO_CORPUS",
     "MSG_NO_CUE_PAIR_LEFT",
     "MSG_NO_PATH",

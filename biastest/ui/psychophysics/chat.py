@@ -12,7 +12,8 @@ ticked.
 Step 3 shows the measure's readings first, then P(cue 1) per target with its interval (hover: counts), the rates
 (refusals, unparseable answers, position bias, order consistency) with their intervals, the labour-statistics
 scatter (:func:`biastest.measures.chat_twoafc.report.labour_figure`, hover per occupation), the per-target table and
-the CSV/JSON downloads. Handlers take and return plain values (tests call them directly).
+the CSV/JSON downloads, then “Compare with another chat model” (:mod:`.model_compare`: the same questions asked of
+another model, compared target by target). Handlers take and return plain values (tests call them directly).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from biastest.ui.chat_choice import (
     model_and_endpoint,
 )
 from biastest.ui.common import option_value, progress_callback, session_export_dir, unlock_step, user_errors
-from biastest.ui.psychophysics import classifier, curves
+from biastest.ui.psychophysics import classifier, curves, model_compare
 from biastest.ui.psychophysics.data import female_cue_side
 from biastest.ui.psychophysics.state import MSG_SPEC_FIRST, Section, need_session
 
@@ -232,7 +233,8 @@ def run_chat_inputs(session: dict[str, Any], inputs: ChatRunInputs, *, progress=
     result = run_twoafc_chat(options, TwoAFCChatItems(spec), progress=progress, model=model,
                              api_key=key if options.endpoint else None, cache_dir=cache_dir)
     new = dict(session)
-    new.update(chat=result, result=None, labour=None, bayes=None, posterior=None)
+    new.update(chat=result, chat_options=options, chat_compare=None, result=None, labour=None, bayes=None,
+               posterior=None)
     return new
 
 
@@ -418,6 +420,7 @@ def build_results() -> Section:
                     gr.update(value=None, visible=False))
             sec.add("json", gr.DownloadButton("Download JSON", visible=False, elem_id="chat-download-json"),
                     gr.update(value=None, visible=False))
+        model_compare.build(sec, model_compare.CHAT)
     sec.outputs = [sec.box, sec.readings, sec.p_plot, sec.rates_plot, sec.summary_df, sec.labour_plot,
                    sec.targets_df, sec.csv, sec.json]
     return sec
@@ -442,4 +445,5 @@ def wire(sec: Section, session: Any, *, data: Section, results: Section, chat_re
          results.json, *(c for c, _ in stale), *chat_results.outputs],
         concurrency_id="chat-model", concurrency_limit=1,
     )
+    model_compare.wire(chat_results, session, model_compare.CHAT, clear_on=[sec.run])
 

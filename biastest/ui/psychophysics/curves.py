@@ -8,7 +8,8 @@ rate and reports the PSE and JND per context and the PSE shift from the first co
 The cost is shown before the run; a hosted endpoint over the limit needs the confirmation.
 
 Step 3 shows the readings first, the curves in one figure with hover (the measure's
-:func:`~biastest.measures.psychometric_chat.report.curves_figure`), the PSE/JND/shift table and the CSV/JSON.
+:func:`~biastest.measures.psychometric_chat.report.curves_figure`), the PSE/JND/shift table and the CSV/JSON, then
+“Compare with another chat model” (:mod:`.model_compare`: PSE per context and the difference of shifts).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from biastest.models.protocols import ChatLM
 from biastest.report.text import md_escape
 from biastest.ui.chat_choice import MSG_CONFIRM_NEEDED, confirmation_needed, model_and_endpoint
 from biastest.ui.common import option_value, progress_callback, session_export_dir, unlock_step, user_errors
+from biastest.ui.psychophysics import model_compare
 from biastest.ui.psychophysics.state import Section, file_path, need_session
 
 __all__ = [
@@ -156,7 +158,8 @@ def run_curves_inputs(session: dict[str, Any], inputs: CurvesInputs, *, progress
     key = str(inputs.api_key or "").strip() or None
     result = run_psychometric_chat(options, PsychometricItems(continuum, session["spec"]), progress=progress,
                                    model=model, api_key=key if options.endpoint else None, cache_dir=cache_dir)
-    return {**session, "curves": result}
+    return {**session, "curves": result, "curves_options": options, "curves_continuum": continuum,
+            "curves_compare": None}
 
 
 def _done(result: PsychometricChatResult) -> str:
@@ -258,6 +261,7 @@ def build_results() -> Section:
                     gr.update(value=None, visible=False))
             sec.add("json", gr.DownloadButton("Download JSON", visible=False, elem_id="curves-download-json"),
                     gr.update(value=None, visible=False))
+        model_compare.build(sec, model_compare.CURVES)
     sec.outputs = [sec.box, sec.readings, sec.plot, sec.table, sec.csv, sec.json]
     return sec
 
@@ -279,5 +283,6 @@ def wire(sec: Section, session: Any, *, chat: Section, seed: Any, curve_results:
         [sec.message, session, tabs, tab3, *curve_results.outputs],
         concurrency_id="chat-model", concurrency_limit=1,
     )
+    model_compare.wire(curve_results, session, model_compare.CURVES, clear_on=[sec.run])
 
 

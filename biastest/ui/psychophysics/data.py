@@ -20,7 +20,7 @@ from typing import Any
 import gradio as gr
 
 from biastest import public
-from biastest.errors import DataError
+from biastest.errors import DataError, EmbeddingError
 from biastest.measures import twoafc as twoafc_measure
 from biastest.measures import weat as weat_measure
 from biastest.measures.twoafc import labor_statistics_correlation, load_occupations_bls
@@ -58,6 +58,10 @@ MSG_BAD_SIGMA = (
     "The perceptual noise σ must be 0 (no noise: a deterministic step) or a positive number (e.g. 0.05); got {value!r}."
 )
 MSG_BAD_INT = "{name} must be a whole number between {low} and {high}; got {value!r}."
+MSG_EMBEDDING_REFUSED = (
+    "The embedding cannot test this specification: {why} Choose a chat model or a text classifier under “Which "
+    "model?”, or go back to step 1."
+)
 
 NOISE_HELP = (
     "### Where the noise comes from\n"
@@ -236,6 +240,8 @@ def run_core(
     new = dict(session)
     new.update(bayes=None, posterior=None, labour=None)
     if isinstance(spec, TwoAFCSpec):
+        if session.get("embedding_refused"):  # step 1 let the spec through for the chat model and the classifier
+            raise EmbeddingError(MSG_EMBEDDING_REFUSED.format(why=session["embedding_refused"]))
         n_bootstrap = option_value("n_bootstrap", n_boot)  # every option checked before any file is loaded
         noise = _sigma(sigma) if rep_mode not in (REPLICATES_UPLOAD, REPLICATES_TRAIN) else None
         replicates = _replicate_models(session, rep_mode, files)

@@ -4,6 +4,12 @@
 per process, through the shared model cache), looks every word up and unlocks
 step 2, where the found/missing words are shown. A mistake the user can fix is
 shown inline next to the inputs (and as a yellow toast); step 2 stays locked.
+
+A 2AFC specification whose words the embedding lacks (multi-word occupations, names …) is not refused here: step 2
+can still ask a chat model or a text classifier, which read the words as text. The embedding's refusal becomes a
+warning in step 2 (:data:`MSG_EMBEDDING_CANNOT`) and is kept in the session (``embedding_refused``); only the
+embedding's run meets it (:data:`MSG_EMBEDDING_REFUSED`). A WEAT/MAC specification, tested by the embedding only,
+is still refused in step 1.
 """
 
 from __future__ import annotations
@@ -85,6 +91,11 @@ MSG_CUE_PAIRS_DROPPED = "Cue pairs left out because a word is not in the embeddi
 MSG_NO_CUE_PAIR_LEFT = (
     "None of the cue pairs can be used: every pair has a word that is not in the embedding '{source}' "
     "({missing}). Use other cue words or another embedding source."
+)
+
+MSG_EMBEDDING_CANNOT = (
+    "The embedding cannot test this specification: {why} A chat model or a text classifier reads the words as "
+    "text: choose one under “Which model?”."
 )
 
 TWOAFC_HELP = (
@@ -348,7 +359,8 @@ def lookup_markdown(source: str, reports: dict[str, LookupReport], notes: list[s
         n, miss = len(report.terms), report.missing
         line = f"- **{escape(role)}**: {n - len(miss)} of {n} found"
         if miss:
-            line += f"; <span class='bt-warn'>missing: {escape(', '.join(miss))}</span> (left out of the test)"
+            line += f"; <span class='bt-warn'>missing: {escape(', '.join(miss))}</span> (left out of the embedding's "
+            line += "test)"
         lines.append(line)
     for n in notes:
         lines.append(f"<span class='bt-warn'>{escape(n)}</span>")
@@ -382,7 +394,8 @@ def confirm_spec_core(
     """Validate step 1, load the embedding and look every word up.
 
     Returns the new session (``spec``/``source``/``lookup`` set, later steps
-    cleared), the inline message, the lookup reports and notes. Typed errors
+    cleared; ``embedding_refused`` the embedding's refusal of a 2AFC spec, or
+    None), the inline message, the lookup reports and notes. Typed errors
     propagate (the handler shows them inline).
     """
     kind, twoafc, weat, (choice, upload, path) = _step1_inputs(values)
@@ -392,11 +405,18 @@ def confirm_spec_core(
         progress(0, 1, "Loading the embedding")
     emb = load_embeddings(source)
     reports = lookup_reports(spec, emb)
-    notes = check_lookup(spec, reports)
+    refused = None
+    try:
+        notes = check_lookup(spec, reports)
+    except EmbeddingError as exc:
+        if not isinstance(spec, TwoAFCSpec):
+            raise  # WEAT/MAC: only the embedding tests it
+        refused, notes = exc.message, [MSG_EMBEDDING_CANNOT.format(why=exc.message)]
     if progress is not None:
         progress(1, 1, "Embedding loaded")
     new = new_session()
-    new.update(kind="twoafc" if isinstance(spec, TwoAFCSpec) else "weat", spec=spec, source=emb.name, lookup=reports)
+    new.update(kind="twoafc" if isinstance(spec, TwoAFCSpec) else "weat", spec=spec, source=emb.name, lookup=reports,
+               embedding_refused=refused)
     return new, spec_message(spec), reports, notes
 
 

@@ -26,6 +26,7 @@ def new_session() -> dict[str, Any]:
         "spec": None,  # TwoAFCSpec | BiasSpec
         "source": None,  # embedding source id
         "lookup": None,  # {role: LookupReport}
+        "embedding_refused": None,  # why the embedding cannot test the 2AFC spec (a chat model or classifier can)
         "replicates": None,  # list[WordEmbeddings] trained on a corpus (restricted to the spec's words)
         "replicate_note": "",
         "result": None,
