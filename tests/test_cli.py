@@ -289,7 +289,7 @@ def test_embedding_interval_defaults_are_the_apps_and_their_flags_reach_the_runn
                       "--out", str(tmp_path / "b.json"))
     assert rc == 2 and err.strip().endswith(cli.MSG_OPTION_NOT_FOR_RUN.format(
         option="--confidence", what="--kind embeddings --test bayes",
-        applies="lm, vlm, --test 2afc, --test weat, run bbq, run classifier-2afc"))
+        applies="lm, vlm, --test 2afc, --test weat, run bbq, run classifier-2afc, run twoafc-classifier"))
 
 
 def _vector_file(path: Path, words: list[str], *, seed: int) -> Path:

@@ -541,7 +541,8 @@ def test_cli_endpoint_with_another_kind_is_bad_usage(cli_files, tmp_path, capsys
                          "http://localhost:8000/v1", "--out", str(tmp_path / "r.json"))
     assert rc == 2
     assert stderr.strip().splitlines()[-1] == cli.MSG_OPTION_NOT_FOR_RUN.format(
-        option="--endpoint", what="--kind embeddings --test weat", applies="lm, vlm, run bbq, run classifier-2afc")
+        option="--endpoint", what="--kind embeddings --test weat",
+        applies="lm, vlm, run bbq, run classifier-2afc, run twoafc-classifier")
 
 
 def _free_port() -> int:
