@@ -227,3 +227,17 @@ def test_the_command_line_runs_it_also_as_a_model_kind(tmp_path, monkeypatch) ->
     assert get_measure("twoafc-classifier").spec_type == "twoafc"
     assert main(["run", "twoafc-classifier", OCCUPATIONS, "--model", str(path), "--labour-table", "census",
                  "--out", str(tmp_path / "x.json")]) == EXIT_USAGE
+
+
+def test_the_labour_tables_are_one_registry_of_the_shipped_files() -> None:
+    from biastest.measures.labour import LABOUR_TABLES
+    from biastest.measures.twoafc.labor import load_occupations_bls
+
+    sizes = {name: len(load_labour_table(name)) for name in LABOUR_TABLES}
+    assert sizes == {"bls": 60, "bergsma": 60, "zhao": 40}
+    bls = {r["occupation"]: r["pct_female"] for r in load_occupations_bls()}
+    assert {r["occupation"]: r["pct_female"] for r in load_labour_table("bls")} == bls
+    assert {r["occupation"] for r in load_labour_table("bergsma")} == set(bls)
+    zhao = {r["occupation"]: r["pct_female"] for r in load_labour_table("zhao")}
+    assert zhao["nurse"] == 90 and zhao["carpenter"] == 2 and "construction worker" in zhao
+    assert all(0 <= r["pct_female"] <= 100 for name in LABOUR_TABLES for r in load_labour_table(name))
