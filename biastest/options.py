@@ -75,7 +75,7 @@ DEFAULT_WEAT_BOOTSTRAP = 2_000
 DEFAULT_CONFIDENCE = 0.95
 #: Default seeds of a headless run (command line, audit), as the apps' seed boxes (language models 42, the other
 #: two apps 0).
-DEFAULT_SEEDS = {"lm": 42, "vlm": 0, "embeddings": 0, "chat": 42}
+DEFAULT_SEEDS = {"lm": 42, "vlm": 0, "embeddings": 0, "chat": 42, "classifier": 0}
 #: Bootstrap resamples per run, by kind or embedding test, as in the apps.
 DEFAULT_BOOTSTRAP = {"lm": 10_000, "vlm": 10_000, "2afc": DEFAULT_TWOAFC_BOOTSTRAP, "weat": DEFAULT_WEAT_BOOTSTRAP}
 #: 2AFC: the perceptual noise σ of a headless run.

@@ -26,7 +26,6 @@ from biastest import public
 from biastest.cli import EXIT_OK, EXIT_USAGE, main
 from biastest.continuum import Continuum, Stimulus, name_continuum
 from biastest.errors import BiastestError
-from biastest.measures import get_measure
 from biastest.measures.psychometric_chat import (
     PsychometricChatOptions,
     PsychometricChatResult,
@@ -296,4 +295,28 @@ def test_the_command_line_refuses_a_bad_context_before_asking(built, tmp_path, c
     code = main(["run", "psychometric-chat", "Occupations vs gender (Liang & Acuna 2020)", "--model", "m",
                  "--context", "no slot", "--out", str(tmp_path / "r.json")])
     assert code == EXIT_USAGE and MSG_CONTEXT_SLOT.split("{number}")[0] in capsys.readouterr().err
-    assert get_measure("psychometric-chat").extra["audit"] is False
+
+
+def test_an_audit_cell_is_the_first_contexts_pse_shift_and_equals_a_direct_run(built, tmp_path) -> None:
+    """One cell per model and seed (listed only); its score is the shift of the first context after the reference,
+    equal to a direct call of the runner with the same options and continuum."""
+    from biastest.audit import parse_grid, read_table, run_audit
+    from biastest.measures.psychometric_chat.audit import STATISTIC
+
+    csv_path = _continuum_csv(tmp_path)
+    options = {"contexts": [NURSE, ENGINEER], "continuum": str(csv_path), "samples": 10,
+               "temperature": 1.0, "n_bootstrap": 60, "use_cache": False}
+    grid = {"models": [{"name": "planted", "kind": "lm", "id": "org/planted"}],
+            "specs": ["Occupations vs gender (Liang & Acuna 2020)"], "methods": ["psychometric-chat"], "seeds": [5],
+            "options": options}
+    out = tmp_path / "out"
+    summary = run_audit(parse_grid(grid, base=tmp_path), out, progress=False)
+    assert (summary.cells, summary.computed, summary.failed) == (1, 1, 0)
+    row = read_table(out).iloc[0]
+    direct = run_psychometric_chat(PsychometricChatOptions.parse({**options, "model_id": "org/planted", "seed": 5}),
+                                   PsychometricItems(SMALL))
+    shift = direct.summaries[1].shift
+    assert row.status == "done" and row.statistic == STATISTIC
+    assert row.score == pytest.approx(shift["shift"], abs=1e-12)
+    assert (row.ci_low, row.ci_high) == pytest.approx(tuple(shift["shift_ci"]), abs=1e-12)
+    assert row.n == len(direct.asks) and ENGINEER in row.note and "(reference)" in row.note and shift["shift"] > 0.1

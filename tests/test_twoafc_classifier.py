@@ -5,10 +5,7 @@ are checked; the command line runs it (also as ``run twoafc --model-kind classif
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
-from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -32,57 +29,13 @@ from biastest.measures.classifier_twoafc.templates import (
 )
 from biastest.measures.labour import MSG_UNKNOWN_TABLE, labour_figure, load_labour_table
 from biastest.spec import TwoAFCSpec
-from tests.classifier_helpers import build_planted_classifier, naive_scores
-from tests.twoafc_chat_helpers import BLS, FEMALE, OCCUPATIONS, small_spec
-
-MALE = {"man", "male", "he", "him", "his", "son", "boy", "brother"}
-_WORD = re.compile(r"[a-z]+")
+from tests.classifier_helpers import RuleClassifier, build_planted_classifier, naive_scores
+from tests.twoafc_chat_helpers import BLS, OCCUPATIONS, small_spec
 
 
 def _spec() -> TwoAFCSpec:
     """The 60 BLS occupations with the paper's 8 cue pairs."""
     return small_spec(n=60, pairs=8)
-
-
-class RuleClassifier:
-    """``p(POSITIVE | s) = σ(β·g·(w − ½)·2 + σ_ε·ε(s))``: ``g`` = +1 for a female cue word, −1 for a male one, ``w``
-    the occupation's BLS share of women, ``ε(s)`` a seeded hash of the whole sentence (N(0, 1)). Two sentences that
-    differ only in the cue: P(female sentence higher) = Φ(√2·2β(w − ½)/σ_ε) (``beta=0``: a null classifier)."""
-
-    kind = "test-rule"
-    stop_message = None
-
-    def __init__(self, seed: int, *, beta: float = 1.5, noise: float = 1.0,
-                 labels: tuple[str, ...] = ("NEGATIVE", "POSITIVE")) -> None:
-        self.seed, self.beta, self.noise, self.labels = seed, beta, noise, labels
-        self.model_id = f"rule-{seed}"
-        self.calls = 0
-
-    def _parts(self, text: str) -> tuple[float, float]:
-        words = _WORD.findall(text.lower())
-        g = 1.0 if any(w in FEMALE for w in words) else -1.0 if any(w in MALE for w in words) else 0.0
-        share = next((BLS[w] for w in words if w in BLS), 0.5)
-        return g, share
-
-    def label_scores(self, texts, *, progress=None) -> np.ndarray:
-        self.calls += 1
-        out = []
-        for t in texts:
-            g, share = self._parts(t)
-            u = (int.from_bytes(hashlib.sha256(f"{self.seed}:{t}".encode()).digest()[:8], "big")
-                 + 0.5) / 2**64
-            z = self.beta * g * (share - 0.5) * 2 + self.noise * NormalDist().inv_cdf(u)
-            p = 1.0 / (1.0 + np.exp(-z))
-            out.append([1.0 - p, p])
-        return np.asarray(out)
-
-    def planted(self, target: str) -> float:
-        """P(cue 1's sentence higher | target) in percent, cue 1 female."""
-        a = self.beta * (BLS[target] - 0.5) * 2
-        return 100 * NormalDist().cdf(np.sqrt(2) * a / self.noise)
-
-    def describe(self) -> dict:
-        return {"model_id": self.model_id, "kind": self.kind}
 
 
 def _opts(**kw) -> TwoAFCClassifierOptions:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from biastest.continuum import Continuum, load_continuum_csv, name_continuum
+from biastest.continuum import Continuum
 from biastest.errors import UsageError
 from biastest.measures.base import Headless, Inputs
 from biastest.measures.forced_choice.cost import (
@@ -32,7 +32,7 @@ from biastest.measures.forced_choice.headless import DEFAULT_SEED, recorded_opti
 from biastest.measures.psychometric_chat.options import PsychometricChatOptions
 from biastest.measures.psychometric_chat.report import export_files, readings
 from biastest.measures.psychometric_chat.result import PsychometricChatResult
-from biastest.measures.psychometric_chat.run import PsychometricItems, run
+from biastest.measures.psychometric_chat.run import PsychometricItems, continuum_of, run
 from biastest.measures.psychometric_chat.score import plan_questions
 from biastest.measures.psychometric_chat.templates import MAX_CONTEXT_CHARS, MAX_CONTEXTS, MAX_TEMPLATE_CHARS
 from biastest.remote import safe_base_url
@@ -86,11 +86,6 @@ def prepare(values: Mapping[str, Any]) -> dict[str, Any]:
     if given.pop("no_cache", None):
         given["use_cache"] = False
     return given
-
-
-def continuum_of(options: PsychometricChatOptions) -> Continuum:
-    """The continuum the options name: the user's CSV, or the built-in name continuum."""
-    return load_continuum_csv(options.continuum) if options.continuum else name_continuum()
 
 
 def estimate_cost(options: PsychometricChatOptions, continuum: Continuum) -> Cost:

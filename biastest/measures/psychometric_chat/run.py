@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biastest.continuum import NAME_CONTINUUM_FILE, Continuum
+from biastest.continuum import NAME_CONTINUUM_FILE, Continuum, load_continuum_csv, name_continuum
 from biastest.errors import DataError
 from biastest.measures import chat_common
 from biastest.measures.forced_choice.run import backend_record
@@ -29,7 +29,7 @@ from biastest.models.protocols import ChatLM, ProgressCallback
 from biastest.models.response_cache import default_cache_dir
 from biastest.provenance import provenance
 
-__all__ = ["MSG_BAD_REPLIES", "MSG_NO_CONTINUUM", "PsychometricItems", "run"]
+__all__ = ["MSG_BAD_REPLIES", "MSG_NO_CONTINUUM", "PsychometricItems", "continuum_of", "run"]
 
 MSG_PROGRESS_ASKING = (
     "Asking {model_id} {n:,} questions ({contexts} contexts × {stimuli:,} stimuli × 2 orders × {samples})…"
@@ -46,13 +46,19 @@ class PsychometricItems:
 
     Attributes
     ----------
-    continuum : Continuum
+    continuum : Continuum or None
+        None: the one the options name (:func:`continuum_of`; an audit cell's items).
     spec : object, optional
         Recorded by name only.
     """
 
-    continuum: Continuum
+    continuum: Continuum | None
     spec: Any = None
+
+
+def continuum_of(options: PsychometricChatOptions) -> Continuum:
+    """The continuum the options name: the user's CSV, or the built-in name continuum."""
+    return load_continuum_csv(options.continuum) if options.continuum else name_continuum()
 
 
 def run(
@@ -91,7 +97,7 @@ def run(
     DataError
         Not a continuum, or the backend answered a different number of questions than asked.
     """
-    continuum = items.continuum
+    continuum = items.continuum if items.continuum is not None else continuum_of(options)
     if not isinstance(continuum, Continuum):
         raise DataError(MSG_NO_CONTINUUM.format(type_name=type(continuum).__name__))
     template, cues, contexts = options.prompt(), options.cue_pair(), options.contexts
