@@ -6,7 +6,7 @@ intervals, validated against labour statistics (the paper's Fig. 2). See ``docs/
 * :mod:`.templates` — the shipped templates (by the cue word's role) and the user's own (checked);
 * :mod:`.options` — :class:`TwoAFCClassifierOptions`;
 * :mod:`.summary` — the comparisons, their outcomes and the statistics;
-* :mod:`.result`, :mod:`.run`, :mod:`.headless`, :mod:`.report`, :mod:`.audit`; the validation is
+* :mod:`.result`, :mod:`.run`, :mod:`.headless`, :mod:`.report`, :mod:`.compare`, :mod:`.audit`; the validation is
   :mod:`biastest.measures.labour` (shared with the chat model's 2AFC).
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 from biastest.measures.base import Measure
 from biastest.measures.classifier_twoafc import report
 from biastest.measures.classifier_twoafc.audit import AUDIT_USE
+from biastest.measures.classifier_twoafc.compare import KIND_TWOAFC_CLASSIFIER, compare_twoafc_classifier
 from biastest.measures.classifier_twoafc.headless import CLI_FLAGS, headless, prepare
 from biastest.measures.classifier_twoafc.options import TwoAFCClassifierOptions
 from biastest.measures.classifier_twoafc.result import Comparison, TargetRecord, TwoAFCClassifierResult
@@ -22,12 +23,14 @@ from biastest.measures.classifier_twoafc.run import TwoAFCClassifierItems
 from biastest.measures.classifier_twoafc.run import run as run_twoafc_classifier
 
 __all__ = [
+    "KIND_TWOAFC_CLASSIFIER",
     "MEASURE",
     "Comparison",
     "TargetRecord",
     "TwoAFCClassifierItems",
     "TwoAFCClassifierOptions",
     "TwoAFCClassifierResult",
+    "compare_twoafc_classifier",
     "run_twoafc_classifier",
 ]
 
@@ -40,6 +43,7 @@ MEASURE = Measure(
     run=run_twoafc_classifier,
     Result=TwoAFCClassifierResult,
     report=report,
+    compare=compare_twoafc_classifier,
     card="docs/measures/twoafc-classifier.md",
     headless=headless,
     prepare=prepare,

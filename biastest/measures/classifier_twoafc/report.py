@@ -7,11 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import plotly.graph_objects as go
+
 from biastest.measures.classifier_twoafc.result import TwoAFCClassifierResult
 from biastest.measures.labour import labour_figure
 from biastest.report.export import private_dir, summary_first, write_csv, write_json
+from biastest.report.figures import FONT, NEUTRAL, hover_safe
 
-__all__ = ["csv_rows", "export_files", "headline", "labour_figure", "summary_rows", "target_rows"]
+__all__ = ["csv_rows", "export_files", "headline", "labour_figure", "summary_rows", "target_rows",
+           "targets_figure"]
 
 
 def _interval(low: float | None, high: float | None, confidence: float, digits: int = 1, unit: str = "%") -> str:
@@ -91,3 +95,34 @@ def export_files(result: TwoAFCClassifierResult, *, directory: Path | None = Non
                          csv_rows(result), item_type="comparison")
     return (write_csv(rows, directory / f"biastest-twoafc-classifier-{safe_model}-comparisons.csv"),
             write_json(result.to_dict(), directory / f"biastest-twoafc-classifier-{safe_model}-result.json"))
+
+
+def targets_figure(result: TwoAFCClassifierResult) -> go.Figure:
+    """P(cue 1) per target (% of its untied comparisons) with its Wilson interval (honest at 0 % and 100 %); hover
+    gives the cluster-bootstrap interval, the counts and the mean score difference."""
+    shown = sorted((t for t in result.targets if t.estimate is not None), key=lambda t: -t.estimate)
+    x = [t.estimate for t in shown]
+    plus = [t.p_cue1_rate.high - t.estimate for t in shown]
+    minus = [t.estimate - t.p_cue1_rate.low for t in shown]
+    def boot(t: Any) -> str:
+        c = t.p_cue1
+        return "no interval" if c is None or c.low is None else f"{c.low:.1f}–{c.high:.1f}%"
+
+    custom = [[hover_safe(t.target), f"{t.estimate:.1f}", f"{t.p_cue1_rate.low:.1f}–{t.p_cue1_rate.high:.1f}%", boot(t),
+               t.counts.get("cue-1", 0), t.counts.get("cue-2", 0), t.counts.get("tie", 0),
+               "—" if t.diff is None else f"{t.diff.estimate:+.4f}"] for t in shown]
+    cue1 = hover_safe(result.cue1_name)
+    fig = go.Figure(go.Scatter(
+        x=x, y=[hover_safe(t.target) for t in shown], mode="markers", marker={"size": 9, "color": NEUTRAL},
+        customdata=custom, name="target",
+        error_x={"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, "thickness": 1},
+        hovertemplate=("<b>%{customdata[0]}</b><br>P(" + cue1 + " cue's sentence higher): %{customdata[1]}% "
+                       "(Wilson %{customdata[2]}; cluster bootstrap %{customdata[3]})<br>won by cue 1: "
+                       "%{customdata[4]} · by cue 2: %{customdata[5]} · ties: %{customdata[6]}<br>mean score "
+                       "difference: %{customdata[7]}<extra></extra>")))
+    fig.add_vline(x=50, line_dash="dot", line_color="#94a3b8")
+    fig.update_layout(title=f"P({cue1} cue's sentence scores higher) per target (50% = no preference)",
+                      xaxis_title=f"P({cue1} cue), % of untied comparisons", xaxis_range=[-2, 102],
+                      yaxis={"autorange": "reversed"}, font_family=FONT, height=max(320, 22 * len(shown) + 120),
+                      margin={"l": 10, "r": 10, "t": 60, "b": 50}, showlegend=False)
+    return fig
