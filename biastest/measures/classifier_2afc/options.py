@@ -25,7 +25,7 @@ from biastest.models.factory import EndpointRef, ModelRef
 from biastest.options import DEFAULT_CONFIDENCE
 
 __all__ = ["CLUSTERS", "Classifier2AFCOptions", "ClassifierModelOptions", "MSG_BAD_CHOICE", "MSG_BAD_MARGIN",
-           "PAIRINGS", "WORDS", "choice"]
+           "PAIRINGS", "WORDS", "check_margin", "choice"]
 
 #: Where the ``{word}`` slot's words come from: the shipped emotion words, or the specification's attribute terms.
 WORDS = ("emotions", "attributes")
@@ -43,6 +43,13 @@ def choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
         raise OptionError(MSG_BAD_CHOICE.format(name=name, value=value, choices=", ".join(choices)), option=name,
                           value=value)
     return text
+
+
+def check_margin(value: Any) -> float:
+    """A tie margin from 0 to 0.5 (probability points), or :class:`OptionError` with :data:`MSG_BAD_MARGIN`."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 0.5:
+        raise OptionError(MSG_BAD_MARGIN.format(value=value), option="tie_margin", value=value)
+    return float(value)
 
 
 class ClassifierModelOptions(OptionsBase):
@@ -154,9 +161,7 @@ class Classifier2AFCOptions(ClassifierModelOptions):
     @field_validator("tie_margin", mode="before")
     @classmethod
     def _margin(cls, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 0.5:
-            raise OptionError(MSG_BAD_MARGIN.format(value=value), option="tie_margin", value=value)
-        return float(value)
+        return check_margin(value)
 
     @field_validator("templates_text", mode="before")
     @classmethod

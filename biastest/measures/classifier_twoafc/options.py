@@ -18,9 +18,8 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from biastest.errors import OptionError
 from biastest.measures.base import cli_flag
-from biastest.measures.classifier_2afc.options import MSG_BAD_MARGIN, ClassifierModelOptions, choice
+from biastest.measures.classifier_2afc.options import ClassifierModelOptions, check_margin, choice
 from biastest.measures.classifier_twoafc.templates import parse_occupation_templates
 from biastest.measures.labour import DEFAULT_TABLE, LABOUR_TABLES, check_female_cue, check_table
 from biastest.options import DEFAULT_CONFIDENCE
@@ -86,9 +85,7 @@ class TwoAFCClassifierOptions(ClassifierModelOptions):
     @field_validator("tie_margin", mode="before")
     @classmethod
     def _margin(cls, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 0.5:
-            raise OptionError(MSG_BAD_MARGIN.format(value=value), option="tie_margin", value=value)
-        return float(value)
+        return check_margin(value)
 
     @field_validator("templates_text", mode="before")
     @classmethod
