@@ -13,6 +13,7 @@ from biastest import public
 from biastest.audit import parse_grid, read_table, run_audit
 from biastest.audit.grid_common import GridError
 from biastest.audit.plan import make_plan
+from biastest.audit.report import build_report
 from biastest.errors import PolicyError
 from biastest.inputs import load_spec
 from biastest.measures.classifier_2afc import Classifier2AFCItems, Classifier2AFCOptions, run_classifier_2afc
@@ -57,6 +58,8 @@ def test_classifier_cells_equal_direct_runner_calls(tmp_path, clf, spec_file, pr
         out = tmp_path / "out"
         summary = run_audit(parse_grid(grid, base=tmp_path), out, progress=False)
     assert (summary.cells, summary.computed, summary.failed) == (4, 4, 0)
+    html = build_report(out)  # the report compares the two classifiers by each measure's own compare
+    assert "2 models on the same 12 items" in html
     table = read_table(out).set_index(["model", "method"])
     for name, model in (("local", None), ("served", rule)):
         occ = run_twoafc_classifier(TwoAFCClassifierOptions.parse(

@@ -27,7 +27,7 @@ from biastest.measures.classifier_twoafc.templates import (
     parse_occupation_templates,
     shipped_templates,
 )
-from biastest.measures.labour import MSG_UNKNOWN_TABLE, labour_figure, load_labour_table
+from biastest.measures.labour import MSG_NO_DECIDED, MSG_UNKNOWN_TABLE, labour_figure, load_labour_table
 from biastest.spec import TwoAFCSpec
 from tests.classifier_helpers import RuleClassifier, build_planted_classifier, naive_scores
 from tests.twoafc_chat_helpers import BLS, OCCUPATIONS, small_spec
@@ -151,6 +151,15 @@ def test_labels_templates_ties_and_tables_are_checked() -> None:
         def label_scores(self, texts, *, progress=None):
             return np.tile([0.3, 0.7], (len(texts), 1))
 
+    class FlatForEngineers(RuleClassifier):
+        def label_scores(self, texts, *, progress=None):
+            out = super().label_scores(texts)
+            out[[("engineer" in t) for t in texts]] = [0.3, 0.7]
+            return out
+
+    partly = run_twoafc_classifier(_opts(), TwoAFCClassifierItems(spec), model=FlatForEngineers(0))
+    assert partly.target("engineer").estimate is None and partly.labour.dropped["engineer"] == MSG_NO_DECIDED
+    assert partly.labour.n == 5
     flat = run_twoafc_classifier(_opts(), TwoAFCClassifierItems(spec), model=Constant(0))
     assert flat.counts["tie"] == flat.n_comparisons and flat.p_cue1_rate.estimate is None and flat.labour is None
     assert flat.tie_rate.estimate == 100.0 and "no comparison was decided" in rep.headline(flat)

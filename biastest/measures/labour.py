@@ -42,8 +42,9 @@ from biastest.report.text import fmt_p
 
 __all__ = [
     "DEFAULT_TABLE", "LABOUR_TABLES", "METHOD", "MSG_BAD_FEMALE_CUE", "MSG_CONSTANT", "MSG_FEW_RESAMPLES",
-    "MSG_NOT_TESTED", "MSG_NO_ANSWER", "MSG_TOO_FEW", "MSG_UNKNOWN_TABLE", "LabourTable", "LabourValidation",
-    "check_female_cue", "check_table", "labour_figure", "labour_validation", "load_labour_table", "pearson", "spearman",
+    "MSG_NOT_TESTED", "MSG_NO_ANSWER", "MSG_NO_DECIDED", "MSG_TOO_FEW", "MSG_UNKNOWN_TABLE", "LabourTable",
+    "LabourValidation", "check_female_cue", "check_table", "labour_figure", "labour_validation", "load_labour_table",
+    "pearson", "spearman",
 ]
 
 METHOD = ("Pearson r and Spearman rho of P(female cue | target) with % women (scipy.stats); percentile bootstrap "
@@ -54,6 +55,7 @@ MSG_CONSTANT = ("The correlation is not defined: every occupation's {what} is th
 MSG_FEW_RESAMPLES = ("No bootstrap interval: in {bad:,} of {total:,} resamples of the occupations one side was "
                      "constant.")
 MSG_NO_ANSWER = "no parseable answer"
+MSG_NO_DECIDED = "every comparison tied or was not scored"
 MSG_NOT_TESTED = "not among the tested targets"
 MSG_UNKNOWN_TABLE = "Unknown labour table '{value}'. Choose one of: {choices}."
 MSG_BAD_FEMALE_CUE = "The female cue must be 1 or 2 (which cue of each pair is the female one), got {value!r}."
@@ -195,7 +197,7 @@ def _bootstrap(x: np.ndarray, y: np.ndarray, *, seed: int, n_resamples: int, con
     return tuple(float(v) for v in np.quantile(rs, q)), tuple(float(v) for v in np.quantile(rhos, q)), bad
 
 
-def _matched(targets: Sequence[Any], rows: Sequence[Mapping[str, Any]], female_cue: int):
+def _matched(targets: Sequence[Any], rows: Sequence[Mapping[str, Any]], female_cue: int, empty: str):
     by_name = {t.target.casefold(): t for t in targets}
     used, dropped = [], {}
     for r in rows:
@@ -206,7 +208,7 @@ def _matched(targets: Sequence[Any], rows: Sequence[Mapping[str, Any]], female_c
             continue
         rate = t.p_cue1_rate
         if rate.estimate is None:
-            dropped[occ] = MSG_NO_ANSWER
+            dropped[occ] = empty
             continue
         flip = female_cue == 2
         p = 100.0 - rate.estimate if flip else rate.estimate
@@ -236,7 +238,8 @@ def labour_validation(targets: Sequence[Any], *, seed: int, n_resamples: int, co
     name = check_table(DEFAULT_TABLE if table is None else table) if table is None or isinstance(table, str) \
         else None
     rows = load_labour_table(name) if name is not None else list(table or ())
-    used, dropped = _matched(targets, rows, female_cue)
+    empty = MSG_NO_ANSWER if unit == "parseable answers" else MSG_NO_DECIDED
+    used, dropped = _matched(targets, rows, female_cue, empty)
     if not used:
         return None
     x = np.array([u["p_female"] for u in used], dtype=np.float64)
