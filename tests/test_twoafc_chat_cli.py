@@ -176,4 +176,4 @@ def test_run_twoafc_with_model_kind_chat_is_twoafc_chat(tmp_path, spec_file, bui
     assert json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["test"] == "twoafc-chat"
     rc = main(["run", "twoafc", str(spec_file), "--model-kind", "chatt", "--out", str(tmp_path / "x.json")])
     assert rc == EXIT_USAGE and MSG_UNKNOWN_MODEL_KIND.format(
-        value="chatt", hint=" Did you mean 'chat'?", choices="embedding, chat") in capsys.readouterr().err
+        value="chatt", hint=" Did you mean 'chat'?", choices="embedding, chat, classifier") in capsys.readouterr().err
