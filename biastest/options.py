@@ -80,7 +80,7 @@ DEFAULT_CONFIDENCE = 0.95
 #: The one default seed of every seed box in the three apps and of every headless run (command line, audit).
 DEFAULT_SEED = 0
 #: Default seeds of a headless run by kind of model (all :data:`DEFAULT_SEED`; kept for the audit's grid).
-DEFAULT_SEEDS = dict.fromkeys(("lm", "vlm", "embeddings", "chat"), DEFAULT_SEED)
+DEFAULT_SEEDS = dict.fromkeys(("lm", "vlm", "embeddings", "chat", "classifier"), DEFAULT_SEED)
 #: Bootstrap resamples per run, by kind or embedding test, as in the apps.
 DEFAULT_BOOTSTRAP = {"lm": 10_000, "vlm": 10_000, "2afc": DEFAULT_TWOAFC_BOOTSTRAP, "weat": DEFAULT_WEAT_BOOTSTRAP}
 #: 2AFC: the perceptual noise σ of a headless run.

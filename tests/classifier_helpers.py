@@ -18,6 +18,7 @@ text) on 127.0.0.1 with the scripted faults of :class:`tests.served_stub.ServedS
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
@@ -26,8 +27,9 @@ import numpy as np
 
 from tests.lm_helpers import WORDPIECE_DIR
 from tests.served_stub import Action, ServedStub
+from tests.twoafc_chat_helpers import BLS, FEMALE
 
-__all__ = ["HashNullClassifier", "LabelScoresStub", "build_planted_classifier", "naive_scores"]
+__all__ = ["HashNullClassifier", "LabelScoresStub", "RuleClassifier", "build_planted_classifier", "naive_scores"]
 
 
 def build_planted_classifier(path: Path, *, boost: tuple[str, ...] = (), effect: float = 0.0, seed: int = 0,
@@ -138,3 +140,48 @@ class LabelScoresStub(ServedStub):
         labels = self.scorer.labels
         handler.send_json(200, [[{"label": lab, "score": float(row[j])} for j, lab in enumerate(labels)]
                                 for row in scores])
+
+
+MALE = {"man", "male", "he", "him", "his", "son", "boy", "brother"}
+_WORD = re.compile(r"[a-z]+")
+
+
+class RuleClassifier:
+    """``p(POSITIVE | s) = σ(β·g·(w − ½)·2 + σ_ε·ε(s))``: ``g`` = +1 for a female cue word, −1 for a male one, ``w``
+    the occupation's BLS share of women, ``ε(s)`` a seeded hash of the whole sentence (N(0, 1)). Two sentences that
+    differ only in the cue: P(female sentence higher) = Φ(√2·2β(w − ½)/σ_ε) (``beta=0``: a null classifier)."""
+
+    kind = "test-rule"
+    stop_message = None
+
+    def __init__(self, seed: int, *, beta: float = 1.5, noise: float = 1.0,
+                 labels: tuple[str, ...] = ("NEGATIVE", "POSITIVE")) -> None:
+        self.seed, self.beta, self.noise, self.labels = seed, beta, noise, labels
+        self.model_id = f"rule-{seed}"
+        self.calls = 0
+
+    def _parts(self, text: str) -> tuple[float, float]:
+        words = _WORD.findall(text.lower())
+        g = 1.0 if any(w in FEMALE for w in words) else -1.0 if any(w in MALE for w in words) else 0.0
+        share = next((BLS[w] for w in words if w in BLS), 0.5)
+        return g, share
+
+    def label_scores(self, texts, *, progress=None) -> np.ndarray:
+        self.calls += 1
+        out = []
+        for t in texts:
+            g, share = self._parts(t)
+            u = (int.from_bytes(hashlib.sha256(f"{self.seed}:{t}".encode()).digest()[:8], "big")
+                 + 0.5) / 2**64
+            z = self.beta * g * (share - 0.5) * 2 + self.noise * NormalDist().inv_cdf(u)
+            p = 1.0 / (1.0 + np.exp(-z))
+            out.append([1.0 - p, p])
+        return np.asarray(out)
+
+    def planted(self, target: str) -> float:
+        """P(cue 1's sentence higher | target) in percent, cue 1 female."""
+        a = self.beta * (BLS[target] - 0.5) * 2
+        return 100 * NormalDist().cdf(np.sqrt(2) * a / self.noise)
+
+    def describe(self) -> dict:
+        return {"model_id": self.model_id, "kind": self.kind}

@@ -14,7 +14,6 @@ import math
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from biastest import public
@@ -23,7 +22,6 @@ from biastest.errors import PolicyError
 from biastest.measures.chat_twoafc import TwoAFCChatOptions, estimate_cost, report
 from biastest.measures.chat_twoafc.result import CUE1, CUE2
 from biastest.measures.chat_twoafc.templates import MSG_TEMPLATE_PLACEHOLDERS
-from biastest.measures.classifier_2afc import report as report_clf
 from biastest.measures.forced_choice.cost import CONFIRM_ABOVE_REQUESTS
 from biastest.measures.psychometric_chat import report as report_pc
 from biastest.measures.psychometric_chat.templates import MSG_CONTEXT_SLOT, MSG_CUES_BAD
@@ -36,7 +34,7 @@ from biastest.ui import psychophysics as app
 from biastest.ui.chat_choice import CHAT_ENDPOINT, CHAT_HERE, MSG_CONFIRM_NEEDED, MSG_NO_CHAT_MODEL
 from biastest.ui.psychophysics import chat, classifier, curves
 from tests.chat_stub import ChatStub
-from tests.classifier_helpers import HashNullClassifier, LabelScoresStub
+from tests.classifier_helpers import HashNullClassifier
 from tests.psychometric_helpers import PlantedPsychometricResponder
 from tests.twoafc_chat_helpers import BLS, planted_answer
 
@@ -243,49 +241,6 @@ def test_an_uploaded_continuum_is_used_and_mistakes_are_the_measures_messages(se
     assert line.startswith("**Before you run:**") and "questions" in line and box.visible is False
 
 
-# ------------------------------------------------------------------ a text classifier
-class FavoursCue1(HashNullClassifier):
-    """The null classifier plus a planted effect: a sentence with a first-cue word scores higher (logit + 1.5)."""
-
-    def label_scores(self, texts, *, progress=None):
-        out = []
-        for t in texts:
-            words = {w.strip(".,").casefold() for w in t.split()}
-            z = (1.5 if words & {"woman", "female", "she", "girl"} else 0.0) + self._eps(t)
-            p = 1.0 / (1.0 + math.exp(-z))
-            out.append([1.0 - p, p])
-        return np.asarray(out)
-
-
-run_clf = classifier.make_classifier_run_handler(5)
-
-
-def test_a_planted_classifier_effect_is_found_and_step3_shows_the_table_and_downloads(session):
-    out = run_clf(session, CHAT_HERE, "planted-clf", "", "", "", SEED, model=FavoursCue1(SEED), n_resamples=BOOT)
-    assert out[0].startswith("✅ Classifier 2AFC, female vs male:")
-    result = out[1]["classifier"]
-    assert tuple(result.groups) == ("female", "male") and result.share.estimate > 80 and result.share.low > 50
-    box, headline, table, csv_btn, json_btn = out[4:]
-    assert box.visible is True and headline == md_escape(report_clf.headline(result))
-    assert len(table) == len(report_clf.summary_rows(result)) and "template" in set(table.iloc[:, 0])
-    with open(csv_btn.value["path"], encoding="utf-8-sig", newline="") as f:
-        assert sum(1 for _ in csv.DictReader(f)) == len(report_clf.csv_rows(result))
-    assert json.loads(Path(json_btn.value["path"]).read_text(encoding="utf-8"))["model_id"] == "planted-clf"
-
-
-def test_a_classifier_behind_an_endpoint_and_the_classifiers_mistakes(session, monkeypatch):
-    monkeypatch.setattr(public, "_policy", public.decide(host="127.0.0.1", environ={}))
-    with LabelScoresStub(FavoursCue1(SEED)) as stub:
-        out = run_clf(session, CHAT_ENDPOINT, "clf", stub.url, KEY, "POSITIVE", SEED, n_resamples=BOOT)
-        sent = {r["headers"].get("authorization") for r in stub.requests}
-    assert out[0].startswith("✅") and sent == {f"Bearer {KEY}"}
-    assert KEY not in json.dumps(out[1]["classifier"].to_dict(), default=str)
-    out = run_clf(session, CHAT_HERE, "m", "", "", "JOY", SEED, model=FavoursCue1(SEED), n_resamples=BOOT)
-    assert out[0].startswith("⚠️ The classifier has no label 'JOY'")
-    assert run_clf(session, CHAT_HERE, " ", "", "", "", SEED)[0] == _inline(MSG_NO_CHAT_MODEL)
-    assert run_clf(session, CHAT_ENDPOINT, "m", "", "", "", SEED)[0] == _inline(MSG_NEED_ENDPOINT_URL)
-
-
 # ------------------------------------------------------------------ words the embedding lacks
 MULTIWORD = ["software developer", "Lakeisha Qzxwell", "Dashawn Qzxby", "Brantley Qzxton"]  # 3 of 4 not in GloVe
 
@@ -309,7 +264,10 @@ def test_a_chat_model_and_a_classifier_test_a_spec_whose_words_the_embedding_lac
     assert out[0].startswith("✅") and {t.target for t in out[1]["chat"].targets} == set(MULTIWORD)
     assert all(any(t in u for u in asked) for t in MULTIWORD) and any("Ms. Qzxsmith" in u for u in asked)
     assert len(asked) == len(MULTIWORD) * 2 * 2
-    out = run_clf(state, CHAT_HERE, "planted-clf", "", "", "", SEED, model=FavoursCue1(SEED), n_resamples=BOOT)
-    assert out[0].startswith("✅") and out[1]["classifier"].share.estimate > 50
-    keys = {r.key for r in out[1]["classifier"].per_group_term}
-    assert "group 1: Ms. Qzxsmith" in keys and "group 2: my uncle" in keys
+    run_clf = classifier.make_classifier_run_handler(15)  # classifier_view's outputs
+    out = run_clf(state, CHAT_HERE, "null-clf", "", "", "", SEED, "bls", model=HashNullClassifier(SEED),
+                  n_resamples=BOOT)
+    assert out[0].startswith("✅")
+    result = out[1]["classifier"]
+    assert {t.target for t in result.targets} == set(MULTIWORD) and result.cue_pairs[0] == ("Ms. Qzxsmith",
+                                                                                           "Mr. Qzxsmith")

@@ -1,98 +1,82 @@
-"""Real-browser walk of the word-embedding app's 2AFC of a text classifier, on words the embedding lacks.
+"""Real-browser walk of the word-embedding app's 2AFC of a text classifier (headless Chromium through Playwright).
 
-Step 1: a 2AFC specification with full names and a cue phrase GloVe does not have (mostly missing words): it goes on
-to step 2 with the embedding's refusal as a warning; the embedding's "Run the test" meets that refusal. Step 2's
-"Which model?" → a text classifier behind an HTTP endpoint: a tiny classifier built here with a planted group effect
-(a sentence with a first-cue term scores higher), served by the loopback :class:`tests.classifier_helpers.
-LabelScoresStub` (private mode). Step 3: the headline (the planted effect found), the table, the CSV read back with
-its UTF-8 BOM (no key). Every wait is scaled by ``WAIT_SCALE`` (:mod:`tests.browser_helpers`).
+A custom 2AFC specification (eight BLS occupations, three gendered cue pairs), then step 2's "Which model?" → a text
+classifier behind the loopback label-scores stub (private mode) whose scores follow the planted rule of
+:class:`tests.classifier_helpers.RuleClassifier`. Checked: the classifier's fields replace the embedding's, the run
+fills step 3 (headline, the hover of the per-target figure and of the labour-statistics scatter), the CSV holds one
+row per comparison and no key, and "Compare with another classifier" compares two classifiers on the same targets.
+Every wait is scaled by ``WAIT_SCALE`` (:mod:`tests.browser_helpers`).
 """
 
 from __future__ import annotations
 
 import csv
-import math
 
-import numpy as np
 import pytest
 
 from biastest import public
 from biastest.ui import psychophysics as app
 from tests.browser_helpers import SCREENSHOTS, chromium_browser, served
-from tests.classifier_helpers import HashNullClassifier, LabelScoresStub
+from tests.classifier_helpers import LabelScoresStub, RuleClassifier
+from tests.test_app_psychophysics_chat_browser import TIMEOUT, _fill, _hover_first_point
+from tests.twoafc_chat_helpers import BLS
 
 pytestmark = pytest.mark.browser
 
-KEY = "sk-clf-browser-SECRET-7c3e"
-TIMEOUT = 30_000
-BOM = b"\xef\xbb\xbf"
-TARGETS = "software developer, Lakeisha Qzxwell, Dashawn Qzxby, Brantley Qzxton"
-CUES = "Ms. Qzxsmith/Mr. Qzxsmith, woman/man"
+KEY = "sk-psy-clf-browser-SECRET-3c9d"
+TARGETS = list(BLS)[:8]
+N_COMPARISONS = len(TARGETS) * 3 * 4  # targets × cue pairs × templates
 
 
-class FavoursCue1(HashNullClassifier):
-    """The null classifier plus a planted effect: a sentence with a first-cue term scores higher (logit + 1.5)."""
-
-    def label_scores(self, texts, *, progress=None):
-        out = []
-        for t in texts:
-            z = (1.5 if ("Ms." in t or "woman" in t.split()) else 0.0) + self._eps(t)
-            p = 1.0 / (1.0 + math.exp(-z))
-            out.append([1.0 - p, p])
-        return np.asarray(out)
-
-
-def _fill(page, elem_id: str, value: str) -> None:
-    box = page.locator(f"#{elem_id} textarea, #{elem_id} input").first
-    box.fill(value)
-    box.blur()
-
-
-def test_a_text_classifier_scores_a_spec_the_embedding_cannot_test(tmp_path, monkeypatch):
+def test_a_text_classifier_scores_the_occupations_through_the_app(tmp_path, monkeypatch):
     monkeypatch.setenv("BIASTEST_DATA_DIR", str(tmp_path / "store"))
     monkeypatch.setattr(public, "_policy", public.decide(host="127.0.0.1", environ={}))
-    with LabelScoresStub(FavoursCue1(3)) as stub, served(app.build_demo(allow_server_paths=False)) as url, \
+    with LabelScoresStub(RuleClassifier(seed=4)) as stub, served(app.build_demo(allow_server_paths=False)) as url, \
             chromium_browser() as browser:
         page = browser.new_context(accept_downloads=True, viewport={"width": 1280, "height": 1000}).new_page()
         page.set_default_timeout(TIMEOUT)
         page.goto(url, wait_until="domcontentloaded")
         page.wait_for_selector("#twoafc-targets")
-        page.locator("#twoafc-targets textarea").fill(TARGETS)
-        page.locator("#twoafc-cues textarea").fill(CUES)
-        _fill(page, "twoafc-cue1-name", "female")
-        _fill(page, "twoafc-cue2-name", "male")
+        page.locator("#twoafc-targets textarea").fill(", ".join(TARGETS))
+        page.locator("#twoafc-cues textarea").fill("woman/man, she/he, her/him")
         page.locator("#spec-next").click()
-        # step 2 opens: the embedding's refusal is a warning, not a dead end
-        summary = page.locator("#data-summary")
-        summary.get_by_text("The embedding cannot test this specification").wait_for()
-        assert "text classifier" in summary.inner_text()
-        page.click("#run-test")  # the embedding's own run meets the refusal, next to its button
-        page.locator("#run-message").get_by_text("The embedding cannot test this specification").wait_for()
+        page.locator("#data-summary").get_by_text(f"{len(TARGETS)} of {len(TARGETS)} found").wait_for()
 
         page.locator("#model-kind").get_by_text("A text classifier").click()
         page.locator("#classifier-run").wait_for(state="visible")
         page.locator("#run-test").wait_for(state="hidden")
         page.locator("#classifier-where").get_by_text("A classifier behind an HTTP endpoint").click()
         page.locator("#classifier-url").wait_for(state="visible")
-        _fill(page, "classifier-model", "planted-clf")
+        _fill(page, "classifier-model", "rule-clf")
         _fill(page, "classifier-url", stub.url)
         _fill(page, "classifier-key", KEY)
-        assert page.locator("#classifier-key input").first.get_attribute("type") == "password"
         page.click("#classifier-run")
 
         headline = page.locator("#classifier-headline")
-        headline.get_by_text("Classifier 2AFC").first.wait_for(timeout=120_000)
-        assert page.locator("#classifier-message").inner_text().strip().startswith("✅")
-        assert "female's sentence scores higher" in headline.inner_text()  # the planted effect, found
+        headline.get_by_text("Pearson r with % women").first.wait_for(timeout=60_000)
+        assert f"Classifier 2AFC on {len(TARGETS)} targets" in headline.inner_text()
         sent = {r["headers"].get("authorization") for r in stub.requests}
         assert sent == {f"Bearer {KEY}"}
-        table = page.locator("#classifier-table").inner_text()
-        assert "Ms. Qzxsmith" in table and "template" in table
+        hover = _hover_first_point(page, "classifier-targets-plot")
+        assert "ties" in hover and any(t in hover for t in TARGETS), hover
+        hover = _hover_first_point(page, "classifier-labour-plot")
+        assert "% women" in hover and any(t in hover for t in TARGETS), hover
         page.screenshot(path=str(SCREENSHOTS / "psychophysics_classifier_results.png"), full_page=True)
+
         with page.expect_download() as dl:
             page.click("#classifier-download-csv")
-        with open(dl.value.path(), "rb") as fh:
-            raw = fh.read()
-        assert raw.startswith(BOM) and KEY.encode() not in raw
-        rows = list(csv.DictReader(raw[len(BOM):].decode("utf-8").splitlines()))
-        assert rows and any("Ms. Qzxsmith" in " ".join(str(v) for v in r.values()) for r in rows)
+        text = open(dl.value.path(), encoding="utf-8").read()
+        assert KEY not in text
+        with open(dl.value.path(), newline="", encoding="utf-8-sig") as fh:
+            rows = [r for r in csv.DictReader(fh) if r["row_type"] == "comparison"]
+        assert len(rows) == N_COMPARISONS and {r["target"] for r in rows} == set(TARGETS)
+
+        # compare with another classifier (the same endpoint, another name): paired per target
+        page.locator("#classifier-compare").get_by_text("Compare with another classifier").first.click()
+        page.locator("#classifier-compare-where").get_by_text("A classifier behind an HTTP endpoint").click()
+        page.locator("#classifier-compare-url").wait_for(state="visible")
+        _fill(page, "classifier-compare-model", "rule-clf-again")
+        _fill(page, "classifier-compare-url", stub.url)
+        page.click("#classifier-compare-add")
+        page.locator("#classifier-compare-message").get_by_text("2 classifiers compared").wait_for(timeout=60_000)
+        assert page.locator("#classifier-compare-forest .scatterlayer .point").count() > 0

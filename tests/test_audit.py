@@ -103,7 +103,7 @@ def _grid(**over):
         (_grid(methods=["causal_sum"]), g.MSG_UNKNOWN_METHOD.format(
             value="causal_sum", where="the grid's methods", hint=" Did you mean 'causal-sum'?",
             choices="pll-unmodified, mean-logprob-modified, template-mask, causal-sum, causal-diff-span, vlm, 2afc, "
-                    "weat, forced-choice, bbq, twoafc-chat")),
+                    "weat, forced-choice, bbq, twoafc-chat, psychometric-chat, classifier-2afc, twoafc-classifier")),
         (_grid(methods=["bayes"]), g.MSG_BAYES_NOT_IN_AUDIT.format(where="the grid's methods")),
         (_grid(methods=["weat", "weat"]), g.MSG_DUPLICATE_ITEM.format(value="weat", key="methods",
                                                                        where="the grid's methods")),

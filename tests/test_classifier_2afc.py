@@ -144,7 +144,7 @@ def test_pairs_templates_and_labels_are_checked() -> None:
         resolve_positive_label(["joy", "anger"], "jo")
     with pytest.raises(ModelKindError) as e:
         resolve_positive_label(["LABEL_0", "LABEL_1"], None)
-    assert str(e.value) == MSG_NO_POSITIVE_LABEL.format(labels="LABEL_0, LABEL_1")
+    assert str(e.value) == MSG_NO_POSITIVE_LABEL.format(labels="LABEL_0, LABEL_1", flag="--positive-label")
 
 
 def test_the_positive_label_is_checked_before_any_sentence_is_scored() -> None:

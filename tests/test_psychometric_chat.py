@@ -26,7 +26,6 @@ from biastest import public
 from biastest.cli import EXIT_OK, EXIT_USAGE, main
 from biastest.continuum import Continuum, Stimulus, name_continuum
 from biastest.errors import BiastestError
-from biastest.measures import get_measure
 from biastest.measures.psychometric_chat import (
     PsychometricChatOptions,
     PsychometricChatResult,
@@ -296,4 +295,66 @@ def test_the_command_line_refuses_a_bad_context_before_asking(built, tmp_path, c
     code = main(["run", "psychometric-chat", "Occupations vs gender (Liang & Acuna 2020)", "--model", "m",
                  "--context", "no slot", "--out", str(tmp_path / "r.json")])
     assert code == EXIT_USAGE and MSG_CONTEXT_SLOT.split("{number}")[0] in capsys.readouterr().err
-    assert get_measure("psychometric-chat").extra["audit"] is False
+
+
+def test_an_audit_cell_is_the_first_contexts_pse_shift_and_equals_a_direct_run(built, tmp_path) -> None:
+    """One cell per model and seed (listed only); its score is the shift of the first context after the reference,
+    equal to a direct call of the runner with the same options and continuum."""
+    from biastest.audit import parse_grid, read_table, run_audit
+    from biastest.measures.psychometric_chat.audit import STATISTIC
+
+    csv_path = _continuum_csv(tmp_path)
+    options = {"contexts": [NURSE, ENGINEER], "continuum": str(csv_path), "samples": 10,
+               "temperature": 1.0, "n_bootstrap": 60, "use_cache": False}
+    grid = {"models": [{"name": "planted", "kind": "lm", "id": "org/planted"}],
+            "specs": ["Occupations vs gender (Liang & Acuna 2020)"], "methods": ["psychometric-chat"], "seeds": [5],
+            "options": options}
+    out = tmp_path / "out"
+    summary = run_audit(parse_grid(grid, base=tmp_path), out, progress=False)
+    assert (summary.cells, summary.computed, summary.failed) == (1, 1, 0)
+    row = read_table(out).iloc[0]
+    direct = run_psychometric_chat(PsychometricChatOptions.parse({**options, "model_id": "org/planted", "seed": 5}),
+                                   PsychometricItems(SMALL))
+    shift = direct.summaries[1].shift
+    assert row.status == "done" and row.statistic == STATISTIC
+    assert row.score == pytest.approx(shift["shift"], abs=1e-12)
+    assert (row.ci_low, row.ci_high) == pytest.approx(tuple(shift["shift_ci"]), abs=1e-12)
+    assert row.n == len(direct.asks) and ENGINEER in row.note and "(reference)" in row.note and shift["shift"] > 0.1
+
+
+def test_several_cue_pairs_give_a_pse_per_pair_and_pooled() -> None:
+    """Two cue pairs with different planted PSEs in the nurse context (man/woman 0.35, male/female 0.45): each pair's
+    own fit recovers its PSE, the pooled fit lies between, and the pooled counts are the sum of the pairs' (naive)."""
+    from tests.psychometric_helpers import UNKNOWN_ANSWER
+
+    first = PlantedPsychometricResponder({s.text: s.alpha for s in name_continuum().stimuli},
+                                         {NEUTRAL: (0.5, 12.0), NURSE: (0.35, 12.0)}, cues=("man", "woman"),
+                                         q=0.2, seed=1)
+    second = PlantedPsychometricResponder({s.text: s.alpha for s in name_continuum().stimuli},
+                                          {NEUTRAL: (0.5, 12.0), NURSE: (0.45, 12.0)}, cues=("male", "female"),
+                                          q=0.2, seed=2)
+
+    def rule(request):
+        answer = first(request)
+        return second(request) if answer == UNKNOWN_ANSWER else answer
+
+    o = options((NEUTRAL, NURSE), cues="man/woman, male/female", samples=3)
+    assert o.cue_pairs() == (("man", "woman"), ("male", "female")) and o.cue_pair() == ("man", "woman")
+    r = run_psychometric_chat(o, PsychometricItems(name_continuum()), model=DummyChatLM(rule))
+    assert r.cue_pairs == (("man", "woman"), ("male", "female")) and len(r.per_pair) == 2
+    assert r.n_requests == 2 * len(name_continuum()) * 2 * 2 * 3
+    nurse = [p.summaries[1] for p in r.per_pair]
+    print("nurse PSE per pair:", [round(s.fit["pse"], 3) for s in nurse], "pooled", round(r.summaries[1].fit["pse"], 3))
+    # each pair's fit is that pair's own curve (its coverage is the single-pair fit's, tested above over many runs)
+    assert abs(nurse[0].fit["pse"] - 0.35) < 0.04 and abs(nurse[1].fit["pse"] - 0.45) < 0.04
+    assert nurse[0].fit["pse"] < r.summaries[1].fit["pse"] < nurse[1].fit["pse"]
+    for c in range(2):
+        pooled = r.summaries[c].levels
+        for i, lv in enumerate(pooled):
+            assert lv.k == sum(p.summaries[c].levels[i].k for p in r.per_pair)
+            assert lv.n == sum(p.summaries[c].levels[i].n for p in r.per_pair)
+    rows = summary_records(r)
+    assert [row["cue_pair"] for row in rows] == ["pooled"] * 2 + ["man/woman"] * 2 + ["male/female"] * 2
+    assert {row["cue_pair"] for row in csv_rows(r)} == {"man/woman", "male/female"}
+    with pytest.raises(BiastestError):
+        options((NEUTRAL,), cues="man/woman, Man/Woman")

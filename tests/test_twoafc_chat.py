@@ -27,9 +27,9 @@ from biastest.measures.chat_twoafc import (
     estimate_cost,
     run_twoafc_chat,
 )
-from biastest.measures.chat_twoafc.labour import MSG_CONSTANT, MSG_NO_ANSWER, pearson
 from biastest.measures.chat_twoafc.report import csv_rows, export_files, labour_figure, readings, target_rows
 from biastest.measures.chat_twoafc.templates import MSG_TEMPLATE_PLACEHOLDERS, get_template
+from biastest.measures.labour import MSG_CONSTANT, MSG_NO_ANSWER, pearson
 from biastest.models.chat_records import REPLY_ANSWERED, ChatReply
 from biastest.models.dummy import DummyChatLM
 from biastest.spec import BiasSpec, TwoAFCSpec

@@ -25,6 +25,7 @@ from biastest.cli.run import (
 )
 from biastest.measures.chat_twoafc import TwoAFCChatItems, TwoAFCChatOptions, TwoAFCChatResult, run_twoafc_chat
 from biastest.measures.forced_choice.cost import CONFIRM_ABOVE_REQUESTS
+from biastest.measures.labour import MSG_UNKNOWN_TABLE, load_labour_table
 from biastest.models import factory
 from biastest.models.dummy import DummyChatLM
 from tests.audit_helpers import SPEC_A
@@ -100,6 +101,24 @@ def test_the_command_line_runs_it(tmp_path, spec_file, built, capsys) -> None:
     assert (tmp_path / "r.csv").read_text(encoding="utf-8").count("\nanswer,") == 288
 
 
+
+def test_the_labour_table_is_chosen_by_name_from_the_command_line(tmp_path, spec_file, built, capsys) -> None:
+    """--labour-table names one table of LABOUR_TABLES; the result records which; an unknown name is refused."""
+    rc = main(["run", "twoafc", str(spec_file), "--model-kind", "chat", "--model", "chat-x", "--bootstrap", "200",
+               "--labour-table", "zhao", "--out", str(tmp_path / "r.json")])
+    assert rc == EXIT_OK, capsys.readouterr().err
+    lab = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["result"]["labour"]
+    zhao = {r["occupation"] for r in load_labour_table("zhao")}
+    assert lab["table"] == "zhao" and lab["table_source"] == "biastest/data/occupations_zhao2018.csv"
+    assert lab["n"] == len(zhao & set(small_spec().targets)) >= 3
+    built.clear()
+    rc = main(["run", "twoafc-chat", str(spec_file), "--model", "chat-x", "--labour-table", "census",
+               "--out", str(tmp_path / "x.json")])
+    assert rc == EXIT_USAGE and MSG_UNKNOWN_TABLE.format(value="census", choices="bls, bergsma, zhao") in \
+        capsys.readouterr().err
+    assert not built  # refused before any model was built
+
+
 def test_the_command_line_refuses_pairs_flags_and_asks_before_a_large_hosted_run(
         tmp_path, built, capsys, monkeypatch) -> None:
     out = ["--out", str(tmp_path / "r.json")]
@@ -157,4 +176,4 @@ def test_run_twoafc_with_model_kind_chat_is_twoafc_chat(tmp_path, spec_file, bui
     assert json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["test"] == "twoafc-chat"
     rc = main(["run", "twoafc", str(spec_file), "--model-kind", "chatt", "--out", str(tmp_path / "x.json")])
     assert rc == EXIT_USAGE and MSG_UNKNOWN_MODEL_KIND.format(
-        value="chatt", hint=" Did you mean 'chat'?", choices="embedding, chat") in capsys.readouterr().err
+        value="chatt", hint=" Did you mean 'chat'?", choices="embedding, chat, classifier") in capsys.readouterr().err

@@ -66,7 +66,7 @@ class ModelEntry:
     ----------
     name : str
         The label in the results table (default: the id or the served model's name).
-    kind : {"lm", "vlm", "embeddings", "chat"}
+    kind : {"lm", "vlm", "embeddings", "chat", "classifier"}
     ref : str
         What loads it: a resolved local folder or file, a Hub id, or an embedding source
         (:func:`biastest.inputs.embedding_source`); the served model's name for an endpoint.
@@ -138,7 +138,7 @@ def parse_model(value: Any, index: int, base: Path) -> ModelEntry:
     if isinstance(m.get("name"), str) and m["name"].strip():
         where = f"model {index} ('{m['name'].strip()}')"
     if "kind" not in m:
-        raise GridError(MSG_MISSING_KEY.format(where=where, key="kind", what="lm, vlm, embeddings or chat"))
+        raise GridError(MSG_MISSING_KEY.format(where=where, key="kind", what="lm, vlm, embeddings, chat or classifier"))
     kind = str(m["kind"]).strip().lower()
     if kind not in KINDS:
         raise GridError(MSG_MODEL_KIND.format(where=where, value=m["kind"], hint=hint(m["kind"], KINDS)))

@@ -485,7 +485,8 @@ def make_plan(grid: Grid, out: str | Path) -> Plan:
             methods = _methods_for(grid, model, entry, lm_kind, skipped)
             if not methods:
                 continue
-            if model.kind == "embeddings" or _spec_type(entry.spec) == "twoafc":  # the questions are its words
+            if model.kind in ("embeddings", "classifier") or _spec_type(entry.spec) == "twoafc":
+                # the questions are its words (a classifier's sentences come from its measure's templates)
                 items = spec_items.setdefault(index, Items(
                     kind="words", file=None, sha256=_sha256(canonical_json(entry.spec.to_dict())),
                     count=_word_count(entry.spec), source={"from": "specification"}))

@@ -47,7 +47,7 @@ CELL_FIELDS = ("model_id", "source", "revision", "endpoint", "tokenizer", "seed"
 
 #: How messages name the models of each kind.
 KIND_WORDS = {"lm": "the language models", "vlm": "the vision-language models", "embeddings": "the embeddings",
-              "chat": "the chat models"}
+              "chat": "the chat models", "classifier": "the text classifiers"}
 
 #: The ``statistic`` column of a row, per cell scope (lm-endpoint and vlm-endpoint read as lm and vlm).
 STATISTICS = {

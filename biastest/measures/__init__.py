@@ -16,6 +16,7 @@ from biastest.measures import (
     bbq,
     chat_twoafc,
     classifier_2afc,
+    classifier_twoafc,
     forced_choice,
     posterior,
     psychometric_chat,
@@ -41,6 +42,7 @@ MEASURES = MeasureRegistry([
     chat_twoafc.MEASURE,
     psychometric_chat.MEASURE,
     classifier_2afc.MEASURE,
+    classifier_twoafc.MEASURE,
 ])
 
 

@@ -12,7 +12,8 @@ See ``docs/measures/twoafc-chat.md`` and METHODS §4, §6.
 * :mod:`.options` — :class:`TwoAFCChatOptions`;
 * :mod:`.score` — the questions (targets × cue pairs × orders × samples, seeds) and the reading of each answer
   (the forced-choice measure's strict parser);
-* :mod:`.result`, :mod:`.summary`, :mod:`.labour` — records, P(cue 1) and rates, the labour-statistics correlation;
+* :mod:`.result`, :mod:`.summary` — records, P(cue 1) and rates; the labour-statistics correlation is
+  :mod:`biastest.measures.labour` (shared with the classifier's 2AFC);
 * :mod:`.run`, :mod:`.cost`, :mod:`.headless`, :mod:`.report`, :mod:`.compare`, :mod:`.audit`.
 """
 
@@ -24,12 +25,12 @@ from biastest.measures.chat_twoafc.audit import AUDIT_USE
 from biastest.measures.chat_twoafc.compare import KIND_TWOAFC_CHAT, compare_twoafc_chat
 from biastest.measures.chat_twoafc.cost import estimate_cost
 from biastest.measures.chat_twoafc.headless import CLI_FLAGS, cost, headless, prepare
-from biastest.measures.chat_twoafc.labour import labour_validation
 from biastest.measures.chat_twoafc.options import TwoAFCChatOptions
 from biastest.measures.chat_twoafc.result import CueAsk, LabourValidation, TargetRecord, TwoAFCChatResult
 from biastest.measures.chat_twoafc.run import TwoAFCChatItems
 from biastest.measures.chat_twoafc.run import run as run_twoafc_chat
 from biastest.measures.chat_twoafc.templates import TEMPLATES, ChatTemplate, custom_template, get_template
+from biastest.measures.labour import labour_validation
 
 __all__ = [
     "KIND_TWOAFC_CHAT",

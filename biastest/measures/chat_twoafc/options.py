@@ -20,7 +20,6 @@ from typing import Any, Self
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from biastest.errors import OptionError
 from biastest.measures.base import cli_flag
 from biastest.measures.chat_common import ChatModelOptions
 from biastest.measures.chat_twoafc.templates import (
@@ -32,13 +31,13 @@ from biastest.measures.chat_twoafc.templates import (
     custom_template,
     resolve_template,
 )
+from biastest.measures.labour import DEFAULT_TABLE, LABOUR_TABLES, MSG_BAD_FEMALE_CUE, check_female_cue, check_table
 from biastest.options import DEFAULT_CONFIDENCE
 
 __all__ = ["DEFAULT_N_RESAMPLES", "MSG_BAD_FEMALE_CUE", "TwoAFCChatOptions"]
 
 #: Bootstrap resamples of every interval (per target, overall, the correlation).
 DEFAULT_N_RESAMPLES = 2000
-MSG_BAD_FEMALE_CUE = "The female cue must be 1 or 2 (which cue of each pair is the female one), got {value!r}."
 
 
 class TwoAFCChatOptions(ChatModelOptions):
@@ -56,6 +55,9 @@ class TwoAFCChatOptions(ChatModelOptions):
     female_cue : {1, 2}
         Which cue of each pair is the female one (the occupations specification: 1, woman/man …); the
         labour-statistics correlation is of P(female cue).
+    labour_table : str
+        The table of % women per occupation (:data:`biastest.measures.labour.LABOUR_TABLES`: ``bls`` by default,
+        ``bergsma``, ``zhao``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=False, protected_namespaces=())
@@ -74,6 +76,10 @@ class TwoAFCChatOptions(ChatModelOptions):
         1, json_schema_extra=cli_flag("--female-cue",
             "which cue of each pair is the female one, for the labour-statistics validation (default 1)",
             metavar="1|2"))
+    labour_table: str = Field(
+        DEFAULT_TABLE, json_schema_extra=cli_flag("--labour-table",
+            f"the table of % women per occupation to validate against: {', '.join(LABOUR_TABLES)} (default "
+            f"{DEFAULT_TABLE})", metavar="NAME"))
 
     @field_validator("template", mode="before")
     @classmethod
@@ -90,9 +96,12 @@ class TwoAFCChatOptions(ChatModelOptions):
     @field_validator("female_cue", mode="before")
     @classmethod
     def _female_cue(cls, value: Any) -> int:
-        if isinstance(value, bool) or value not in (1, 2, "1", "2"):
-            raise OptionError(MSG_BAD_FEMALE_CUE.format(value=value), option="female_cue", value=value)
-        return int(value)
+        return check_female_cue(value)
+
+    @field_validator("labour_table", mode="before")
+    @classmethod
+    def _labour_table(cls, value: Any) -> str:
+        return check_table(value)
 
     @model_validator(mode="before")
     @classmethod

@@ -15,14 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import plotly.graph_objects as go
-
-from biastest.measures.chat_twoafc.result import LabourValidation, TwoAFCChatResult
+from biastest.measures.chat_twoafc.result import TwoAFCChatResult
 from biastest.measures.forced_choice.result import RateSummary
+from biastest.measures.labour import labour_figure
 from biastest.report.export import private_dir, summary_first, write_csv, write_json
-from biastest.report.figures import FONT, NEUTRAL, hover_safe
-from biastest.report.text import fmt_p
 
 __all__ = ["csv_rows", "export_files", "labour_figure", "readings", "summary_records", "target_rows"]
 
@@ -153,40 +149,6 @@ def csv_rows(result: TwoAFCChatResult) -> list[dict[str, Any]]:
                 "position": a.position, "rule": a.rule, "p_cue1_soft": a.p_cue1,
             })
     return rows
-
-
-def labour_figure(labour: LabourValidation, *, female_label: str = "female") -> go.Figure:
-    """P(female cue) per occupation against % women (U.S. BLS), with each target's interval and a least-squares line;
-    Pearson and Spearman with their bootstrap intervals in the title."""
-    used = list(labour.used)
-    x = np.array([u["pct_female"] for u in used], dtype=float)
-    y = np.array([u["p_female"] for u in used], dtype=float)
-    plus = [(u["ci_high"] - u["p_female"]) if u["ci_high"] is not None else 0 for u in used]
-    minus = [(u["p_female"] - u["ci_low"]) if u["ci_low"] is not None else 0 for u in used]
-    custom = [[hover_safe(u["occupation"]), f"{u['p_female']:.1f}", f"{u['pct_female']:.1f}",
-               "—" if u["ci_low"] is None else f"{u['ci_low']:.1f}–{u['ci_high']:.1f}", u["n"]] for u in used]
-    fig = go.Figure(go.Scatter(
-        x=x, y=y, mode="markers", marker={"size": 9, "color": NEUTRAL},
-        error_y={"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, "thickness": 1},
-        customdata=custom, name="occupation",
-        hovertemplate=("<b>%{customdata[0]}</b><br>% women: %{customdata[2]}<br>P(" + hover_safe(female_label)
-                       + " cue): %{customdata[1]}% (%{customdata[3]})<br>parseable answers: %{customdata[4]}"
-                       "<extra></extra>")))
-    if len(used) >= 2 and np.ptp(x) > 0:
-        slope, intercept = np.polyfit(x, y, 1)
-        xs = np.array([x.min(), x.max()])
-        fig.add_trace(go.Scatter(x=xs, y=slope * xs + intercept, mode="lines", name="least-squares line",
-                                 line={"dash": "dash", "color": "#64748b"}, hoverinfo="skip"))
-    if labour.pearson_r is None:
-        title = f"P({hover_safe(female_label)} cue) vs % women: correlation not defined ({hover_safe(labour.reason)})"
-    else:
-        r_int = _interval(labour.pearson_low, labour.pearson_high, labour.confidence, "")
-        title = (f"P({hover_safe(female_label)} cue) vs % women (BLS): Pearson r = {labour.pearson_r:.3f} ({r_int}, "
-                 f"p = {fmt_p(labour.pearson_p)}), Spearman ρ = {labour.spearman_rho:.3f}, n = {labour.n}")
-    fig.update_layout(title=title, xaxis_title="% of workers who are women (U.S. BLS)",
-                      yaxis_title=f"P({hover_safe(female_label)} cue), % of parseable answers", yaxis_range=[-2, 102],
-                      font_family=FONT, height=440, margin={"l": 10, "r": 10, "t": 60, "b": 50}, showlegend=False)
-    return fig
 
 
 def export_files(result: TwoAFCChatResult, *, directory: Path | None = None) -> tuple[Path, Path]:

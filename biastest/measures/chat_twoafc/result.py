@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from biastest.errors import DataError
 from biastest.measures.base import MSG_BAD_RESULT_FILE, ResultBase
 from biastest.measures.forced_choice.result import FAILED, NOT_ASKED, REFUSED, UNPARSEABLE, Clustered, RateSummary
+from biastest.measures.labour import LabourValidation
 
 __all__ = [
     "CUE1",
@@ -124,53 +125,6 @@ class TargetRecord(BaseModel):
     def estimate(self) -> float | None:
         """P(cue 1 | target) in percent, among parseable answers (None when none chose)."""
         return self.p_cue1_rate.estimate
-
-
-class LabourValidation(BaseModel):
-    """The targets' P(cue 1) against labour statistics (% women in the occupation), with bootstrap intervals.
-
-    Attributes
-    ----------
-    pearson_r, spearman_rho : float or None
-        Over the matched targets; None (with ``reason``) when not defined (fewer than 3 targets, or every value
-        alike on one side).
-    pearson_low, pearson_high, spearman_low, spearman_high : float or None
-        Percentile bootstrap interval over targets (targets resampled with replacement, seeded); resamples in
-        which one side is constant have no correlation and are left out (``n_degenerate``).
-    pearson_p, spearman_p : float or None
-        Two-sided p-values (``scipy.stats``).
-    n : int
-        Targets matched with a row of the table and with a parseable answer.
-    used : tuple of dict
-        ``occupation``, ``p_female`` (percent of parseable answers that chose the female cue), ``ci_low``,
-        ``ci_high`` (the target's interval of that percent), ``pct_female`` (the table's).
-    dropped : dict
-        Table row or target → why it is not used.
-    reason : str or None
-        Why there is no correlation (or no interval).
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    pearson_r: float | None
-    pearson_low: float | None
-    pearson_high: float | None
-    pearson_p: float | None
-    spearman_rho: float | None
-    spearman_low: float | None
-    spearman_high: float | None
-    spearman_p: float | None
-    n: int
-    used: tuple[dict[str, Any], ...]
-    dropped: dict[str, str]
-    reason: str | None
-    female_cue: int
-    confidence: float
-    n_resamples: int
-    n_degenerate: int
-    seed: int
-    table_source: str
-    method: str
 
 
 class TwoAFCChatResult(ResultBase):

@@ -19,12 +19,12 @@ from typing import Any
 
 from biastest.errors import DataError, SpecError
 from biastest.measures import chat_common
-from biastest.measures.chat_twoafc.labour import labour_validation
 from biastest.measures.chat_twoafc.options import TwoAFCChatOptions
 from biastest.measures.chat_twoafc.result import PARSEABLE, TwoAFCChatResult
 from biastest.measures.chat_twoafc.score import plan_questions, read_asks, request_seed
 from biastest.measures.chat_twoafc.summary import summarize_targets, target_record
 from biastest.measures.forced_choice.run import MSG_BAD_REPLIES, backend_record
+from biastest.measures.labour import labour_validation
 from biastest.models.protocols import ChatLM, ProgressCallback
 from biastest.models.response_cache import default_cache_dir
 from biastest.provenance import provenance
@@ -48,7 +48,7 @@ class TwoAFCChatItems:
     ----------
     spec : TwoAFCSpec
     table : sequence of mapping, optional
-        Rows with ``occupation`` and ``pct_female`` to validate against (default: the shipped BLS table).
+        Rows with ``occupation`` and ``pct_female`` to validate against (default: the options' ``labour_table``).
     """
 
     spec: TwoAFCSpec
@@ -119,7 +119,8 @@ def run(
     records = [target_record(i, t, asks, cue_pairs, **kw)
                for i, (t, asks) in enumerate(zip(targets, read_asks(len(targets), questions, replies), strict=True))]
     figures = summarize_targets(records, **kw)
-    labour = labour_validation(records, female_cue=options.female_cue, table=items.table, **kw)
+    labour = labour_validation(records, female_cue=options.female_cue,
+                               table=items.table if items.table is not None else options.labour_table, **kw)
     learned = backend_record(model, replies)
     prov = provenance(
         options=options.dump(), template=template.as_dict(), seed=options.seed,

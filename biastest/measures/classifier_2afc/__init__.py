@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from biastest.measures.base import Measure
 from biastest.measures.classifier_2afc import report
+from biastest.measures.classifier_2afc.audit import AUDIT_USE
 from biastest.measures.classifier_2afc.headless import CLI_FLAGS, headless, prepare
 from biastest.measures.classifier_2afc.options import Classifier2AFCOptions
 from biastest.measures.classifier_2afc.result import Classifier2AFCResult, PairRecord, SubsetRow
@@ -46,5 +47,5 @@ MEASURE = Measure(
     card="docs/measures/classifier-2afc.md",
     headless=headless,
     prepare=prepare,
-    extra={"cli_flags": CLI_FLAGS, "audit": False},
+    extra={"cli_flags": CLI_FLAGS, "audit": AUDIT_USE},
 )

@@ -13,7 +13,7 @@ from typing import Any
 
 from biastest.errors import UsageError
 from biastest.measures.base import Headless, Inputs
-from biastest.measures.classifier_2afc.options import Classifier2AFCOptions
+from biastest.measures.classifier_2afc.options import Classifier2AFCOptions, ClassifierModelOptions
 from biastest.measures.classifier_2afc.report import export_files, headline
 from biastest.measures.classifier_2afc.run import Classifier2AFCItems, run
 from biastest.measures.classifier_2afc.templates import MAX_TEMPLATE_CHARS, MAX_TEMPLATES
@@ -52,7 +52,7 @@ def prepare(values: Mapping[str, Any]) -> dict[str, Any]:
     return given
 
 
-def recorded_options(options: Classifier2AFCOptions, api_key: str | None) -> dict[str, Any]:
+def recorded_options(options: ClassifierModelOptions, api_key: str | None) -> dict[str, Any]:
     """The options as the run's document records them (the endpoint without credentials, the key masked)."""
     recorded = options.dump()
     if options.endpoint:

@@ -24,7 +24,8 @@ from biastest.measures.classifier_2afc.templates import parse_templates
 from biastest.models.factory import EndpointRef, ModelRef
 from biastest.options import DEFAULT_CONFIDENCE
 
-__all__ = ["CLUSTERS", "Classifier2AFCOptions", "MSG_BAD_CHOICE", "MSG_BAD_MARGIN", "PAIRINGS", "WORDS"]
+__all__ = ["CLUSTERS", "Classifier2AFCOptions", "ClassifierModelOptions", "MSG_BAD_CHOICE", "MSG_BAD_MARGIN",
+           "PAIRINGS", "WORDS", "check_margin", "choice"]
 
 #: Where the ``{word}`` slot's words come from: the shipped emotion words, or the specification's attribute terms.
 WORDS = ("emotions", "attributes")
@@ -36,7 +37,7 @@ MSG_BAD_CHOICE = "Unknown {name} '{value}'. Choose one of: {choices}."
 MSG_BAD_MARGIN = "The tie margin must be a number from 0 to 0.5 (probability points), got {value!r}."
 
 
-def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+def choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     text = str(value).strip().lower()
     if text not in choices:
         raise OptionError(MSG_BAD_CHOICE.format(name=name, value=value, choices=", ".join(choices)), option=name,
@@ -44,7 +45,56 @@ def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     return text
 
 
-class Classifier2AFCOptions(OptionsBase):
+def check_margin(value: Any) -> float:
+    """A tie margin from 0 to 0.5 (probability points), or :class:`OptionError` with :data:`MSG_BAD_MARGIN`."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 0.5:
+        raise OptionError(MSG_BAD_MARGIN.format(value=value), option="tie_margin", value=value)
+    return float(value)
+
+
+class ClassifierModelOptions(OptionsBase):
+    """The text classifier a measure scores with, in process or behind an endpoint (shared by ``classifier-2afc``
+    and ``twoafc-classifier``), checked before the model loads.
+
+    Attributes
+    ----------
+    model_id : str
+        Hub id or folder of a sequence-classification model; with ``endpoint``, a name for the classifier there.
+    revision, device, dtype : str
+        In process only.
+    endpoint : str, optional
+        The full address of a classifier that takes ``POST {"inputs": [...]}`` and answers label scores.
+    max_requests, time_limit :
+        The endpoint run's request budget (retries included) and time limit.
+    """
+
+    model_id: str = Field(json_schema_extra=cli_flag(
+        "--model", "Hub id or folder of a text-classification model (with --endpoint: a name for it)"))
+    revision: str | None = Field(
+        None, json_schema_extra=cli_flag("--revision", "Hub revision (branch, tag or commit)", endpoint="never"))
+    device: str = Field(
+        "auto", json_schema_extra=cli_flag("--device", "auto, cpu, cuda … (default auto)", endpoint="never"))
+    dtype: str = Field(
+        "auto", json_schema_extra=cli_flag("--dtype", "auto, float32, float16, bfloat16 (default auto)",
+                                           endpoint="never"))
+    endpoint: str | None = Field(None, json_schema_extra=cli_flag(
+        "--endpoint", "full address of a classifier that takes POST {\"inputs\": [...]} and answers label scores "
+        "(e.g. http://localhost:8080/predict)", metavar="URL"))
+    max_requests: int = Field(2000, json_schema_extra=cli_flag(
+        "--max-requests", "request budget, retries included (default 2000)", endpoint="only"))
+    time_limit: float = Field(3600.0, json_schema_extra=cli_flag(
+        "--time-limit", "overall time limit (default 3600)", metavar="SECONDS", endpoint="only"))
+
+    def model_ref(self) -> ModelRef:
+        """The classifier these options name, for :func:`biastest.models.factory.text_classifier`."""
+        endpoint = None if self.endpoint is None else EndpointRef(
+            self.endpoint, max_requests=self.max_requests, time_limit=self.time_limit,
+            request_timeout=min(120.0, self.time_limit))
+        return ModelRef(self.model_id, revision=self.revision, device=self.device, dtype=self.dtype,
+                        endpoint=endpoint)
+
+
+class Classifier2AFCOptions(ClassifierModelOptions):
     """Everything a classifier 2AFC can be told, checked before the model loads.
 
     Attributes
@@ -72,22 +122,6 @@ class Classifier2AFCOptions(OptionsBase):
         Texts per forward pass or request; the seed of the bootstrap and the permutations; their sizes; the level.
     """
 
-    model_id: str = Field(json_schema_extra=cli_flag(
-        "--model", "Hub id or folder of a text-classification model (with --endpoint: a name for it)"))
-    revision: str | None = Field(
-        None, json_schema_extra=cli_flag("--revision", "Hub revision (branch, tag or commit)", endpoint="never"))
-    device: str = Field(
-        "auto", json_schema_extra=cli_flag("--device", "auto, cpu, cuda … (default auto)", endpoint="never"))
-    dtype: str = Field(
-        "auto", json_schema_extra=cli_flag("--dtype", "auto, float32, float16, bfloat16 (default auto)",
-                                           endpoint="never"))
-    endpoint: str | None = Field(None, json_schema_extra=cli_flag(
-        "--endpoint", "full address of a classifier that takes POST {\"inputs\": [...]} and answers label scores "
-        "(e.g. http://localhost:8080/predict)", metavar="URL"))
-    max_requests: int = Field(2000, json_schema_extra=cli_flag(
-        "--max-requests", "request budget, retries included (default 2000)", endpoint="only"))
-    time_limit: float = Field(3600.0, json_schema_extra=cli_flag(
-        "--time-limit", "overall time limit (default 3600)", metavar="SECONDS", endpoint="only"))
     positive_label: str | None = Field(None, json_schema_extra=cli_flag(
         "--positive-label", "the label whose probability is the score (default: the label named positive or pos)",
         metavar="LABEL"))
@@ -112,24 +146,22 @@ class Classifier2AFCOptions(OptionsBase):
     @field_validator("words", mode="before")
     @classmethod
     def _words(cls, value: Any) -> str:
-        return _choice("words", value, WORDS)
+        return choice("words", value, WORDS)
 
     @field_validator("pairing", mode="before")
     @classmethod
     def _pairing(cls, value: Any) -> str:
-        return _choice("pairing", value, PAIRINGS)
+        return choice("pairing", value, PAIRINGS)
 
     @field_validator("clusters", mode="before")
     @classmethod
     def _clusters(cls, value: Any) -> str:
-        return _choice("clusters", value, CLUSTERS)
+        return choice("clusters", value, CLUSTERS)
 
     @field_validator("tie_margin", mode="before")
     @classmethod
     def _margin(cls, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 0.5:
-            raise OptionError(MSG_BAD_MARGIN.format(value=value), option="tie_margin", value=value)
-        return float(value)
+        return check_margin(value)
 
     @field_validator("templates_text", mode="before")
     @classmethod
@@ -142,11 +174,3 @@ class Classifier2AFCOptions(OptionsBase):
     @classmethod
     def _label(cls, value: Any) -> Any:
         return None if value is None or not str(value).strip() else str(value).strip()
-
-    def model_ref(self) -> ModelRef:
-        """The classifier these options name, for :func:`biastest.models.factory.text_classifier`."""
-        endpoint = None if self.endpoint is None else EndpointRef(
-            self.endpoint, max_requests=self.max_requests, time_limit=self.time_limit,
-            request_timeout=min(120.0, self.time_limit))
-        return ModelRef(self.model_id, revision=self.revision, device=self.device, dtype=self.dtype,
-                        endpoint=endpoint)

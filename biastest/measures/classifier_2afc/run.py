@@ -40,7 +40,7 @@ MSG_BAD_SPEC = "The classifier 2AFC needs a bias specification with two groups, 
 MSG_UNKNOWN_LABEL = "The classifier has no label '{label}'.{hint} Its labels: {labels}."
 MSG_NO_POSITIVE_LABEL = (
     "The classifier's labels ({labels}) have none called positive or pos: name the label whose probability is the "
-    "score (--positive-label)."
+    "score ({flag})."
 )
 MSG_TOO_MANY_SENTENCES = (
     "The run would classify {count:,} sentences; at most {limit:,} are allowed. Use fewer templates, words or terms "
@@ -58,8 +58,9 @@ class Classifier2AFCItems:
     spec: BiasSpec
 
 
-def resolve_positive_label(labels: Sequence[str], wanted: str | None) -> str:
-    """The label to score: ``wanted`` (exact, else case aside), or the one called positive/pos.
+def resolve_positive_label(labels: Sequence[str], wanted: str | None, *, flag: str = "--positive-label") -> str:
+    """The label to score: ``wanted`` (exact, else case aside), or the one called positive/pos (``flag``: the option
+    that names it, in the message).
 
     Raises
     ------
@@ -71,7 +72,7 @@ def resolve_positive_label(labels: Sequence[str], wanted: str | None) -> str:
     if wanted is None:
         found = [x for x in labels if x.strip().casefold() in _AUTO_POSITIVE]
         if len(found) != 1:
-            raise ModelKindError(MSG_NO_POSITIVE_LABEL.format(labels=shown))
+            raise ModelKindError(MSG_NO_POSITIVE_LABEL.format(labels=shown, flag=flag))
         return found[0]
     if wanted in labels:
         return wanted

@@ -58,44 +58,51 @@ class Sentence:
     emotion: str
 
 
-def _check(template: str, line: int) -> str:
+def _check(template: str, line: int, required: tuple[str, ...], optional: tuple[str, ...],
+           message: str) -> str:
+    slots = tuple(f"{{{name}}}" for name in (*required, *optional))
     problem = None
     if len(template) > MAX_TEMPLATE_CHARS:
         problem = "too long"
-    elif template.count("{person}") != 1:
-        problem = "it needs exactly one {person}"
-    elif template.count("{word}") > 1:
-        problem = "it has more than one {word}"
-    elif any(s not in ("{person}", "{word}") for s in _SLOT.findall(template)) or \
+    elif any(template.count(f"{{{name}}}") != 1 for name in required):
+        problem = "it needs exactly one " + " and one ".join(f"{{{name}}}" for name in required)
+    elif any(template.count(f"{{{name}}}") > 1 for name in optional):
+        problem = "it has more than one " + next(f"{{{n}}}" for n in optional if template.count(f"{{{n}}}") > 1)
+    elif any(x not in slots for x in _SLOT.findall(template)) or \
             _SLOT.sub("", template).count("{") or _SLOT.sub("", template).count("}"):
-        problem = "it has braces other than {person} and {word}"
+        problem = "it has braces other than " + " and ".join(slots)
     elif any(ord(c) < 32 for c in template):
         problem = "it has control characters"
     if problem:
-        raise DataError(MSG_BAD_TEMPLATE.format(line=line, problem=problem, limit=MAX_TEMPLATE_CHARS))
+        raise DataError(message.format(line=line, problem=problem, limit=MAX_TEMPLATE_CHARS))
     return template
 
 
-def parse_templates(text: str) -> tuple[str, ...]:
+def parse_templates(text: str, *, required: tuple[str, ...] = ("person",), optional: tuple[str, ...] = ("word",),
+                    message: str = MSG_BAD_TEMPLATE, empty: str = MSG_NO_TEMPLATES) -> tuple[str, ...]:
     """The templates of ``text`` (one a line; blank lines and ``#`` comments skipped), each checked.
+
+    ``required`` slots appear exactly once, ``optional`` ones at most once, no other braces (the defaults are this
+    measure's ``{person}`` and ``{word}``; the classifier's occupations design passes its own slots and messages).
 
     Raises
     ------
     DataError
-        :data:`MSG_NO_TEMPLATES`, :data:`MSG_TOO_MANY_TEMPLATES` or :data:`MSG_BAD_TEMPLATE` (with its line).
+        ``empty`` (:data:`MSG_NO_TEMPLATES`), :data:`MSG_TOO_MANY_TEMPLATES` or ``message``
+        (:data:`MSG_BAD_TEMPLATE`, with its line).
     """
     if not isinstance(text, str):
-        raise DataError(MSG_NO_TEMPLATES)
+        raise DataError(empty)
     out: list[str] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = " ".join(raw.split())
         if not line or line.startswith("#"):
             continue
-        out.append(_check(line, number))
+        out.append(_check(line, number, required, optional, message))
         if len(out) > MAX_TEMPLATES:
             raise DataError(MSG_TOO_MANY_TEMPLATES.format(count=f"more than {MAX_TEMPLATES}", limit=MAX_TEMPLATES))
     if not out:
-        raise DataError(MSG_NO_TEMPLATES)
+        raise DataError(empty)
     return tuple(dict.fromkeys(out))
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from biastest.measures.base import Measure
 from biastest.measures.psychometric_chat import report
+from biastest.measures.psychometric_chat.audit import AUDIT_USE
 from biastest.measures.psychometric_chat.headless import CLI_FLAGS, cost, estimate_cost, headless, prepare
 from biastest.measures.psychometric_chat.options import PsychometricChatOptions
 from biastest.measures.psychometric_chat.result import AskRow, ContextSummary, LevelCounts, PsychometricChatResult
@@ -31,7 +32,6 @@ from biastest.measures.psychometric_chat.templates import TEMPLATES, QuestionTem
 
 __all__ = [
     "MEASURE",
-    "MSG_NOT_IN_AUDIT",
     "TEMPLATES",
     "AskRow",
     "ContextSummary",
@@ -45,12 +45,6 @@ __all__ = [
     "run_psychometric_chat",
 ]
 
-MSG_NOT_IN_AUDIT = (
-    "The psychometric test of a chat model is not part of audits: its result is a curve per context (PSE, JND and "
-    "PSE shifts), not one score per cell. Run it with: python -m biastest run psychometric-chat SPEC --model … "
-    "--context …"
-)
-
 MEASURE = Measure(
     name="psychometric-chat",
     kind="lm",
@@ -63,6 +57,5 @@ MEASURE = Measure(
     headless=headless,
     prepare=prepare,
     spec_type="twoafc",
-    extra={"cli_flags": CLI_FLAGS, "cost": cost, "templates": tuple(TEMPLATES), "audit": False,
-           "audit_refusal": MSG_NOT_IN_AUDIT},
+    extra={"cli_flags": CLI_FLAGS, "cost": cost, "templates": tuple(TEMPLATES), "audit": AUDIT_USE},
 )

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from biastest.continuum import Continuum, load_continuum_csv, name_continuum
+from biastest.continuum import Continuum
 from biastest.errors import UsageError
 from biastest.measures.base import Headless, Inputs
 from biastest.measures.forced_choice.cost import (
@@ -32,7 +32,7 @@ from biastest.measures.forced_choice.headless import DEFAULT_SEED, recorded_opti
 from biastest.measures.psychometric_chat.options import PsychometricChatOptions
 from biastest.measures.psychometric_chat.report import export_files, readings
 from biastest.measures.psychometric_chat.result import PsychometricChatResult
-from biastest.measures.psychometric_chat.run import PsychometricItems, run
+from biastest.measures.psychometric_chat.run import PsychometricItems, continuum_of, run
 from biastest.measures.psychometric_chat.score import plan_questions
 from biastest.measures.psychometric_chat.templates import MAX_CONTEXT_CHARS, MAX_CONTEXTS, MAX_TEMPLATE_CHARS
 from biastest.remote import safe_base_url
@@ -42,7 +42,7 @@ __all__ = ["CLI_FLAGS", "MSG_COST", "MSG_TEXT_FILE", "continuum_of", "cost", "es
 
 MSG_TEXT_FILE = "The {what} file '{path}' cannot be read ({problem})."
 MSG_COST = (
-    "This run asks {requests:,} questions ({contexts} contexts × {stimuli:,} stimuli × 2 orders × {samples} "
+    "This run asks {requests:,} questions ({contexts} contexts × {stimuli:,} stimuli{pairs} × 2 orders × {samples} "
     "sample(s)) of {model}{where}: about {prompt_tokens:,} prompt tokens and at most {answer_tokens:,} answer "
     "tokens (estimate: characters/4)."
 )
@@ -88,14 +88,10 @@ def prepare(values: Mapping[str, Any]) -> dict[str, Any]:
     return given
 
 
-def continuum_of(options: PsychometricChatOptions) -> Continuum:
-    """The continuum the options name: the user's CSV, or the built-in name continuum."""
-    return load_continuum_csv(options.continuum) if options.continuum else name_continuum()
-
-
 def estimate_cost(options: PsychometricChatOptions, continuum: Continuum) -> Cost:
     """Requests and estimated tokens (forced choice's rule: characters / 4 plus 4 per message)."""
-    questions = plan_questions(continuum, options.contexts, options.cue_pair(), options.prompt(), samples=1,
+    pairs = options.cue_pairs()
+    questions = plan_questions(continuum, options.contexts, pairs, options.prompt(), samples=1,
                                temperature=options.temperature, max_tokens=options.max_answer_tokens,
                                top_logprobs=options.top_logprobs, seed=options.seed)
     per_sample = sum(math.ceil(len(content) / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE
@@ -105,6 +101,7 @@ def estimate_cost(options: PsychometricChatOptions, continuum: Continuum) -> Cos
     prompt_tokens, answer_tokens = per_sample * options.samples, requests * options.max_answer_tokens
     where = f" at {urlsplit(options.endpoint).hostname}" if options.endpoint else ""
     text = MSG_COST.format(requests=requests, contexts=len(options.contexts), stimuli=len(continuum),
+                           pairs=f" × {len(pairs)} cue pairs" if len(pairs) > 1 else "",
                            samples=options.samples, model=options.model_id, where=where,
                            prompt_tokens=prompt_tokens, answer_tokens=answer_tokens)
     return Cost(requests, prompt_tokens, answer_tokens, hosted, hosted and requests > CONFIRM_ABOVE_REQUESTS, text)

@@ -28,7 +28,7 @@ from biastest.measures.psychometric_chat.templates import (
     DEFAULT_TEMPLATE,
     QuestionTemplate,
     check_contexts,
-    check_cues,
+    check_cue_pairs,
     check_template_name,
     custom_template,
     resolve_template,
@@ -66,7 +66,9 @@ class PsychometricChatOptions(ChatModelOptions):
     contexts : tuple of str
         Context sentences, each with ``{stimulus}`` once.
     cues : str
-        ``"cue at α = 0/cue at α = 1"`` (default ``man/woman``: the name continuum's α is the share of women).
+        ``"cue at α = 0/cue at α = 1"`` (default ``man/woman``: the name continuum's α is the share of women);
+        several pairs separated by commas (``man/woman, male/female``): every question is asked with every pair,
+        the fits are per pair and pooled.
     continuum : str, optional
         A continuum CSV (``stimulus,alpha[,group]``); None: the built-in name continuum.
     reference : int
@@ -96,7 +98,8 @@ class PsychometricChatOptions(ChatModelOptions):
             "an engineer)", metavar="SENTENCE"))
     cues: str = Field(
         "/".join(DEFAULT_CUES), json_schema_extra=cli_flag("--cues",
-            "the two answers, cue at α = 0 / cue at α = 1 (default man/woman)", metavar="CUE0/CUE1"))
+            "the two answers, cue at α = 0 / cue at α = 1 (default man/woman); several pairs separated by commas "
+            "(man/woman, male/female, he/she): PSE per pair and pooled", metavar="CUE0/CUE1[,…]"))
     continuum: str | None = Field(
         None, json_schema_extra=cli_flag("--continuum",
             "continuum CSV with columns stimulus,alpha[,group] (default: the built-in name continuum)",
@@ -139,7 +142,7 @@ class PsychometricChatOptions(ChatModelOptions):
     @field_validator("cues", mode="before")
     @classmethod
     def _cues(cls, value: Any) -> str:
-        return "/".join(check_cues(value))
+        return ", ".join("/".join(pair) for pair in check_cue_pairs(value))
 
     @field_validator("continuum", mode="before")
     @classmethod
@@ -186,5 +189,9 @@ class PsychometricChatOptions(ChatModelOptions):
         return resolve_template(self.template, self.template_text)
 
     def cue_pair(self) -> tuple[str, str]:
-        """(cue at α = 0, cue at α = 1)."""
-        return check_cues(self.cues)
+        """The first pair: (cue at α = 0, cue at α = 1)."""
+        return self.cue_pairs()[0]
+
+    def cue_pairs(self) -> tuple[tuple[str, str], ...]:
+        """Every cue pair, in the order given (one run asks each question with every pair)."""
+        return check_cue_pairs(self.cues)

@@ -117,26 +117,31 @@ def curves_figure(result: PsychometricChatResult) -> go.Figure:
     return fig
 
 
+def _context_row(s: Any, pair: str) -> dict[str, Any]:
+    fit, shift = s.fit, s.shift or {}
+    pse_ci, jnd_ci, sh_ci = fit.get("pse_ci"), fit.get("jnd_ci"), shift.get("shift_ci")
+    return {
+        "cue_pair": pair, "context": s.context, "reference": s.reference, "fit_status": fit.get("status"),
+        "fit_message": fit.get("message"), "pse": fit.get("pse"),
+        "pse_low": pse_ci[0] if pse_ci else None, "pse_high": pse_ci[1] if pse_ci else None,
+        "jnd": fit.get("jnd"), "jnd_low": jnd_ci[0] if jnd_ci else None, "jnd_high": jnd_ci[1] if jnd_ci else None,
+        "guess_lapse": fit.get("guess_lapse"), "pse_shift": shift.get("shift"),
+        "shift_low": sh_ci[0] if sh_ci else None, "shift_high": sh_ci[1] if sh_ci else None,
+        "refusal_pct": s.refusal_rate.estimate, "unparseable_pct": s.unparseable_rate.estimate,
+        "failed_pct": s.failed_rate.estimate, "first_position_pct": s.position_bias.estimate,
+        "order_consistency_pct": s.order_consistency.estimate, **s.counts,
+    }
+
+
 def summary_records(result: PsychometricChatResult) -> list[dict[str, Any]]:
-    """One row per context: the fit, the shift, the rates."""
-    rows = []
-    for s in result.summaries:
-        fit, shift = s.fit, s.shift or {}
-        pse_ci, jnd_ci, sh_ci = fit.get("pse_ci"), fit.get("jnd_ci"), shift.get("shift_ci")
-        rows.append({
-            "context": s.context, "reference": s.reference, "fit_status": fit.get("status"),
-            "fit_message": fit.get("message"), "pse": fit.get("pse"),
-            "pse_low": pse_ci[0] if pse_ci else None, "pse_high": pse_ci[1] if pse_ci else None,
-            "jnd": fit.get("jnd"), "jnd_low": jnd_ci[0] if jnd_ci else None, "jnd_high": jnd_ci[1] if jnd_ci else None,
-            "guess_lapse": fit.get("guess_lapse"), "pse_shift": shift.get("shift"),
-            "shift_low": sh_ci[0] if sh_ci else None, "shift_high": sh_ci[1] if sh_ci else None,
-            "refusal_pct": s.refusal_rate.estimate, "unparseable_pct": s.unparseable_rate.estimate,
-            "failed_pct": s.failed_rate.estimate, "first_position_pct": s.position_bias.estimate,
-            "order_consistency_pct": s.order_consistency.estimate, **s.counts,
-            "model": result.model_id, "template": result.template["name"], "seed": result.seed,
-            "confidence": result.confidence, "bootstrap": result.bootstrap, "n_bootstrap": result.n_bootstrap,
-        })
-    return rows
+    """One row per context: the fit, the shift, the rates (``cue_pair``: ``pooled`` when the run had several pairs,
+    then one row per pair and context)."""
+    pooled = "pooled" if result.per_pair else "/".join(result.cues)
+    rows = [_context_row(s, pooled) for s in result.summaries]
+    rows += [_context_row(s, "/".join(p.cues)) for p in result.per_pair for s in p.summaries]
+    common = {"model": result.model_id, "template": result.template["name"], "seed": result.seed,
+              "confidence": result.confidence, "bootstrap": result.bootstrap, "n_bootstrap": result.n_bootstrap}
+    return [{**r, **common} for r in rows]
 
 
 def csv_rows(result: PsychometricChatResult) -> list[dict[str, Any]]:
@@ -146,7 +151,9 @@ def csv_rows(result: PsychometricChatResult) -> list[dict[str, Any]]:
         messages = {m["role"]: m["content"] for m in a.request["messages"]}
         reply = a.reply or {}
         rows.append({
-            "context": result.contexts[a.context_index], "stimulus": a.stimulus, "alpha": a.alpha, "group": a.group,
+            "context": result.contexts[a.context_index],
+            "cue_pair": "/".join((result.cue_pairs or (result.cues,))[a.pair_index]), "stimulus": a.stimulus,
+            "alpha": a.alpha, "group": a.group,
             "order": a.order, "sample": a.sample, "seed": a.request.get("seed"), "system": messages.get("system", ""),
             "question": messages.get("user", ""), "answer": reply.get("text"), "reply_status": reply.get("status"),
             "error": reply.get("error"), "outcome": a.outcome, "position": a.position, "rule": a.rule,

@@ -17,7 +17,8 @@ from biastest.measures.forced_choice.result import RateSummary
 
 __all__ = [
     "CUE1", "CUE1_FIRST", "CUE2", "CUE2_FIRST", "FAILED", "NOT_ASKED", "ORDERS", "OUTCOMES", "PARSEABLE",
-    "REFUSED", "UNPARSEABLE", "AskRow", "ContextSummary", "LevelCounts", "PsychometricChatResult",
+    "REFUSED", "UNPARSEABLE", "AskRow", "ContextSummary", "LevelCounts", "PairSummaries",
+    "PsychometricChatResult",
 ]
 
 CUE1, CUE2 = "cue-1", "cue-2"
@@ -50,6 +51,8 @@ class AskRow(BaseModel):
         Which shown cue the answer named.
     rule : str
         Which reading rule decided.
+    pair_index : int
+        Which cue pair of the run was shown (0 for a run with one pair, and for results saved before pairs).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -66,6 +69,7 @@ class AskRow(BaseModel):
     outcome: str
     position: str | None = None
     rule: str
+    pair_index: int = 0
 
 
 class LevelCounts(BaseModel):
@@ -127,6 +131,16 @@ class ContextSummary(BaseModel):
     reading: str
 
 
+class PairSummaries(BaseModel):
+    """One cue pair's own fits: every context's :class:`ContextSummary` from the answers shown that pair."""
+
+    model_config = ConfigDict(frozen=True)
+
+    pair_index: int
+    cues: tuple[str, str]
+    summaries: list[ContextSummary]
+
+
 class PsychometricChatResult(ResultBase):
     """A psychometric test of a chat model (see the module docstring)."""
 
@@ -150,6 +164,8 @@ class PsychometricChatResult(ResultBase):
     confidence: float
     n_requests: int
     summaries: list[ContextSummary]
+    cue_pairs: tuple[tuple[str, str], ...] = ()
+    per_pair: list[PairSummaries] = Field(default_factory=list)
     asks: list[AskRow]
     stop_message: str | None = None
     provenance: dict[str, Any] = Field(default_factory=dict)

@@ -16,23 +16,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biastest.continuum import NAME_CONTINUUM_FILE, Continuum
+from biastest.continuum import NAME_CONTINUUM_FILE, Continuum, load_continuum_csv, name_continuum
 from biastest.errors import DataError
 from biastest.measures import chat_common
 from biastest.measures.forced_choice.run import backend_record
 from biastest.measures.psychometric_chat.options import PsychometricChatOptions
 from biastest.measures.psychometric_chat.report import reading
-from biastest.measures.psychometric_chat.result import PARSEABLE, PsychometricChatResult
+from biastest.measures.psychometric_chat.result import PARSEABLE, PairSummaries, PsychometricChatResult
 from biastest.measures.psychometric_chat.score import plan_questions, read_ask, request_seed
 from biastest.measures.psychometric_chat.summary import FitSettings, summarize_contexts
 from biastest.models.protocols import ChatLM, ProgressCallback
 from biastest.models.response_cache import default_cache_dir
 from biastest.provenance import provenance
 
-__all__ = ["MSG_BAD_REPLIES", "MSG_NO_CONTINUUM", "PsychometricItems", "run"]
+__all__ = ["MSG_BAD_REPLIES", "MSG_NO_CONTINUUM", "PsychometricItems", "continuum_of", "run"]
 
 MSG_PROGRESS_ASKING = (
-    "Asking {model_id} {n:,} questions ({contexts} contexts × {stimuli:,} stimuli × 2 orders × {samples})…"
+    "Asking {model_id} {n:,} questions ({contexts} contexts × {stimuli:,} stimuli{pairs} × 2 orders × {samples})…"
 )
 MSG_PROGRESS_SUMMARY = "Reading the answers and fitting the curves…"
 MSG_PROGRESS_DONE = "Done: {parseable:,} of {n:,} answers named a cue."
@@ -46,13 +46,19 @@ class PsychometricItems:
 
     Attributes
     ----------
-    continuum : Continuum
+    continuum : Continuum or None
+        None: the one the options name (:func:`continuum_of`; an audit cell's items).
     spec : object, optional
         Recorded by name only.
     """
 
-    continuum: Continuum
+    continuum: Continuum | None
     spec: Any = None
+
+
+def continuum_of(options: PsychometricChatOptions) -> Continuum:
+    """The continuum the options name: the user's CSV, or the built-in name continuum."""
+    return load_continuum_csv(options.continuum) if options.continuum else name_continuum()
 
 
 def run(
@@ -91,11 +97,12 @@ def run(
     DataError
         Not a continuum, or the backend answered a different number of questions than asked.
     """
-    continuum = items.continuum
+    continuum = items.continuum if items.continuum is not None else continuum_of(options)
     if not isinstance(continuum, Continuum):
         raise DataError(MSG_NO_CONTINUUM.format(type_name=type(continuum).__name__))
-    template, cues, contexts = options.prompt(), options.cue_pair(), options.contexts
-    questions = plan_questions(continuum, contexts, cues, template, samples=options.samples,
+    template, pairs, contexts = options.prompt(), options.cue_pairs(), options.contexts
+    cues = pairs[0]
+    questions = plan_questions(continuum, contexts, pairs, template, samples=options.samples,
                                temperature=options.temperature, max_tokens=options.max_answer_tokens,
                                top_logprobs=options.top_logprobs, seed=options.seed)
     if model is None:
@@ -104,7 +111,7 @@ def run(
     if progress is not None:
         progress(0, len(questions), MSG_PROGRESS_ASKING.format(
             model_id=options.model_id, n=len(questions), contexts=len(contexts), stimuli=len(continuum),
-            samples=options.samples))
+            pairs=f" × {len(pairs)} cue pairs" if len(pairs) > 1 else "", samples=options.samples))
     replies = list(model.chat([q.request for q in questions], progress=progress))
     if len(replies) != len(questions):
         raise DataError(MSG_BAD_REPLIES.format(got=len(replies), n=len(questions)))
@@ -114,9 +121,16 @@ def run(
     settings = FitSettings(sigmoid=options.sigmoid, guess_lapse=options.guess_lapse, bootstrap=options.bootstrap,
                            n_bootstrap=options.n_bootstrap, confidence=options.confidence, seed=options.seed)
     builtin = NAME_CONTINUUM_FILE in continuum.source
-    reader = functools.partial(reading, cues=cues, names=builtin)
+    pooled_cues = cues if len(pairs) == 1 else (" / ".join(p[0] for p in pairs), " / ".join(p[1] for p in pairs))
+    reader = functools.partial(reading, cues=pooled_cues, names=builtin)
     summaries, q_fixed = summarize_contexts(asks, continuum, contexts, reference=options.reference - 1,
                                             settings=settings, reader=reader)
+    per_pair = [] if len(pairs) == 1 else [
+        PairSummaries(pair_index=p, cues=pair, summaries=summarize_contexts(
+            [a for a in asks if a.pair_index == p], continuum, contexts, reference=options.reference - 1,
+            settings=settings, reader=functools.partial(reading, cues=pair, names=builtin), pair=p,
+            q_asks=asks)[0])
+        for p, pair in enumerate(pairs)]
     learned = backend_record(model, replies)
     spec_name = getattr(items.spec, "name", None)
     prov = provenance(
@@ -129,7 +143,8 @@ def run(
         continuum=continuum.as_dict(), samples=options.samples, temperature=options.temperature,
         sigmoid=options.sigmoid, guess_lapse_mode=options.guess_lapse, guess_lapse_fixed=q_fixed,
         bootstrap=options.bootstrap, n_bootstrap=options.n_bootstrap, confidence=options.confidence,
-        n_requests=len(questions), summaries=summaries, asks=asks, stop_message=learned["stop_message"],
+        n_requests=len(questions), summaries=summaries, cue_pairs=pairs, per_pair=per_pair,
+        asks=asks, stop_message=learned["stop_message"],
         provenance=prov)
     if progress is not None:
         n_parseable = sum(a.outcome in PARSEABLE for a in asks)

@@ -105,23 +105,28 @@ class Question:
     first: str
     second: str
     request: ChatRequest
+    pair_index: int = 0
 
 
-def plan_questions(continuum: Continuum, contexts: Sequence[str], cues: tuple[str, str],
-                   template: QuestionTemplate, *, samples: int, temperature: float, max_tokens: int,
-                   top_logprobs: int, seed: int) -> list[Question]:
-    """Every question of a run: context by context, stimulus by stimulus, cue 1 first then cue 2 first."""
+def plan_questions(continuum: Continuum, contexts: Sequence[str],
+                   cues: tuple[str, str] | Sequence[tuple[str, str]], template: QuestionTemplate, *, samples: int,
+                   temperature: float, max_tokens: int, top_logprobs: int, seed: int) -> list[Question]:
+    """Every question of a run: context by context, stimulus by stimulus, cue pair by cue pair (``cues``: one pair or
+    several), cue 1 first then cue 2 first."""
+    pairs = [tuple(cues)] if isinstance(cues[0], str) else [tuple(p) for p in cues]
     out = []
     for c, context in enumerate(contexts):
         for s, stimulus in enumerate(continuum.stimuli):
-            for order in ORDERS:
-                first, second = cues if order == CUE1_FIRST else (cues[1], cues[0])
-                system, user = template.render(context=context, stimulus=stimulus.text, first=first, second=second)
-                for k in range(samples):
-                    request = ChatRequest.ask(user, system=system or None, max_tokens=max_tokens,
-                                              temperature=temperature, seed=request_seed(seed, k),
-                                              top_logprobs=top_logprobs, sample=k)
-                    out.append(Question(c, s, order, k, first, second, request))
+            for p, pair in enumerate(pairs):
+                for order in ORDERS:
+                    first, second = pair if order == CUE1_FIRST else (pair[1], pair[0])
+                    system, user = template.render(context=context, stimulus=stimulus.text, first=first,
+                                                   second=second)
+                    for k in range(samples):
+                        request = ChatRequest.ask(user, system=system or None, max_tokens=max_tokens,
+                                                  temperature=temperature, seed=request_seed(seed, k),
+                                                  top_logprobs=top_logprobs, sample=k)
+                        out.append(Question(c, s, order, k, first, second, request, p))
     return out
 
 
@@ -130,7 +135,7 @@ def read_ask(question: Question, reply: ChatReply | None, continuum: Continuum) 
     stimulus = continuum.stimuli[question.stimulus_index]
     base = {"context_index": question.context_index, "stimulus_index": question.stimulus_index,
             "stimulus": stimulus.text, "alpha": stimulus.alpha, "group": stimulus.group, "order": question.order,
-            "sample": question.sample, "request": question.request.as_dict()}
+            "sample": question.sample, "request": question.request.as_dict(), "pair_index": question.pair_index}
     if reply is None:
         return AskRow(**base, reply=None, outcome=NOT_ASKED, rule=NOT_ASKED)
     if reply.status != REPLY_ANSWERED:

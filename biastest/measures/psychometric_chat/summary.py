@@ -19,6 +19,12 @@ refused, unparseable, failed and not-asked questions are in neither and are coun
 
 Seeds: context ``c``'s fit is bootstrapped with :func:`derived_seed` ``(seed, 1, c)``, its shift with
 ``(seed, 2, c)`` (both recorded in the fit and the shift).
+
+**Several cue pairs** (``man/woman, male/female``): every question is asked with every pair. The **pooled** fits (the
+result's ``summaries``) count, per stimulus, the answers naming the α = 1 cue of whichever pair was shown among the
+answers naming either cue of it; the levels bootstrap resamples a stimulus with all its answers, so the pairs stay
+nested in the stimulus. Each pair also gets its own fits (``per_pair``; seeds ``(seed, 1, c, p + 1)`` and
+``(seed, 2, c, p + 1)`` for pair ``p``). With one pair the pooled fits are that pair's (as before).
 """
 
 from __future__ import annotations
@@ -132,9 +138,9 @@ def _rates(asks: Sequence[AskRow], confidence: float) -> dict[str, Any]:
         return rate_summary([1.0 if hit(a) else 0.0 for a in rows], [str(a.stimulus_index) for a in rows],
                             confidence=confidence)
 
-    pairs: dict[tuple[int, int], dict[str, str]] = defaultdict(dict)
+    pairs: dict[tuple[int, int, int], dict[str, str]] = defaultdict(dict)
     for a in parseable:
-        pairs[(a.stimulus_index, a.sample)][a.order] = a.outcome
+        pairs[(a.stimulus_index, a.sample, a.pair_index)][a.order] = a.outcome
     both = [(key, v) for key, v in pairs.items() if all(o in v for o in ORDERS)]
     consistency = rate_summary([1.0 if v[ORDERS[0]] == v[ORDERS[1]] else 0.0 for _, v in both],
                                [str(key[0]) for key, _ in both], confidence=confidence)
@@ -146,12 +152,17 @@ def _rates(asks: Sequence[AskRow], confidence: float) -> dict[str, Any]:
 
 
 def summarize_contexts(asks: Sequence[AskRow], continuum: Continuum, contexts: Sequence[str], *, reference: int,
-                       settings: FitSettings, reader: Any) -> tuple[list[ContextSummary], float | None]:
+                       settings: FitSettings, reader: Any, pair: int | None = None,
+                       q_asks: Sequence[AskRow] | None = None) -> tuple[list[ContextSummary], float | None]:
     """Every context's :class:`~.result.ContextSummary` (``reference`` is 0-based here) and the fixed q (or None).
 
-    ``reader(context_summary_fields) -> str`` writes the plain reading (:func:`~.report.reading`).
+    ``reader(context_summary_fields) -> str`` writes the plain reading (:func:`~.report.reading`). ``pair``: the
+    fits of one cue pair (``asks`` its answers only; seeds ``(seed, 1, c, pair + 1)`` and ``(seed, 2, c, pair + 1)``);
+    None: pooled over every pair (seeds ``(seed, 1, c)``, ``(seed, 2, c)``, as a run with one pair). ``q_asks``: the
+    answers a fixed ``position`` q is read from (default ``asks``; a pair's fits use the whole run's).
     """
-    q = position_q(asks) if settings.guess_lapse == "position" else None
+    q = position_q(asks if q_asks is None else q_asks) if settings.guess_lapse == "position" else None
+    extra = () if pair is None else (pair + 1,)
     levels = [context_counts(asks, continuum, c) for c in range(len(contexts))]
     out = []
     for c, context in enumerate(contexts):
@@ -159,9 +170,9 @@ def summarize_contexts(asks: Sequence[AskRow], continuum: Continuum, contexts: S
         fields: dict[str, Any] = {
             "index": c, "context": context, "reference": c == reference, "levels": levels[c],
             "counts": {o: sum(a.outcome == o for a in rows) for o in OUTCOMES},
-            "fit": _fit(levels[c], settings, q, derived_seed(settings.seed, 1, c)),
+            "fit": _fit(levels[c], settings, q, derived_seed(settings.seed, 1, c, *extra)),
             "shift": None if c == reference else _shift(levels[reference], levels[c], settings, q,
-                                                        derived_seed(settings.seed, 2, c)),
+                                                        derived_seed(settings.seed, 2, c, *extra)),
             **_rates(rows, settings.confidence),
         }
         fields["reading"] = reader(fields, contexts[reference])

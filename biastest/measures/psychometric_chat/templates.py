@@ -42,11 +42,14 @@ __all__ = [
     "MAX_CONTEXTS",
     "MAX_CONTEXT_CHARS",
     "MAX_CUE_CHARS",
+    "MAX_CUE_PAIRS",
     "MAX_TEMPLATE_CHARS",
     "MSG_CONTEXT_BAD",
     "MSG_CONTEXT_DUPLICATE",
     "MSG_CONTEXT_SLOT",
     "MSG_CONTEXTS_COUNT",
+    "MSG_CUE_PAIRS_COUNT",
+    "MSG_CUE_PAIRS_DUPLICATE",
     "MSG_CUES_BAD",
     "MSG_TEMPLATE_BAD_FIELD",
     "MSG_TEMPLATE_EMPTY",
@@ -56,6 +59,7 @@ __all__ = [
     "TEMPLATES",
     "QuestionTemplate",
     "check_contexts",
+    "check_cue_pairs",
     "check_cues",
     "check_template_name",
     "custom_template",
@@ -66,6 +70,8 @@ __all__ = [
 MAX_CONTEXTS = 20
 MAX_CONTEXT_CHARS = 300
 MAX_CUE_CHARS = 60
+#: The most cue pairs one run asks with.
+MAX_CUE_PAIRS = 8
 SLOT = "stimulus"
 FIELDS = ("context", "stimulus", "first", "second")
 
@@ -89,6 +95,8 @@ MSG_CONTEXT_BAD = (
     "Context {number} must be one line of text of at most {limit} characters, without control characters."
 )
 MSG_CONTEXT_DUPLICATE = "Contexts {first} and {second} are the same sentence; give each context once."
+MSG_CUE_PAIRS_COUNT = "Give at most {limit} cue pairs (separated by commas); got {count}."
+MSG_CUE_PAIRS_DUPLICATE = "The cue pair '{pair}' is given twice."
 MSG_CUES_BAD = (
     "The cues must be two different words or short phrases (at most {limit} characters each, one line, no braces), "
     "written 'cue at α = 0/cue at α = 1', e.g. 'man/woman'; got '{value}'."
@@ -213,6 +221,34 @@ def check_contexts(values: Any) -> tuple[str, ...]:
         seen[key] = number
         out.append(text)
     return tuple(out)
+
+
+def check_cue_pairs(value: Any) -> tuple[tuple[str, str], ...]:
+    """One or more cue pairs (each checked by :func:`check_cues`): a text ``"man/woman, male/female"`` (commas
+    between pairs), or a sequence of pairs or of ``"a/b"`` texts; at most :data:`MAX_CUE_PAIRS`, none twice.
+
+    >>> check_cue_pairs("man/woman, he/she")
+    (('man', 'woman'), ('he', 'she'))
+    """
+    if isinstance(value, str):
+        items: list[Any] = [v for v in value.split(",") if v.strip()] or [value]
+    elif isinstance(value, Sequence) and value and all(isinstance(v, str) for v in value) and len(value) == 2 \
+            and "/" not in value[0] and "/" not in value[1]:
+        items = [value]  # one pair given as (cue 0, cue 1)
+    elif isinstance(value, Sequence):
+        items = list(value)
+    else:
+        items = [value]
+    if len(items) > MAX_CUE_PAIRS:
+        raise OptionError(MSG_CUE_PAIRS_COUNT.format(limit=MAX_CUE_PAIRS, count=len(items)), option="cues")
+    pairs = tuple(check_cues(v) for v in items)
+    seen: set[tuple[str, str]] = set()
+    for a, b in pairs:
+        key = (a.casefold(), b.casefold())
+        if key in seen:
+            raise OptionError(MSG_CUE_PAIRS_DUPLICATE.format(pair=f"{a}/{b}"), option="cues")
+        seen.add(key)
+    return pairs
 
 
 def check_cues(value: Any) -> tuple[str, str]:
