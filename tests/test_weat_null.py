@@ -194,7 +194,7 @@ def test_run_weat_on_glove_reaches_the_table_figure_csv_json_and_their_reload(tm
     from biastest.ui.psychophysics.results import results_view
 
     view = results_view({"spec": spec, "source": "glove-6b-50d", "weat": r, "mac": mac})
-    assert view[14] == text and list(view[15].data[0].x) == list(null.draws) and view[-1]["visible"] is True
+    assert view[-4] == text and list(view[-3].data[0].x) == list(null.draws) and view[-1]["visible"] is True
 
 
 def test_without_a_vocabulary_or_draws_the_result_says_why():
