@@ -97,7 +97,7 @@ CLUSTERINGS = ("auto", "image-prompt", "image-term", "image")
 DEFAULT_CLUSTERS = "auto"
 #: Plain words for each clustering (reports, the app's choice).
 CLUSTER_LABELS = {
-    "auto": "automatic (image prompt, else image term)",
+    "auto": "automatic (image prompt, else images independent; within image terms)",
     "image-prompt": "image prompt",
     "image-term": "image term",
     "image": "none (images independent)",

@@ -30,7 +30,8 @@ INTERVAL_CLUSTERED = (
     "for few clusters"
 )
 INTERVAL_WEAT = (
-    "paired percentile bootstrap over target words (X and Y resampled within themselves, the same words for every "
+    "each embedding: its own result's interval of d (jackknife over all four word lists); the difference: paired "
+    "percentile bootstrap over target words (X and Y resampled within themselves, the same words for every "
     "embedding; attribute words fixed), seeded"
 )
 
