@@ -96,6 +96,10 @@ MSG_SUMMARY = (
     "{interval} ({resamples:,} resamples, seed {seed}). Test: {test}."
 )
 MSG_LEFT_OUT = "{label}: {excluded} not scored, {unmatched} not tested by every model — left out."
+MSG_OWN_INTERVALS = (
+    "Each model's interval is its own result's, exactly as its main result shows it ({labels}); the interval "
+    "method named above is that of the differences."
+)
 ITEM_WORDS = {KIND_STEREOTYPE: "sentence pairs", KIND_VLM_SOFT: "images", KIND_VLM_HARD: "images",
               KIND_WEAT: "target words", KIND_TWOAFC: "target words"}
 
@@ -219,6 +223,9 @@ def summary_markdown(cmp: Comparison) -> str:
         if m.n_excluded or m.n_unmatched:
             lines.append("- " + md_escape(MSG_LEFT_OUT.format(label=m.label, excluded=m.n_excluded,
                                                               unmatched=m.n_unmatched)))
+    own = [m.label for m in cmp.models if getattr(m, "interval_from_result", False)]
+    if own:
+        lines.append("- " + md_escape(MSG_OWN_INTERVALS.format(labels=", ".join(own))))
     lines += [f"- {md_escape(note)}" for note in cmp.notes]
     return "\n".join(lines)
 

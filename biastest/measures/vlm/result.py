@@ -354,6 +354,20 @@ class VLMResult(ResultBase):
         c = self.headline_clustered
         return c is not None and (self.clusters != "image" or c.n_strata > 1)
 
+    def headline_interval(self, score: str | None = None) -> tuple[float | None, float | None]:
+        """The interval the main summary shows for the soft or hard score (default the headline's; percent).
+
+        The design-based one (:attr:`cluster_aware`; for a chat model's single answers always the clustered one)
+        or the bootstrap over images; (None, None) where none is drawn. A comparison shows it for this model
+        (:func:`biastest.stats.compare.with_own_intervals`).
+        """
+        score = score or self.headline
+        plain = self.soft if score == "soft" else self.hard
+        c = self.soft_clustered if score == "soft" else self.hard_clustered
+        if c is not None and (self.cluster_aware or (score == "hard" and self.orders)):
+            return c.low, c.high
+        return (None, None) if plain is None else (plain.ci_low, plain.ci_high)
+
     @property
     def design_note(self) -> str:
         """How the headline interval treats the images, in words (:func:`.clusters.design_note`)."""

@@ -221,14 +221,17 @@ def compare_weat(
         own = field_of(r, "effect_size")
         own_ci = field_of(r, "effect_size_ci")
         low = high = None
-        if own_ci is not None and n_own == n_common and abs(float(field_of(r, "ci_level") or 0) - confidence) < 1e-12:
+        same = (own_ci is not None and own is not None and n_own == n_common
+                and abs(float(own) - float(d[j])) <= 1e-9 * max(1.0, abs(float(own)))
+                and abs(float(field_of(r, "ci_level") or 0) - confidence) < 1e-12)
+        if same:
             low, high = float(own_ci[0]), float(own_ci[1])  # the result's own interval, as its main result shows it
         else:
             notes.append(MSG_OWN_INTERVAL_ONLY.format(label=label, n_common=n_common, n_own=n_own))
         rows.append(ModelEstimate(
             label=label, model_id=embedding_id(r), method="WEAT", estimate=float(d[j]), ci_low=low, ci_high=high,
             n_items=n_own, n_excluded=0, n_unmatched=n_own - n_common, n_ties=0,
-            own_estimate=None if own is None else float(own),
+            own_estimate=None if own is None else float(own), interval_from_result=same,
         ))
     pairs = []
     for i, j in itertools.combinations(range(len(results)), 2):
