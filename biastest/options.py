@@ -69,7 +69,7 @@ MAX_SEED = 2**32 - 1
 #: 2AFC: bootstrap resamples behind the PSE intervals (of the cue pairs or the replicate models) and refits of the
 #: psychometric functions.
 DEFAULT_TWOAFC_BOOTSTRAP = 1_000
-#: WEAT: bootstrap resamples of the words behind the interval of the effect size d.
+#: WEAT: bootstrap resamples of the target words behind a comparison's interval of Δd (d's own is the jackknife).
 DEFAULT_WEAT_BOOTSTRAP = 2_000
 #: The level of the 2AFC and WEAT intervals (and of the language and vision-language scores' on the command line).
 DEFAULT_CONFIDENCE = 0.95

@@ -470,11 +470,13 @@ def test_a_vqa_model_gets_the_chosen_question_and_it_is_recorded(tmp_path):
     assert f"the answer probabilities to the question “{question}”".replace("'", "&#x27;") in summary
     rows = {r["label"]: r for r in rep.term_rows(result)}  # one image per term: no zero-width interval
     assert rows["images of 'man'"]["n"] == 1 and rows["images of 'man'"]["ci_low"] is None
-    # uploads are clustered by image term by default: 2 clusters give no interval, and the bar says why
-    assert result.clusters == "image-term" and rows["All images"]["ci_low"] is None
-    assert rows["All images"]["note"] == result.soft_clustered.reason
-    independent = {r["label"]: r for r in rep.term_rows(result.with_clusters("image"))}
-    assert independent["All images"]["ci_low"] == result.soft.ci_low
+    # uploads are independent pictures within their image terms by default (issue 28); one picture per term
+    # leaves each term a lonely stratum, pooled: the pictures are simply independent
+    assert result.clusters == "image" and result.soft_clustered.n_strata == 1
+    assert rows["All images"]["ci_low"] == result.soft.ci_low
+    by_term = {r["label"]: r for r in rep.term_rows(result.with_clusters("image-term"))}  # the former default
+    assert by_term["All images"]["ci_low"] is None
+    assert by_term["All images"]["note"] == result.with_clusters("image-term").soft_clustered.reason
     _, json_path = rep.write_exports(result)
     assert json.loads(Path(json_path).read_text())["question"] == question
     app.discard_session(new)

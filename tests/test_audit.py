@@ -526,9 +526,10 @@ def test_vision_language_cells_equal_the_runner_in_process_and_behind_an_endpoin
         summary = direct.soft if direct.soft is not None else direct.hard
         assert (table.loc[name, "score"], table.loc[name, "n"]) == (summary.score, 6)
         c = direct.headline_clustered
-        assert direct.cluster_aware and c.n_clusters == 2  # auto: by image term (red, blue)
-        assert not c.interval_shown and pd.isna(table.loc[name, "ci_low"])  # 2 clusters: no interval, and why
-        assert table.loc[name, "note"] == c.reason and table.loc[name, "p_value"] == c.p_value
+        # auto (issue 28): pictures independent within their image terms (red, blue are strata, not clusters)
+        assert direct.cluster_aware and c.n_clusters == 6 and c.n_strata == 2 and c.interval_shown
+        assert (table.loc[name, "ci_low"], table.loc[name, "ci_high"]) == pytest.approx((c.low, c.high))
+        assert pd.isna(table.loc[name, "note"]) and table.loc[name, "p_value"] == c.p_value
     assert table.loc["clip", "statistic"] == STATISTICS["vlm"]
     frozen = json.loads((out / table.loc["clip", "items_file"]).read_text())
     assert sorted(i["sha256"] for i in frozen["images"]) == sorted(r.sha256 for r in recs)

@@ -197,7 +197,7 @@ def test_vlm_image_folder_and_manifest_equal_runner(files, tmp_path, capsys):
         return [{k: v for k, v in r.items() if k != "date"} for r in csv.DictReader(path.open(encoding="utf-8-sig"))]
 
     assert undated(rows) == undated(app_csv) and rows.read_text(encoding="utf-8-sig").startswith("row_type,")
-    assert doc["options"]["clusters"] == "auto" and doc["result"]["clusters"] == "image-term"  # folders: no prompts
+    assert doc["options"]["clusters"] == "auto" and doc["result"]["clusters"] == "image"  # folders: no prompts
 
     manifest = root / "manifest.csv"  # the same images listed in a manifest give the same result
     _write_csv(manifest, [{"path": i.path, "image_term": i.image_term} for i in images])

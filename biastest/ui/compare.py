@@ -106,7 +106,8 @@ EMBEDDING_HELP = (
 
 VLM_SCORES = [("Soft: the probability of the stereotypical answer", "soft"),
               ("Hard: the model's answers", "hard")]
-VLM_CLUSTERS = [("None: every image independent", ""), ("Images of the same image term", "image_term"),
+VLM_CLUSTERS = [("None: every image independent", ""),
+                ("Each image term as one cluster (terms are fixed conditions: rarely right)", "image_term"),
                 ("Images made from the same prompt", "image_prompt")]
 TWOAFC_STATS = [("How far the words sit from no preference, either side: mean |PSE − 0.5|", "mean-abs-deviation"),
                 ("Their average lean towards the first cue: mean (PSE − 0.5)", "mean-deviation")]

@@ -254,8 +254,8 @@ class VLMOptions(OptionsBase):
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     clusters: str = Field(
         DEFAULT_CLUSTERS, json_schema_extra=cli_flag("--clusters",
-            "pictures that lean together: auto (default: image-prompt for generated pictures, else image-term), "
-            "image-prompt, image-term or image"))
+            "pictures that lean together: auto (default: image-prompt for generated pictures, else image; "
+            "resampled within image terms), image-prompt, image-term or image"))
 
     @field_validator("prompt_template", mode="before")
     @classmethod
