@@ -315,6 +315,7 @@ def test_an_audit_in_process_equals_direct_runner_calls(tmp_path, models, monkey
 
 
 def test_the_row_follows_the_cluster_aware_headline_of_pairs_that_share_templates(tmp_path, models) -> None:
+    from biastest.measures.stereotype.summary import with_clusters
     from biastest.runner.services import import_pairs
     from biastest.specs import get_spec
     from tests.audit_helpers import write_biastestgpt_pairs
@@ -337,8 +338,11 @@ def test_the_row_follows_the_cluster_aware_headline_of_pairs_that_share_template
     assert (auto.score, auto.ci_low, auto.ci_high, auto.p_value) == (direct.overall.score, c.low, c.high, c.p_value)
     assert (auto.clusters, auto.n_clusters, auto.design_effect, auto.ci_method) == (
         c.cluster_by, c.n_clusters, c.design_effect, c.interval_method)
-    assert (pair.score, pair.ci_low, pair.p_value) == (direct.overall.score, direct.overall.ci_low,
-                                                       direct.overall.p_value)  # clusters: pair → the pair bootstrap
+    # clusters: pair → pairs independent within attribute terms (strata, issue 28), as the result's headline
+    independent = with_clusters(direct, "pair")
+    assert independent.cluster_aware and independent.overall_clustered.n_strata > 1
+    assert (pair.score, pair.ci_low, pair.ci_high) == pytest.approx((direct.overall.score,
+                                                                     *independent.headline_interval))
     assert pair.key != auto.key
 
 

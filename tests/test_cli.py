@@ -283,7 +283,7 @@ def test_embedding_interval_defaults_are_the_apps_and_their_flags_reach_the_runn
     _same(doc["result"], direct.to_dict())
     wider = run_weat(spec=get_spec(WEAT7), source="glove-6b-50d", seed=0, n_permutations=1000, n_bootstrap=300)
     low, high = doc["result"]["effect_size_ci"]
-    assert wider.effect_size_ci[0] < low < high < wider.effect_size_ci[1]  # 0.9 is narrower than 0.95
+    assert wider.effect_size_ci[0] < low < high <= wider.effect_size_ci[1]  # 0.9 is narrower (d is clipped at 2)
 
     rc, _, err = _run(capsys, "run", WEAT7, "--kind", "embeddings", "--test", "bayes", "--confidence", "0.9",
                       "--out", str(tmp_path / "b.json"))

@@ -107,6 +107,8 @@ class WEATResult(ResultBase):
         """Today's keys, with ``interval_method`` (None when no resamples were drawn)."""
         out = handler(self)
         out["interval_method"] = self.interval_method if self.n_bootstrap else None
+        if out.get("interval_kind") == "percentile":  # files before issue 28 have no such key: write them unchanged
+            out.pop("interval_kind")
         return out
 
 
