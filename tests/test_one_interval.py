@@ -62,6 +62,8 @@ def test_two_group_upload_gets_an_interval_with_its_design_said_everywhere_alike
     text = vrep.summary_markdown(r)
     assert f"(95% interval {low:.1f}–{high:.1f}%)" in text and "no interval" not in text
     assert V.DESIGN_NOTES["image"] in text  # the reason: pictures independent within each image term
+    bar = vrep.term_rows(r)[0]  # the "All images" bar shows the same interval
+    assert bar["label"] == "All images" and (bar["ci_low"], bar["ci_high"]) == (low, high)
     headline = [row for row in vrep.summary_records(r) if "(headline)" in row["measure"]]
     assert len(headline) == 1 and (headline[0]["ci_low"], headline[0]["ci_high"]) == (low, high)
     audit: dict = {}

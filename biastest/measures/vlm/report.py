@@ -470,8 +470,10 @@ def _cluster_bar_note(c) -> str:
 
 
 def _by_clusters(result: VLMResult, clustered) -> bool:
-    """Whether a bar shows the cluster-aware interval: the result is clustered and so are this bar's images."""
-    return result.cluster_aware and clustered is not None and clustered.cluster_by != CLUSTER_LABELS["image"]
+    """Whether a bar shows the design-based interval: the result's headline is, and this bar's images are
+    clustered or resampled within image terms (strata)."""
+    return result.cluster_aware and clustered is not None and (
+        clustered.cluster_by != CLUSTER_LABELS["image"] or clustered.n_strata > 1)
 
 
 def _bar(result: VLMResult, label: str, kind: str, term: str, plain, n: int, clustered, *, magnitude=None,
@@ -486,6 +488,8 @@ def _bar(result: VLMResult, label: str, kind: str, term: str, plain, n: int, clu
         note = _cluster_bar_note(clustered) if clustered.interval_shown else str(clustered.reason)
         extra["interval"] = (f"cluster bootstrap over {clustered.n_clusters} clusters ({clustered.cluster_by})"
                              if clustered.interval_shown else "none: too few clusters")
+        if clustered.n_strata > 1 and clustered.interval_shown:
+            extra["interval"] += f", within {clustered.n_strata} {clustered.strata_by or 'strata'}s"
         extra["test"] = "sign test on cluster means"
     else:
         ci = _interval(plain, n)
