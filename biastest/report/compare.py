@@ -320,7 +320,8 @@ def forest_rows_figure(
 
 
 def forest_figure(cmp: Comparison, *, title: str | None = None) -> go.Figure:
-    """The forest plot of a comparison: each model's estimate on the compared items with its paired interval."""
+    """The forest plot of a comparison: each model's estimate on the compared items with its interval — its own
+    result's where the comparison has the same number (``interval_from_result``), else the paired resampling."""
     digits = 1 if cmp.unit == "%" else 3
     rows = []
     for m in cmp.models:
@@ -334,6 +335,9 @@ def forest_figure(cmp: Comparison, *, title: str | None = None) -> go.Figure:
             hover["ties (count as not stereotyped)"] = m.n_ties
         if m.n_excluded or m.n_unmatched:
             hover["left out"] = f"{m.n_excluded} not scored, {m.n_unmatched} not tested by every model"
+        own = getattr(m, "interval_from_result", False)
+        hover["interval"] = ("the model's own result's, as its main result shows it" if own
+                             else "paired resampling of the compared items")
         rows.append({"label": m.label, "estimate": m.estimate, "ci_low": m.ci_low, "ci_high": m.ci_high,
                      "hover": hover})
     return forest_rows_figure(
@@ -341,7 +345,7 @@ def forest_figure(cmp: Comparison, *, title: str | None = None) -> go.Figure:
         title=title or f"{len(cmp.models)} models on the same {cmp.n_items} {ITEM_WORDS.get(cmp.kind, 'items')}",
         value_label=_value_label(cmp),
         reference=cmp.reference,
-        interval_label=f"{level(cmp.confidence)} paired interval",
+        interval_label=f"{level(cmp.confidence)} interval",
         digits=digits,
     )
 
