@@ -20,7 +20,8 @@ Two parts, each over ``n_sets`` planted datasets per setting (95 % intervals):
   interval below 5 strata, counted as a miss in ``coverage`` and reported as ``shown``).
 
 Run: ``python -m benchmarks.bench_intervals [--quick]`` (quick: 100 datasets per setting and 500 resamples,
-about a minute; full: 400 and 1,000). Results: benchmarks/results/intervals.json (docs/testing.md has the table).
+well under a minute; full: 400 and 1,000, about 9 minutes on 2 loaded cores). Results:
+benchmarks/results/intervals.json (docs/testing.md has the table).
 """
 
 from __future__ import annotations
