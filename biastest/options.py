@@ -71,7 +71,7 @@ MAX_SEED = 2**32 - 1
 #: 2AFC: bootstrap resamples behind the PSE intervals (of the cue pairs or the replicate models) and refits of the
 #: psychometric functions.
 DEFAULT_TWOAFC_BOOTSTRAP = 1_000
-#: WEAT: bootstrap resamples of the words behind the interval of the effect size d.
+#: WEAT: bootstrap resamples of the target words behind a comparison's interval of Δd (d's own is the jackknife).
 DEFAULT_WEAT_BOOTSTRAP = 2_000
 #: WEAT: random word lists of the same sizes behind "How much can d vary by chance?" (0 = none).
 DEFAULT_WEAT_NULL_DRAWS = 1_000

@@ -866,7 +866,8 @@ def test_weat_shows_the_interval_of_d_in_the_summary_table_csv_and_json(glove):
     lo, hi = weat.effect_size_ci
     assert weat.n_bootstrap == 500 and lo < weat.effect_size < hi
     view = app.results_view(run)
-    assert f"d = {weat.effect_size:.2f} (95 % interval {lo:.2f} to {hi:.2f}, resampling the words)" in view[0]
+    assert f"d = {weat.effect_size:.2f} (95 % interval {lo:.2f} to {hi:.2f}, over the words)" in view[0]
+    assert weat_rep.MSG_WEAT_TWO_QUESTIONS in view[0]  # how the interval's question differs from the p-value's
     assert (weat_rep.MSG_WEAT_INTERVAL_HAS_ZERO if lo <= 0 else weat_rep.MSG_WEAT_INTERVAL_READING) in view[0]
     table = view[10].set_index("quantity")["value"]
     assert table["d, 95 % interval low"] == pytest.approx(lo, abs=1e-6)

@@ -315,6 +315,7 @@ def test_an_audit_in_process_equals_direct_runner_calls(tmp_path, models, monkey
 
 
 def test_the_row_follows_the_cluster_aware_headline_of_pairs_that_share_templates(tmp_path, models) -> None:
+    from biastest.measures.stereotype.summary import with_clusters
     from biastest.runner.services import import_pairs
     from biastest.specs import get_spec
     from tests.audit_helpers import write_biastestgpt_pairs
@@ -337,8 +338,11 @@ def test_the_row_follows_the_cluster_aware_headline_of_pairs_that_share_template
     assert (auto.score, auto.ci_low, auto.ci_high, auto.p_value) == (direct.overall.score, c.low, c.high, c.p_value)
     assert (auto.clusters, auto.n_clusters, auto.design_effect, auto.ci_method) == (
         c.cluster_by, c.n_clusters, c.design_effect, c.interval_method)
-    assert (pair.score, pair.ci_low, pair.p_value) == (direct.overall.score, direct.overall.ci_low,
-                                                       direct.overall.p_value)  # clusters: pair → the pair bootstrap
+    # clusters: pair → pairs independent within attribute terms (strata, issue 28), as the result's headline
+    independent = with_clusters(direct, "pair")
+    assert independent.cluster_aware and independent.overall_clustered.n_strata > 1
+    assert (pair.score, pair.ci_low, pair.ci_high) == pytest.approx((direct.overall.score,
+                                                                     *independent.headline_interval))
     assert pair.key != auto.key
 
 
@@ -526,9 +530,10 @@ def test_vision_language_cells_equal_the_runner_in_process_and_behind_an_endpoin
         summary = direct.soft if direct.soft is not None else direct.hard
         assert (table.loc[name, "score"], table.loc[name, "n"]) == (summary.score, 6)
         c = direct.headline_clustered
-        assert direct.cluster_aware and c.n_clusters == 2  # auto: by image term (red, blue)
-        assert not c.interval_shown and pd.isna(table.loc[name, "ci_low"])  # 2 clusters: no interval, and why
-        assert table.loc[name, "note"] == c.reason and table.loc[name, "p_value"] == c.p_value
+        # auto (issue 28): pictures independent within their image terms (red, blue are strata, not clusters)
+        assert direct.cluster_aware and c.n_clusters == 6 and c.n_strata == 2 and c.interval_shown
+        assert (table.loc[name, "ci_low"], table.loc[name, "ci_high"]) == pytest.approx((c.low, c.high))
+        assert pd.isna(table.loc[name, "note"]) and table.loc[name, "p_value"] == c.p_value
     assert table.loc["clip", "statistic"] == STATISTICS["vlm"]
     frozen = json.loads((out / table.loc["clip", "items_file"]).read_text())
     assert sorted(i["sha256"] for i in frozen["images"]) == sorted(r.sha256 for r in recs)

@@ -63,7 +63,11 @@ def test_with_clusters_resummarises_a_loaded_result() -> None:
     result = StereotypeResult.load_json(RESULTS / "stereotype-0.1.0-template.json")
     independent = with_clusters(result, "pair")
     assert independent.clusters == "pair" and independent.pairs == result.pairs
-    assert independent.overall == result.overall and not independent.cluster_aware
+    assert independent.overall == result.overall
+    # pairs independent within their attribute terms (strata, issue 28): the headline is that design's interval
+    assert independent.cluster_aware and independent.overall_clustered.n_strata == 3
+    assert independent.headline_interval == (independent.overall_clustered.low, independent.overall_clustered.high)
+    assert result.overall_clustered.n_strata == 1  # the file of 0.1.0 keeps the interval it was saved with
     assert independent.provenance["scored_at"] == result.provenance["created_at"]
 
 

@@ -26,6 +26,7 @@ from biastest.measures.stereotype.summary import summarize_stereotype
 from biastest.report.export import round_cell
 from biastest.stats.clusters import MIN_CLUSTERS_FOR_INTERVAL, MSG_TOO_FEW_CLUSTERS, summarize_clusters
 from biastest.stats.multiple import holm
+from tests.test_strata import naive_stratified_cluster_bootstrap
 
 MODEL = {"model_id": "planted", "model_kind": "causal"}
 
@@ -68,7 +69,8 @@ def test_default_clusters_follow_what_the_pairs_carry():
     with_templates = [_pair(0, 1.0, template="[T] a"), _pair(1, -1.0, template="[T] b")]
     assert ss.resolve_clusters(with_templates) == "template"
     one_without = [*with_templates, _pair(2, 1.0)]
-    assert ss.resolve_clusters(one_without) == "attribute-term"
+    # attribute terms are strata, never clusters (issue 28): without a template for every pair, pairs are the units
+    assert ss.resolve_clusters(one_without) == "pair"
     no_attribute = [*one_without, _pair(3, 1.0, attribute="")]
     assert ss.resolve_clusters(no_attribute) == "pair"
     assert ss.resolve_clusters(no_attribute, "Attribute term") == "attribute-term"  # as the app's words say it
@@ -86,6 +88,12 @@ def test_planted_template_effects_widen_the_headline_and_keep_the_estimate():
     assert r.clusters == "template" and r.cluster_aware and r.provenance["clusters"] == "template"
     assert (c.n_items, c.n_clusters, c.cluster_by) == (240, 40, "template")
     assert c.estimate == pytest.approx(r.overall.score)  # the same score, another interval
+    # templates resampled within their attribute terms (strata): equal to a naive loop
+    stereo = [1.0 if p.verdict == "stereotyped" else 0.0 for p in scores]
+    ref = naive_stratified_cluster_bootstrap(stereo, [p.template for p in scores], [p.attribute_term for p in scores],
+                                             seed=3, n_resamples=2000, confidence=0.95)
+    assert (c.low, c.high) == pytest.approx((100 * ref[1], 100 * ref[2]), abs=1e-9)
+    assert c.n_strata == 8 and r.design_note == ss.DESIGN_NOTES["template"]
     assert c.design_effect > 3  # 6 pairs per template, ICC ≈ 0.9
     assert (c.high - c.low) > 1.8 * (r.overall.ci_high - r.overall.ci_low)
     # the sign test counts templates: equal to a naive count of template means
@@ -102,8 +110,9 @@ def test_planted_template_effects_widen_the_headline_and_keep_the_estimate():
     assert r.magnitude_median.estimate == pytest.approx(float(np.median(diffs)), abs=1e-12)
     assert r.magnitude.low < r.magnitude.estimate < r.magnitude.high
     # the same pairs declared independent: the pair-level numbers, design effect 1
-    independent = _summarize(scores, clusters="pair")
-    assert not independent.cluster_aware and independent.overall_clustered.design_effect == pytest.approx(1.0)
+    independent = _summarize(scores, clusters="pair")  # pairs independent within attribute terms (strata)
+    assert independent.cluster_aware and independent.overall_clustered.design_effect == pytest.approx(1.0)
+    assert independent.design_note == ss.DESIGN_NOTES["pair"]
     assert independent.overall_clustered.p_value == pytest.approx(independent.overall.p_value)
 
 

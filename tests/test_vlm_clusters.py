@@ -34,6 +34,7 @@ from tests.test_clusters import (  # the loop references of the cluster statisti
     naive_design_effect,
     naive_holm,
 )
+from tests.test_strata import naive_stratified_cluster_bootstrap
 from tests.vlm_helpers import summarize
 
 SEED = 20261123
@@ -80,13 +81,21 @@ def test_default_clusters_follow_how_the_images_were_made():
     generated = _summarize(*_planted(1, n_prompts=8, per_prompt=2)[:3], n_resamples=200)
     assert generated.clusters == "image-prompt" and generated.cluster_aware
     assert generated.provenance["clusters"] == "image-prompt" and generated.provenance["clusters_requested"] == "auto"
+    # uploads (issue 28): image terms are strata, never clusters — independent pictures within each term
     uploads = _summarize(*_planted(1, n_prompts=8, per_prompt=2, prompts=False)[:3], n_resamples=200)
-    assert uploads.clusters == "image-term" and uploads.soft_clustered.n_clusters == 4
-    assert uploads.soft_clustered.cluster_by == "image term" and not uploads.soft_clustered.interval_shown
-    assert uploads.soft_clustered.reason == MSG_TOO_FEW_CLUSTERS.format(
+    assert uploads.clusters == "image" and uploads.soft_clustered.n_clusters == 16 and uploads.cluster_aware
+    assert uploads.soft_clustered.n_strata == 4 and uploads.soft_clustered.strata_by == "image term"
+    assert uploads.soft_clustered.interval_shown and uploads.soft_clustered.reason is None
+    assert uploads.design_note == V.DESIGN_NOTES["image"]
+    # the former clustering by image term is still there to choose (and old results keep it): no interval
+    by_term = _summarize(*_planted(1, n_prompts=8, per_prompt=2, prompts=False)[:3], n_resamples=200,
+                         clusters="image-term")
+    assert by_term.clusters == "image-term" and by_term.soft_clustered.n_clusters == 4
+    assert by_term.soft_clustered.cluster_by == "image term" and not by_term.soft_clustered.interval_shown
+    assert by_term.soft_clustered.reason == MSG_TOO_FEW_CLUSTERS.format(
         items="16 items", clusters="4 independent clusters", cluster_by="image term", minimum=MIN_CLUSTERS_FOR_INTERVAL)
     independent = _summarize(*_planted(1, n_prompts=8, per_prompt=2)[:3], n_resamples=200, clusters="image")
-    assert independent.clusters == "image" and not independent.cluster_aware
+    assert independent.clusters == "image" and independent.cluster_aware
     assert independent.soft_clustered.n_clusters == 16 and independent.soft_clustered.design_effect == pytest.approx(1)
     assert V.cluster_keys(generated.images, "image-prompt")[0] == "image prompt: a photo of a man, scene 0"
     with pytest.raises(OptionError) as e:
@@ -98,8 +107,10 @@ def test_planted_prompt_effects_equal_a_naive_cluster_bootstrap_and_widen_the_in
     images, probs, verdicts, p_st = _planted(SEED)
     r = _summarize(images, probs, verdicts, n_resamples=1500, confidence=0.9)
     labels = [img.prompt for img in images]
+    strata = [img.image_term for img in images]  # image terms are strata: prompts resampled within their term
     c = r.soft_clustered
-    est, low, high = naive_cluster_bootstrap(list(p_st), labels, seed=SEED, n_resamples=1500, confidence=0.9)
+    est, low, high = naive_stratified_cluster_bootstrap(list(p_st), labels, strata, seed=SEED, n_resamples=1500,
+                                                        confidence=0.9)
     assert (c.estimate, c.low, c.high) == pytest.approx((100 * est, 100 * low, 100 * high), abs=1e-9)
     assert c.estimate == pytest.approx(r.soft.score, abs=1e-9) and c.n_items == 144 and c.n_clusters == 24
     assert c.design_effect == pytest.approx(naive_design_effect(list(p_st), labels), rel=1e-9)
@@ -111,18 +122,18 @@ def test_planted_prompt_effects_equal_a_naive_cluster_bootstrap_and_widen_the_in
     lo = [math.log(p / (1 - p)) for p in p_st]
     m = r.magnitude
     assert (m.estimate, m.low, m.high) == pytest.approx(
-        naive_cluster_bootstrap(lo, labels, seed=SEED, n_resamples=1500, confidence=0.9), abs=1e-9)
-    med = r.magnitude_median
-    assert (med.estimate, med.low, med.high) == pytest.approx(
-        naive_cluster_bootstrap(lo, labels, seed=SEED, n_resamples=1500, confidence=0.9, statistic="median"),
+        naive_stratified_cluster_bootstrap(lo, labels, strata, seed=SEED, n_resamples=1500, confidence=0.9),
         abs=1e-9)
+    med = r.magnitude_median
+    assert (med.estimate, med.low, med.high) == pytest.approx(naive_stratified_cluster_bootstrap(
+        lo, labels, strata, seed=SEED, n_resamples=1500, confidence=0.9, statistic="median"), abs=1e-9)
     assert m.design_effect > 3 and r.n_log_odds_capped == 0
     # the single answers: share stereotyped, sign test of cluster means of +1/−1
     stereo = [1.0 if o == "stereotyped" else 0.0 for o in (img.outcome for img in r.images)]
     signs = [1.0 if o == "stereotyped" else -1.0 for o in (img.outcome for img in r.images)]
     h = r.hard_clustered
-    assert (h.estimate, h.low, h.high) == pytest.approx(tuple(100 * x for x in naive_cluster_bootstrap(
-        stereo, labels, seed=SEED, n_resamples=1500, confidence=0.9)), abs=1e-9)
+    assert (h.estimate, h.low, h.high) == pytest.approx(tuple(100 * x for x in naive_stratified_cluster_bootstrap(
+        stereo, labels, strata, seed=SEED, n_resamples=1500, confidence=0.9)), abs=1e-9)
     assert h.p_value == pytest.approx(naive_cluster_sign(signs, labels, 0.0)[0])
     # per image term, clustered by prompt within the term: 6 prompts of 6 images each
     for term in r.per_image_term:
@@ -226,7 +237,8 @@ def test_results_without_probabilities_are_clustered_by_their_single_answers():
     labels = [img.prompt for img in images]
     stereo = [1.0 if img.outcome == "stereotyped" else 0.0 for img in r.images]
     signs = [{"stereotyped": 1.0, "anti-stereotyped": -1.0}.get(img.outcome, 0.0) for img in r.images]
-    est, low, high = naive_cluster_bootstrap(stereo, labels, seed=SEED, n_resamples=500, confidence=0.95)
+    est, low, high = naive_stratified_cluster_bootstrap(stereo, labels, [img.image_term for img in images],
+                                                        seed=SEED, n_resamples=500, confidence=0.95)
     assert (h.estimate, h.low, h.high) == pytest.approx((100 * est, 100 * low, 100 * high), abs=1e-9)
     assert h.p_value == pytest.approx(naive_cluster_sign(signs, labels, 0.0)[0]) and r.cluster_aware
     assert [t.p_value for t in r.per_image_term] == [t.hard_clustered.p_value for t in r.per_image_term]

@@ -41,7 +41,11 @@ def test_a_result_file_from_before_clusters_loads_with_the_cluster_fields_empty(
     assert old.soft == now.soft and old.hard == now.hard and old.score == now.score
     assert [t.p_value for t in old.per_image_term] == [t.soft.p_value for t in now.per_image_term]
     again = old.with_clusters("image-prompt")  # the cluster-aware parts are recomputed from the saved images
-    assert again.soft_clustered == now.soft_clustered and again.clusters == "image-prompt"
+    assert again.soft_clustered == now.with_clusters("image-prompt").soft_clustered
+    assert again.clusters == "image-prompt"
+    # the file of 0.1.0 keeps the interval it was saved with (prompts resampled across image terms, as then);
+    # recomputed today, prompts are resampled within their image term (issue 28: terms are strata)
+    assert now.soft_clustered.n_strata == 1 and again.soft_clustered.n_strata > 1
 
 
 def test_the_options_defaults_are_the_apps_the_command_lines_and_the_audits():

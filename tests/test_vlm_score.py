@@ -328,11 +328,13 @@ def test_a_lean_the_sign_test_does_not_confirm_is_said_to_be_unconfirmed():
                                verdicts=verdicts, method="m", model_id="m", seed=0, n_resamples=2000,
                                clusters="image")
 
-    few = result(3)  # 6 images: 4 lean to the stereotype, 2 away from it
-    assert few.soft.ci_low > 50 and few.soft.p_value > 0.05
+    few = result(4)  # 8 images: 6 lean to the stereotype, 2 away from it
+    # the headline interval: pictures independent within their image terms (strata, issue 28)
+    assert few.cluster_aware and few.soft_clustered.n_strata == 2
+    assert few.soft_clustered.low > 50 and few.soft.p_value > 0.05
     text = rep.summary_markdown(few)
-    assert "the **stereotypical** direction" in text
-    assert rep.MSG_LEAN_UNCONFIRMED.format(p=f"{few.soft.p_value:.3f}", n_st=4, n_anti=2, n=6) in text
+    assert "the **stereotypical** direction" in text and V.DESIGN_NOTES["image"] in text
+    assert rep.MSG_LEAN_UNCONFIRMED.format(p=f"{few.soft.p_value:.3f}", n_st=6, n_anti=2, n=8) in text
     many = result(20)  # 40 images, 38 leaning: the sign test agrees
     assert many.soft.ci_low > 50 and many.soft.p_value < 0.05
     assert "sign test does not confirm" not in rep.summary_markdown(many)

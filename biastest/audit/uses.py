@@ -79,11 +79,15 @@ def items_for_kind(kind: str, spec: Any, content: Mapping[str, Any] | None) -> d
 
 # --------------------------------------------------------------------------- rows of the built-in measures
 def _clustered(row: dict[str, Any], c: dict[str, Any] | None, headline: bool) -> None:
-    """The cluster columns; when the result's headline is cluster-aware, its interval and test too."""
+    """The cluster columns; when the result's headline is design-based, its interval and test too.
+
+    ``headline``: clusters that are not single items; single items resampled within strata (``n_strata`` > 1,
+    results since issue 28) count too — the interval is then the one the result's main summary shows.
+    """
     if c is None:  # a result saved before clusters existed
         return
     row.update({"clusters": c["cluster_by"], "n_clusters": c["n_clusters"], "design_effect": c["design_effect"]})
-    if headline:  # clusters that are not single items: the headline interval and test are the cluster-aware ones
+    if headline or int(c.get("n_strata") or 1) > 1:  # the headline interval and test are the design-based ones
         row.update({"ci_low": c["low"], "ci_high": c["high"], "ci_method": c["interval_method"],
                     "p_value": c["p_value"], "note": c["reason"]})
 
@@ -116,6 +120,7 @@ def _weat_row(r: dict[str, Any], row: dict[str, Any]) -> None:
     n_used = len(r["x"]) + len(r["y"]) + len(r["a"]) + len(r["b"])
     ci = r.get("effect_size_ci") or (None, None)
     row.update({"score": r["effect_size"], "ci_low": ci[0], "ci_high": ci[1], "confidence": r.get("ci_level"),
+                "ci_method": r.get("interval_method"),
                 "p_value": r["p_value"], "n": n_used + n_missing, "n_scored": n_used, "n_excluded": n_missing,
                 "model_kind": "embeddings"})
 

@@ -96,6 +96,10 @@ MSG_SUMMARY = (
     "{interval} ({resamples:,} resamples, seed {seed}). Test: {test}."
 )
 MSG_LEFT_OUT = "{label}: {excluded} not scored, {unmatched} not tested by every model — left out."
+MSG_OWN_INTERVALS = (
+    "Each model's interval is its own result's, exactly as its main result shows it ({labels}); the interval "
+    "method named above is that of the differences."
+)
 ITEM_WORDS = {KIND_STEREOTYPE: "sentence pairs", KIND_VLM_SOFT: "images", KIND_VLM_HARD: "images",
               KIND_WEAT: "target words", KIND_TWOAFC: "target words",
               "twoafc-chat-p-cue1": "targets"}  # biastest.measures.chat_twoafc.compare.KIND_TWOAFC_CHAT
@@ -220,6 +224,9 @@ def summary_markdown(cmp: Comparison) -> str:
         if m.n_excluded or m.n_unmatched:
             lines.append("- " + md_escape(MSG_LEFT_OUT.format(label=m.label, excluded=m.n_excluded,
                                                               unmatched=m.n_unmatched)))
+    own = [m.label for m in cmp.models if getattr(m, "interval_from_result", False)]
+    if own:
+        lines.append("- " + md_escape(MSG_OWN_INTERVALS.format(labels=", ".join(own))))
     lines += [f"- {md_escape(note)}" for note in cmp.notes]
     return "\n".join(lines)
 
@@ -316,7 +323,8 @@ def forest_rows_figure(
 
 
 def forest_figure(cmp: Comparison, *, title: str | None = None) -> go.Figure:
-    """The forest plot of a comparison: each model's estimate on the compared items with its paired interval."""
+    """The forest plot of a comparison: each model's estimate on the compared items with its interval — its own
+    result's where the comparison has the same number (``interval_from_result``), else the paired resampling."""
     digits = 1 if cmp.unit == "%" else 3
     rows = []
     for m in cmp.models:
@@ -330,6 +338,9 @@ def forest_figure(cmp: Comparison, *, title: str | None = None) -> go.Figure:
             hover["ties (count as not stereotyped)"] = m.n_ties
         if m.n_excluded or m.n_unmatched:
             hover["left out"] = f"{m.n_excluded} not scored, {m.n_unmatched} not tested by every model"
+        own = getattr(m, "interval_from_result", False)
+        hover["interval"] = ("the model's own result's, as its main result shows it" if own
+                             else "paired resampling of the compared items")
         rows.append({"label": m.label, "estimate": m.estimate, "ci_low": m.ci_low, "ci_high": m.ci_high,
                      "hover": hover})
     return forest_rows_figure(
@@ -337,7 +348,7 @@ def forest_figure(cmp: Comparison, *, title: str | None = None) -> go.Figure:
         title=title or f"{len(cmp.models)} models on the same {cmp.n_items} {ITEM_WORDS.get(cmp.kind, 'items')}",
         value_label=_value_label(cmp),
         reference=cmp.reference,
-        interval_label=f"{level(cmp.confidence)} paired interval",
+        interval_label=f"{level(cmp.confidence)} interval",
         digits=digits,
     )
 

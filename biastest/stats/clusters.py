@@ -42,6 +42,10 @@ with it 94–95 % at 20–40 and 91–95 % at 3–10. f is 1.04 at C = 40 and te
 to 1, so with many clusters (or one item per cluster) it changes nothing. The
 median's interval is the plain percentile one.
 
+**Strata.** Fixed conditions of the design (the spec's image terms or attribute terms) are strata, never
+clusters: with ``strata`` the clusters are resampled within their stratum and the widening uses ``C − H``
+degrees of freedom (:mod:`biastest.stats.strata`, which gives the formulas); without, the above.
+
 **Too few clusters.** With C clusters there are only ``binom(2C − 1, C)``
 distinct resamples: 10 for C = 3, 35 for C = 4, 126 for C = 5. Below
 :data:`MIN_CLUSTERS_FOR_INTERVAL` = 5 clusters the 2.5 % and 97.5 % points of
@@ -115,12 +119,14 @@ import numpy as np
 from biastest.errors import DataError
 from biastest.stats.bootstrap import check_confidence, check_n_resamples, check_seed
 from biastest.stats.proportion import binomial_p_value
+from biastest.stats.strata import cluster_strata, stratified_factor, stratified_multiplicities, stratum_members
 from biastest.words import plural
 
 __all__ = [
     "INTERVAL_CLUSTER_BOOTSTRAP",
     "MIN_CLUSTERS_FOR_INTERVAL",
     "MSG_TOO_FEW_CLUSTERS",
+    "MSG_TOO_FEW_CLUSTERS_STRATA",
     "STATISTICS",
     "TEST_CLUSTER_SIGN",
     "TEST_NONE_ALL_AT_NULL",
@@ -157,6 +163,10 @@ MSG_BAD_STATISTIC = "Unknown statistic '{value}'. Choose 'mean' or 'median'."
 MSG_TOO_FEW_CLUSTERS = (
     "No interval: the {items} fall into only {clusters} ({cluster_by}), fewer than the {minimum} a cluster "
     "bootstrap needs to mean anything."
+)
+MSG_TOO_FEW_CLUSTERS_STRATA = (
+    "No interval: the {items} fall into only {clusters} ({cluster_by}) within {strata} ({strata_by}), leaving "
+    "{df} degrees of freedom, fewer than the {minimum} a stratified cluster bootstrap needs to mean anything."
 )
 
 _CHUNK_ELEMENTS = 2_000_000
@@ -223,6 +233,7 @@ class ClusterCI:
     n_items: int
     n_clusters: int
     widening: float = 1.0
+    n_strata: int = 1
 
 
 def _multiplicities(rng: np.random.Generator, n_clusters: int, rows: int) -> np.ndarray:
@@ -252,6 +263,7 @@ def cluster_bootstrap_ci(
     n_resamples: int = 10_000,
     confidence: float = 0.95,
     small_cluster_correction: bool = True,
+    strata: Sequence[Any] | np.ndarray | None = None,
 ) -> ClusterCI:
     """Percentile cluster bootstrap interval of the mean (ratio of sums) or median over items.
 
@@ -274,6 +286,10 @@ def cluster_bootstrap_ci(
         Bootstrap resamples (≥ 100).
     confidence : float
         In (0, 1).
+    strata : sequence, optional
+        One stratum label per item (a fixed condition: an image term, an attribute term): clusters are drawn
+        within their stratum (:mod:`biastest.stats.strata`, lonely strata collapsed). None, or one stratum:
+        the unstratified bootstrap above.
 
     Returns
     -------
@@ -292,8 +308,9 @@ def cluster_bootstrap_ci(
     n_resamples = check_n_resamples(n_resamples)
     seed = check_seed(seed)
     rng = np.random.default_rng(seed)
+    cs = cluster_strata(codes, n_clusters, strata)
     if statistic == "mean":
-        stats = _mean_distributions(x[:, None], codes, n_clusters, rng, n_resamples)[:, 0]
+        stats = _mean_distributions(x[:, None], codes, n_clusters, rng, n_resamples, cs)[:, 0]
         estimate = float(x.mean())
     else:
         stats = np.empty(n_resamples, dtype=np.float64)
@@ -301,24 +318,37 @@ def cluster_bootstrap_ci(
         sorted_values, sorted_codes = x[order], codes[order]
         estimate = float(np.median(x))
         rows = max(1, _CHUNK_ELEMENTS // max(x.size, n_clusters))
+        members = None if cs is None else stratum_members(cs)
         for start in range(0, n_resamples, rows):
             stop = min(n_resamples, start + rows)
-            k = _multiplicities(rng, n_clusters, stop - start)
+            k = (_multiplicities(rng, n_clusters, stop - start) if members is None
+                 else stratified_multiplicities(rng, members, n_clusters, stop - start))
             stats[start:stop] = _weighted_medians(sorted_values, k[:, sorted_codes])
     return _percentile(stats, x, estimate, statistic=statistic, n_clusters=n_clusters, confidence=confidence,
-                       n_resamples=n_resamples, seed=seed, correction=small_cluster_correction)
+                       n_resamples=n_resamples, seed=seed, correction=small_cluster_correction,
+                       design=None if cs is None else (codes, cs))
 
 
 def _mean_distributions(
-    x: np.ndarray, codes: np.ndarray, n_clusters: int, rng: np.random.Generator, n_resamples: int
+    x: np.ndarray, codes: np.ndarray, n_clusters: int, rng: np.random.Generator, n_resamples: int,
+    cluster_stratum: np.ndarray | None = None,
 ) -> np.ndarray:
     """(B × k) resampled means of the k columns of ``x`` (n × k), every column from the same cluster draws.
 
-    Each resample draws C cluster indices; its mean is (sum of the drawn clusters' sums) / (sum of their sizes).
+    Each resample draws C cluster indices (within their strata when ``cluster_stratum`` is given); its mean is
+    (sum of the drawn clusters' sums) / (sum of their sizes).
     """
     sums = np.stack([np.bincount(codes, weights=x[:, j], minlength=n_clusters) for j in range(x.shape[1])], axis=1)
     sizes = np.bincount(codes, minlength=n_clusters).astype(np.float64)
     stats = np.empty((n_resamples, x.shape[1]), dtype=np.float64)
+    if cluster_stratum is not None:
+        members = stratum_members(cluster_stratum)
+        rows = max(1, _CHUNK_ELEMENTS // (n_clusters * (x.shape[1] + 2)))
+        for start in range(0, n_resamples, rows):
+            stop = min(n_resamples, start + rows)
+            k = stratified_multiplicities(rng, members, n_clusters, stop - start).astype(np.float64)
+            stats[start:stop] = (k @ sums) / (k @ sizes)[:, None]
+        return stats
     rows = max(1, _CHUNK_ELEMENTS // (n_clusters * (x.shape[1] + 1)))
     for start in range(0, n_resamples, rows):
         stop = min(n_resamples, start + rows)
@@ -331,13 +361,15 @@ def _mean_distributions(
 
 def _percentile(
     stats: np.ndarray, x: np.ndarray, estimate: float, *, statistic: str, n_clusters: int, confidence: float,
-    n_resamples: int, seed: int, correction: bool,
+    n_resamples: int, seed: int, correction: bool, design: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> ClusterCI:
+    """The (widened) percentile interval; ``design`` = (item cluster codes, cluster strata) when stratified."""
     alpha = 1.0 - confidence
     low, high = np.quantile(stats, [alpha / 2, 1 - alpha / 2])
     factor = 1.0
     if statistic == "mean" and correction and n_clusters >= 2:
-        factor = small_cluster_factor(n_clusters, confidence)
+        factor = (small_cluster_factor(n_clusters, confidence) if design is None
+                  else stratified_factor(x, design[0], design[1], estimate, confidence))
         low = max(float(x.min()), estimate - factor * (estimate - low))
         high = min(float(x.max()), estimate + factor * (high - estimate))
     return ClusterCI(
@@ -351,6 +383,7 @@ def _percentile(
         n_items=int(x.size),
         n_clusters=n_clusters,
         widening=factor,
+        n_strata=1 if design is None else int(design[1].max()) + 1,
     )
 
 
@@ -362,6 +395,7 @@ def cluster_bootstrap_mean_cis(
     n_resamples: int = 10_000,
     confidence: float = 0.95,
     small_cluster_correction: bool = True,
+    strata: Sequence[Any] | np.ndarray | None = None,
 ) -> list[ClusterCI]:
     """:func:`cluster_bootstrap_ci` of the mean of several value columns over the same items, in one pass.
 
@@ -378,10 +412,13 @@ def cluster_bootstrap_mean_cis(
     confidence = check_confidence(confidence)
     n_resamples = check_n_resamples(n_resamples)
     seed = check_seed(seed)
-    stats = _mean_distributions(np.stack(xs, axis=1), codes, n_clusters, np.random.default_rng(seed), n_resamples)
+    cs = cluster_strata(codes, n_clusters, strata)
+    stats = _mean_distributions(np.stack(xs, axis=1), codes, n_clusters, np.random.default_rng(seed), n_resamples,
+                                cs)
     return [
         _percentile(stats[:, j], x, float(x.mean()), statistic="mean", n_clusters=n_clusters, confidence=confidence,
-                    n_resamples=n_resamples, seed=seed, correction=small_cluster_correction)
+                    n_resamples=n_resamples, seed=seed, correction=small_cluster_correction,
+                    design=None if cs is None else (codes, cs))
         for j, x in enumerate(xs)
     ]
 
@@ -485,6 +522,10 @@ class ClusterSummary:
     reason : str or None
         Why there is no interval (:data:`MSG_TOO_FEW_CLUSTERS`, formatted), else None.
     n_resamples, seed : int
+    n_strata : int
+        Strata the clusters were resampled within (1: none; lonely strata collapsed, :mod:`biastest.stats.strata`).
+    strata_by : str
+        What the strata are (e.g. ``"image term"``); "" without strata.
     """
 
     estimate: float
@@ -507,6 +548,8 @@ class ClusterSummary:
     reason: str | None
     n_resamples: int
     seed: int
+    n_strata: int = 1
+    strata_by: str = ""
 
     @property
     def effective_n(self) -> float | None:
@@ -528,8 +571,12 @@ class ClusterSummary:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable dict (inverse: :meth:`from_dict`)."""
-        return asdict(self)
+        """JSON-serialisable dict (inverse: :meth:`from_dict`); without strata, the keys of files before them."""
+        out = asdict(self)
+        if self.n_strata <= 1:
+            out.pop("n_strata")
+            out.pop("strata_by")
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ClusterSummary:
@@ -549,6 +596,8 @@ def summarize_clusters(
     cluster_by: str = "",
     test_values: Sequence[float] | np.ndarray | None = None,
     null: float = 0.0,
+    strata: Sequence[Any] | np.ndarray | None = None,
+    strata_by: str = "",
 ) -> ClusterSummary:
     """Estimate, cluster bootstrap interval, design effect and sign test on cluster means, in one summary.
 
@@ -568,28 +617,47 @@ def summarize_clusters(
         cluster leans to the side most of its pairs lean to, ties counting for neither.
     null : float
         Null value of the sign test.
+    strata, strata_by : optional
+        One stratum label per item (fixed conditions, resampled within: :mod:`biastest.stats.strata`) and what
+        they are (recorded).
 
     Returns
     -------
     ClusterSummary
-        The interval only when there are at least :data:`MIN_CLUSTERS_FOR_INTERVAL` clusters.
+        The interval only when there are at least :data:`MIN_CLUSTERS_FOR_INTERVAL` clusters (and, with H
+        strata, at least ``MIN_CLUSTERS_FOR_INTERVAL − 1`` degrees of freedom ``C − H``).
     """
     x = _values(values)
     codes, n_clusters = cluster_codes(clusters, x.size)
     if statistic not in STATISTICS:
         raise DataError(MSG_BAD_STATISTIC.format(value=statistic))
+    n_strata = _n_strata(codes, n_clusters, strata)
     ci = None
-    if n_clusters >= MIN_CLUSTERS_FOR_INTERVAL:
+    if _enough(n_clusters, n_strata):
         ci = cluster_bootstrap_ci(x, codes, seed=seed, statistic=statistic, n_resamples=n_resamples,
-                                  confidence=confidence)
+                                  confidence=confidence, strata=strata)
     return _summary(x, codes, n_clusters, ci, seed=seed, n_resamples=n_resamples, confidence=confidence,
-                    statistic=statistic, cluster_by=cluster_by, test_values=test_values, null=null)
+                    statistic=statistic, cluster_by=cluster_by, test_values=test_values, null=null,
+                    strata=(n_strata, strata_by))
+
+
+def _n_strata(codes: np.ndarray, n_clusters: int, strata: Sequence[Any] | np.ndarray | None) -> int:
+    """Strata the clusters are resampled within, lonely strata collapsed (1: none)."""
+    if strata is not None and len(list(strata)) != codes.size:
+        raise DataError(MSG_BAD_CLUSTERS.format(n_values=codes.size, n_labels=len(list(strata))))
+    cs = cluster_strata(codes, n_clusters, strata)
+    return 1 if cs is None else int(cs.max()) + 1
+
+
+def _enough(n_clusters: int, n_strata: int) -> bool:
+    """Whether C clusters in H strata give an interval (C ≥ the minimum, C − H ≥ the minimum − 1)."""
+    return n_clusters >= MIN_CLUSTERS_FOR_INTERVAL and n_clusters - n_strata >= MIN_CLUSTERS_FOR_INTERVAL - 1
 
 
 def _summary(
     x: np.ndarray, codes: np.ndarray, n_clusters: int, ci: ClusterCI | None, *, seed: int, n_resamples: int,
     confidence: float, statistic: str, cluster_by: str, test_values: Sequence[float] | np.ndarray | None,
-    null: float,
+    null: float, strata: tuple[int, str] = (1, ""),
 ) -> ClusterSummary:
     """The :class:`ClusterSummary` of ``x`` given its interval (None below :data:`MIN_CLUSTERS_FOR_INTERVAL`)."""
     tv = x if test_values is None else _values(test_values)
@@ -620,12 +688,24 @@ def _summary(
         test=TEST_CLUSTER_SIGN if p_value is not None else TEST_NONE_ALL_AT_NULL,
         interval_method=INTERVAL_CLUSTER_BOOTSTRAP,
         interval_shown=shown,
-        reason=None if shown else MSG_TOO_FEW_CLUSTERS.format(
-            items=plural(int(x.size), "item"), clusters=plural(n_clusters, "independent cluster"),
-            cluster_by=cluster_by or "clusters", minimum=MIN_CLUSTERS_FOR_INTERVAL),
+        reason=None if shown else _reason(int(x.size), n_clusters, cluster_by, strata),
         n_resamples=ci.n_resamples,
         seed=ci.seed,
+        n_strata=strata[0],
+        strata_by=strata[1] if strata[0] > 1 else "",
     )
+
+
+def _reason(n_items: int, n_clusters: int, cluster_by: str, strata: tuple[int, str]) -> str:
+    """Why there is no interval (:data:`MSG_TOO_FEW_CLUSTERS`, or its stratified form)."""
+    if strata[0] <= 1 or n_clusters < MIN_CLUSTERS_FOR_INTERVAL:
+        return MSG_TOO_FEW_CLUSTERS.format(items=plural(n_items, "item"),
+                                           clusters=plural(n_clusters, "independent cluster"),
+                                           cluster_by=cluster_by or "clusters", minimum=MIN_CLUSTERS_FOR_INTERVAL)
+    return MSG_TOO_FEW_CLUSTERS_STRATA.format(
+        items=plural(n_items, "item"), clusters=plural(n_clusters, "independent cluster"),
+        cluster_by=cluster_by or "clusters", strata=plural(strata[0], "stratum", "strata"),
+        strata_by=strata[1] or "fixed conditions", df=n_clusters - strata[0], minimum=MIN_CLUSTERS_FOR_INTERVAL - 1)
 
 
 def summarize_cluster_means(
@@ -638,6 +718,8 @@ def summarize_cluster_means(
     cluster_by: str = "",
     test_values: Sequence[Sequence[float] | np.ndarray | None] | None = None,
     nulls: Sequence[float] | None = None,
+    strata: Sequence[Any] | np.ndarray | None = None,
+    strata_by: str = "",
 ) -> list[ClusterSummary]:
     """:func:`summarize_clusters` (statistic ``mean``) of several value columns over the same items, in one pass.
 
@@ -650,11 +732,13 @@ def summarize_cluster_means(
     tvs = list(test_values) if test_values is not None else [None] * len(xs)
     ns = list(nulls) if nulls is not None else [0.0] * len(xs)
     codes, n_clusters = cluster_codes(clusters, xs[0].size)
+    n_strata = _n_strata(codes, n_clusters, strata)
     cis: list[ClusterCI | None] = [None] * len(xs)
-    if n_clusters >= MIN_CLUSTERS_FOR_INTERVAL:
-        cis = list(cluster_bootstrap_mean_cis(xs, codes, seed=seed, n_resamples=n_resamples, confidence=confidence))
+    if _enough(n_clusters, n_strata):
+        cis = list(cluster_bootstrap_mean_cis(xs, codes, seed=seed, n_resamples=n_resamples, confidence=confidence,
+                                              strata=strata))
     return [
         _summary(x, codes, n_clusters, ci, seed=seed, n_resamples=n_resamples, confidence=confidence,
-                 statistic="mean", cluster_by=cluster_by, test_values=tv, null=null)
+                 statistic="mean", cluster_by=cluster_by, test_values=tv, null=null, strata=(n_strata, strata_by))
         for x, tv, null, ci in zip(xs, tvs, ns, cis, strict=True)
     ]

@@ -110,7 +110,8 @@ EMBEDDING_HELP = (
 
 VLM_SCORES = [("Soft: the probability of the stereotypical answer", "soft"),
               ("Hard: the model's answers", "hard")]
-VLM_CLUSTERS = [("None: every image independent", ""), ("Images of the same image term", "image_term"),
+VLM_CLUSTERS = [("None: every image independent", ""),
+                ("Each image term as one cluster (terms are fixed conditions: rarely right)", "image_term"),
                 ("Images made from the same prompt", "image_prompt")]
 TWOAFC_STATS = [("How far the words sit from no preference, either side: mean |PSE − 0.5|", "mean-abs-deviation"),
                 ("Their average lean towards the first cue: mean (PSE − 0.5)", "mean-deviation")]
@@ -330,7 +331,8 @@ def lm_view(state: Any, clusters: Any = None) -> tuple:
         return empty_view()
     results = [base, *(StereotypeResult.from_dict(r) for r in added)]
     chosen = clusters or getattr(base, "clusters", None)
-    cmp = compare_stereotype(results, seed=base.seed, clusters=chosen or None)
+    # at the first result's level, so that each model's row shows its own result's interval (issue 28)
+    cmp = compare_stereotype(results, seed=base.seed, clusters=chosen or None, confidence=base.overall.confidence)
     rows = [row for r, m in zip(results, cmp.models, strict=True) for row in _rows(r.pairs_records(), m.label)]
     view = _view(cmp, item_rows=rows, results=[r.to_dict() for r in results], app="gpt")
     if comparable(results):
@@ -437,7 +439,9 @@ def vlm_view(score: Any, cluster_by: Any, session: Any) -> tuple:
     if not added:
         return empty_view()
     results = [base, *added]
-    cmp = compare_vlm(results, seed=base.seed, score=score or "soft", cluster_by=cluster_by or None)
+    level = (base.soft or base.hard).confidence  # each model's row shows its own result's interval (issue 28)
+    cmp = compare_vlm(results, seed=base.seed, score=score or "soft", cluster_by=cluster_by or None,
+                      confidence=level)
     rows = [row for r, m in zip(results, cmp.models, strict=True) for row in _rows(r.images_records(), m.label)]
     return _view(cmp, item_rows=rows, results=[r.to_dict() for r in results], app="vqa")
 
@@ -554,7 +558,8 @@ def embedding_view(statistic: Any, session: Any) -> tuple:
         cmp = compare_twoafc(results, seed=seed, labels=labels, statistic=statistic or "mean-abs-deviation")
         rows = [row for r, lab in zip(results, labels, strict=True) for row in _rows(r.target_records(), lab)]
     else:
-        cmp = compare_weat(results, seed=seed, labels=labels)
+        # at the first result's level: each embedding's row shows its own result's interval of d (issue 28)
+        cmp = compare_weat(results, seed=seed, labels=labels, confidence=float(getattr(base, "ci_level", 0.95)))
         rows = [row for r, lab in zip(results, labels, strict=True) for row in _rows(r.records(), lab)]
     docs = [{"embedding": lab, **r.to_dict()} for r, lab in zip(results, labels, strict=True)]
     return _view(cmp, item_rows=rows, results=docs, app="psychophysics")

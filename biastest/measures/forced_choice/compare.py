@@ -91,7 +91,7 @@ def compare_forced_choice(results: Sequence[Any], *, seed: int, n_resamples: int
         items.append(ModelItems(model_id=r.served_model or r.model_id, method=r.template["name"], own=r.score,
                                 values={k: it.share for k, it in zip(keys, r.items, strict=True)},
                                 ties=dict.fromkeys(keys, False),  # a share, not a verdict: no ties
-                                records=records))
+                                records=records, own_interval=_own_interval(r, settings.confidence)))
     quantity = ComparedQuantity(kind=KIND_FORCED_CHOICE, binary=False,
                                 measure="stereotyped-choice share: mean over pairs of the share of a pair's "
                                         "parseable answers (both orders) that chose the stereotyped sentence")
@@ -100,6 +100,14 @@ def compare_forced_choice(results: Sequence[Any], *, seed: int, n_resamples: int
                          settings=BootstrapSettings(*settings),
                          cluster_by=CLUSTER_FIELD if clustered else None,
                          cluster_name=CLUSTER_LABELS[resolved] if clustered else None)
+
+
+def _own_interval(r: Any, confidence: float) -> tuple[float | None, float | None] | None:
+    """The share's interval as the result's main summary shows it (None: another level, or no share)."""
+    share = getattr(r, "share", None)
+    if share is None or abs(share.confidence - confidence) > 1e-12:
+        return None
+    return share.low, share.high
 
 
 @dataclass(frozen=True)

@@ -59,15 +59,24 @@ NO_ANSWERS = "no answers"
 
 
 def resolve_item_clusters(items: Sequence[ItemRecord], clusters: str) -> str:
-    """The clustering ``auto`` stands for: template when every item has one, else attribute term, else item."""
+    """The clustering ``auto`` stands for: template when every item has one, else the item (its orders and samples).
+
+    Attribute terms are the spec's fixed conditions: strata of the overall share, never clusters (issue 28;
+    before it ``auto`` chose attribute term next, which can still be chosen).
+    """
     clusters = check_clusters(clusters)
     if clusters != "auto":
         return clusters
     if items and all(i.template.strip() for i in items):
         return "template"
-    if items and all(i.attribute_term.strip() for i in items):
-        return "attribute-term"
     return "pair"
+
+
+def _strata(items: Sequence[ItemRecord], stratified: bool) -> dict[str, Any]:
+    """Strata keywords (each item's attribute term) for an overall summary; none for one term's items."""
+    if not stratified:
+        return {}
+    return {"strata": [" ".join(it.attribute_term.split()).casefold() for it in items], "strata_by": "attribute term"}
 
 
 def cluster_key(item: ItemRecord, clusters: str) -> str:
@@ -80,17 +89,19 @@ def cluster_key(item: ItemRecord, clusters: str) -> str:
 
 
 def _share(items: Sequence[ItemRecord], keys: dict[int, str], kw: dict[str, Any],
-           cluster_by: str) -> ClusterSummary | None:
-    y, labels = [], []
+           cluster_by: str, stratified: bool = False) -> ClusterSummary | None:
+    y, labels, owners = [], [], []
     for it in items:
         for a in it.asks:
             if a.outcome in PARSEABLE:
                 y.append(1.0 if a.outcome == STEREOTYPED else 0.0)
                 labels.append(keys[it.index])
+                owners.append(it)
     if not y:
         return None
     v = np.asarray(y)
-    return summarize_clusters(v, labels, cluster_by=cluster_by, test_values=2 * v - 1, null=0.0, **kw).scaled(100.0)
+    return summarize_clusters(v, labels, cluster_by=cluster_by, test_values=2 * v - 1, null=0.0,
+                              **_strata(owners, stratified), **kw).scaled(100.0)
 
 
 def _rate(items: Sequence[ItemRecord], keys: dict[int, str], among: Callable[[Any], bool],
@@ -122,7 +133,7 @@ def _soft(items: Sequence[ItemRecord], keys: dict[int, str], kw: dict[str, Any],
         return None
     v = np.asarray([it.soft for it in with_soft], dtype=np.float64)
     return summarize_clusters(v, [keys[it.index] for it in with_soft], cluster_by=cluster_by, null=0.5,
-                              **kw).scaled(100.0)
+                              **_strata(with_soft, True), **kw).scaled(100.0)
 
 
 def _terms(items: Sequence[ItemRecord], term: Callable[[ItemRecord], str], keys: dict[int, str],
@@ -164,7 +175,7 @@ def summarize_items(items: Sequence[ItemRecord], *, clusters: str, seed: int, n_
             counts[o] += 1
     return {
         "clusters": resolved,
-        "share": _share(items, keys, kw, cluster_by),
+        "share": _share(items, keys, kw, cluster_by, stratified=True),
         "share_rate": _rate(items, keys, lambda a: a.outcome in PARSEABLE, lambda a: a.outcome == STEREOTYPED,
                             confidence),
         "refusal_rate": _rate(items, keys, lambda a: a.outcome in answered, lambda a: a.outcome == REFUSED,

@@ -95,6 +95,7 @@ def compare_stereotype(
                         for k, p in zip(keys, r.pairs, strict=True)},
                 ties={k: p.verdict == "tie" for k, p in zip(keys, r.pairs, strict=True)},
                 records={k: p.to_dict() for k, p in zip(keys, r.pairs, strict=True)},
+                own_interval=r.headline_interval if abs(r.overall.confidence - confidence) < 1e-12 else None,
             )
         )
     cluster_name = None

@@ -147,7 +147,7 @@ class StereotypeOptions(OptionsBase):
     clusters: str = Field(
         DEFAULT_CLUSTERS, json_schema_extra=cli_flag("--clusters",
             "items that lean together, for the cluster-aware interval and test: auto (default: template, else "
-            "attribute-term, else pair), template, attribute-term or pair"))
+            "pair; resampled within attribute terms), template, attribute-term or pair"))
     keep_non_minimal: bool = Field(
         False, json_schema_extra=cli_flag("--keep-non-minimal",
             "keep pairs that differ in more than the group term and the words agreeing with it (default: left "

@@ -341,7 +341,7 @@ def _headline(result: StereotypeResult) -> tuple[float | None, float | None, flo
     if result.cluster_aware:
         c = result.overall_clustered
         assert c is not None
-        return c.low, c.high, c.p_value, f"{level} cluster interval"
+        return c.low, c.high, c.p_value, f"{level} {'interval' if result.clusters == 'pair' else 'cluster interval'}"
     return o.ci_low, o.ci_high, o.p_value, f"{level} interval"
 
 
@@ -351,11 +351,14 @@ def _clusters_line(result: StereotypeResult) -> str | None:
         return None
     if not result.cluster_aware:
         return MSG_NO_CLUSTERS.format(n=c.n_items)
+    design = f"**Design:** {md_escape(result.design_note)}."
+    if result.clusters == "pair":  # independent pairs within attribute terms: no clusters to describe
+        return design + ("" if c.interval_shown else f" {c.reason}")
     deff = "—" if c.design_effect is None else f"{c.design_effect:.2f}"
     eff = "" if c.effective_n is None else f" (worth about {c.effective_n:.0f} independent pairs)"
     return (
-        f"**{c.n_items} scored pairs in {c.n_clusters} clusters** (by {md_escape(c.cluster_by)}); design effect "
-        f"{deff}{eff}. Sign test on cluster means: {c.n_clusters_above} clusters lean to the stereotype, "
+        f"{design} **{c.n_items} scored pairs in {c.n_clusters} clusters** (by {md_escape(c.cluster_by)}); "
+        f"design effect {deff}{eff}. Sign test on cluster means: {c.n_clusters_above} clusters lean to the stereotype, "
         f"{c.n_clusters_below} away, {c.n_clusters_at_null} even; p = {_p(c.p_value)}."
         + ("" if c.interval_shown else f" {c.reason}")  # our words and a fixed cluster label
     )

@@ -19,7 +19,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 
 from biastest.errors import DataError
 from biastest.measures.base import ResultBase
-from biastest.measures.stereotype.clusters import cluster_keys
+from biastest.measures.stereotype.clusters import cluster_keys, design_note
 from biastest.stats.clusters import ClusterSummary
 from biastest.stats.proportion import ANTI, STEREOTYPED, ProportionSummary
 
@@ -228,8 +228,29 @@ class StereotypeResult(ResultBase):
 
     @property
     def cluster_aware(self) -> bool:
-        """Whether the headline is the cluster-aware summary (clusters that are not single pairs)."""
-        return self.overall_clustered is not None and self.clusters != "pair"
+        """Whether the headline is the design-based summary: clusters that are not single pairs, or single pairs
+        resampled within their attribute terms (strata; results since issue 28)."""
+        c = self.overall_clustered
+        return c is not None and (self.clusters != "pair" or c.n_strata > 1)
+
+    @property
+    def headline_interval(self) -> tuple[float | None, float | None]:
+        """The interval the main summary shows for the headline score (percent; None, None: none drawn).
+
+        The design-based one (:attr:`cluster_aware`) or the bootstrap over pairs — the one interval of the score,
+        which a comparison also shows for this model (:func:`biastest.stats.compare.with_own_intervals`).
+        """
+        if self.cluster_aware:
+            c = self.overall_clustered
+            assert c is not None
+            return c.low, c.high
+        return self.overall.ci_low, self.overall.ci_high
+
+    @property
+    def design_note(self) -> str:
+        """How the headline interval treats the pairs, in words (:func:`.clusters.design_note`)."""
+        c = self.overall_clustered
+        return design_note(self.clusters, 1 if c is None else c.n_strata)
 
     @classmethod
     def upgrade(cls, data: dict[str, Any]) -> dict[str, Any]:

@@ -98,16 +98,28 @@ def _differences(scored: Sequence[PairScore]) -> np.ndarray:
     return np.fromiter((float(p.difference) for p in scored), dtype=np.float64, count=len(scored))  # type: ignore[arg-type]
 
 
+#: What the strata of a stereotype-score summary are: the spec's attribute terms, fixed conditions (issue 28).
+STRATA_BY = "attribute term"
+
+
+def _strata_kw(scored: Sequence[PairScore]) -> dict[str, Any]:
+    """The strata keywords of a summary over ``scored``: each pair's attribute term (case-folded)."""
+    return {"strata": [" ".join(p.attribute_term.split()).casefold() for p in scored], "strata_by": STRATA_BY}
+
+
 def _cluster_parts(
-    scored: Sequence[PairScore], keys: Sequence[str], cluster_by: str, **kw: Any
+    scored: Sequence[PairScore], keys: Sequence[str], cluster_by: str, *, stratified: bool = True, **kw: Any
 ) -> tuple[ClusterSummary, ClusterSummary]:
     """Cluster-aware share (percent; sign test of the pair signs) and mean Δ (sign test of Δ) of some pairs.
 
-    Both from the same cluster draws (:func:`biastest.stats.clusters.summarize_cluster_means`).
+    Both from the same cluster draws (:func:`biastest.stats.clusters.summarize_cluster_means`), the clusters
+    resampled within attribute terms (strata) unless ``stratified`` is False (one attribute term's pairs).
     """
     signs = _signs(scored)
+    strata = _strata_kw(scored) if stratified else {}
     share, mean = summarize_cluster_means([(signs > 0).astype(np.float64), _differences(scored)], keys,
-                                          cluster_by=cluster_by, test_values=[signs, None], nulls=[0.0, 0.0], **kw)
+                                          cluster_by=cluster_by, test_values=[signs, None], nulls=[0.0, 0.0],
+                                          **strata, **kw)
     return share.scaled(100.0), mean
 
 
@@ -120,6 +132,7 @@ def _per_key(
     seed: int,
     n_resamples: int,
     confidence: float,
+    stratified: bool = True,
 ) -> tuple[TermSummary, ...]:
     kw = {"seed": seed, "n_resamples": n_resamples, "confidence": confidence}
     groups: dict[str, list[int]] = {}
@@ -128,7 +141,7 @@ def _per_key(
     terms = []
     for k, ix in sorted(groups.items(), key=lambda kv: kv[0].casefold()):
         pairs = [scored[i] for i in ix]
-        share, mean = _cluster_parts(pairs, [clusters[i] for i in ix], cluster_by, **kw)
+        share, mean = _cluster_parts(pairs, [clusters[i] for i in ix], cluster_by, stratified=stratified, **kw)
         terms.append(TermSummary(
             term=k,
             summary=summarize_verdicts([p.verdict for p in pairs], **kw),  # type: ignore[misc]
@@ -223,7 +236,8 @@ def summarize_stereotype(
     cluster_by = CLUSTER_LABELS[resolved]
     keys = cluster_keys(scored, resolved)
     share, mean = _cluster_parts(scored, keys, cluster_by, **kw)
-    median = summarize_clusters(_differences(scored), keys, cluster_by=cluster_by, null=0.0, statistic="median", **kw)
+    median = summarize_clusters(_differences(scored), keys, cluster_by=cluster_by, null=0.0, statistic="median",
+                                **_strata_kw(scored), **kw)
     # within one attribute term: templates, or (when the term itself is the cluster) independent pairs
     within_attr = keys if resolved == "template" else cluster_keys(scored, "pair")
     within_attr_by = cluster_by if resolved == "template" else CLUSTER_LABELS["pair"]
@@ -253,7 +267,7 @@ def summarize_stereotype(
         overall=overall,
         macro_attribute=macro_attr,
         macro_group=macro_group,
-        per_attribute=_per_key(scored, attr_keys, within_attr, within_attr_by, **kw),
+        per_attribute=_per_key(scored, attr_keys, within_attr, within_attr_by, stratified=False, **kw),
         per_group=_per_key(scored, group_keys, keys, cluster_by, **kw),
         per_category=_per_key(scored, cat_keys, keys, cluster_by, **kw),
         pairs=tuple(scores),

@@ -24,6 +24,7 @@ from __future__ import annotations
 from biastest.measures.base import Measure
 from biastest.measures.vlm import report
 from biastest.measures.vlm.clusters import (
+    DESIGN_NOTES,
     cluster_keys,
     resolve_clusters,
 )
@@ -136,6 +137,7 @@ __all__ = [
     "check_question",
     "check_templates",
     "clip_term_scores",
+    "DESIGN_NOTES",
     "cluster_keys",
     "compare_vlm",
     "fill_question",

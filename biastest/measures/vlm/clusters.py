@@ -1,7 +1,10 @@
 """How images group into clusters, and the cluster-aware parts of a vision-language result.
 
-Images come in families that lean together — several pictures generated from one prompt, all the pictures of
-one image term — so a result carries a cluster-aware summary beside the image-level one (see
+Images come in families that lean together — several pictures generated from one prompt — so a result carries a
+cluster-aware summary beside the image-level one. The image terms are the design's fixed conditions: they are
+**strata** (resampled within, :mod:`biastest.stats.strata`), never clusters; a clustering is a shared generator
+(the image prompt), and pictures without one (uploads) are independent units within their image term
+(:data:`DESIGN_NOTES` says which, in words) (see
 :mod:`biastest.measures.vlm.score` for the formulas and :mod:`biastest.stats.clusters` for the statistics).
 :func:`cluster_parts` computes everything that depends on the clustering: the cluster-aware soft and hard
 shares, the log-odds magnitude and the per-term tests with their Holm and Benjamini–Hochberg adjustments. It is
@@ -23,15 +26,34 @@ from biastest.stats.clusters import ClusterSummary, summarize_cluster_means, sum
 from biastest.stats.multiple import benjamini_hochberg, holm
 from biastest.stats.proportion import ANTI, STEREOTYPED
 
-__all__ = ["cluster_keys", "cluster_parts", "resolve_clusters"]
+__all__ = ["DESIGN_NOTES", "STRATA_BY", "cluster_keys", "cluster_parts", "design_note", "resolve_clusters"]
+
+#: What the strata of a vision-language result are.
+STRATA_BY = "image term"
+#: The design in words, per resolved clustering (shown beside the interval; see :func:`design_note`).
+DESIGN_NOTES = {
+    "image": "pictures treated as independent units within each image term; no shared prompt",
+    "image-prompt": "pictures of one prompt form one cluster; prompts resampled within each image term",
+    "image-term": ("each image term treated as one cluster (the clustering before issue 28: image terms are the "
+                   "test's fixed conditions, so 'auto' no longer chooses it)"),
+}
+
+
+def design_note(clusters: str, n_strata: int = 2) -> str:
+    """The design in words for a resolved clustering (:data:`DESIGN_NOTES`), without strata when only one."""
+    note = DESIGN_NOTES.get(clusters, DESIGN_NOTES["image"])
+    if n_strata <= 1 and clusters != "image-term":
+        note = note.replace(" within each image term", "")
+    return note
 
 
 def resolve_clusters(images: Sequence[Any], clusters: str = DEFAULT_CLUSTERS) -> str:
     """The clustering ``"auto"`` stands for, given the images (other names are returned as they are).
 
-    ``"image-prompt"`` when every image has a prompt (generated images), else ``"image-term"`` when every image
-    has an image term, else ``"image"``. ``images`` are :class:`~biastest.measures.vlm.result.ImageScore` (or
-    anything with ``image_prompt`` and ``image_term``).
+    ``"image-prompt"`` when every image has a prompt (generated images), else ``"image"`` (uploads: independent
+    pictures within their image terms, which are strata, never clusters — issue 28; before it, ``"auto"`` chose
+    ``"image-term"`` here, and results saved then keep it). ``images`` are
+    :class:`~biastest.measures.vlm.result.ImageScore` (or anything with ``image_prompt`` and ``image_term``).
     """
     clusters = check_clusters(clusters)
     if clusters != "auto":
@@ -39,8 +61,6 @@ def resolve_clusters(images: Sequence[Any], clusters: str = DEFAULT_CLUSTERS) ->
     images = list(images)
     if images and all(str(img.image_prompt or "").strip() for img in images):
         return "image-prompt"
-    if images and all(str(img.image_term or "").strip() for img in images):
-        return "image-term"
     return "image"
 
 
@@ -102,7 +122,8 @@ def _soft_part(
         columns.append((signs > 0).astype(np.float64))
         tests.append(signs)
         nulls.append(0.0)
-    out = summarize_cluster_means(columns, keys, cluster_by=cluster_by, test_values=tests, nulls=nulls, **kw)
+    out = summarize_cluster_means(columns, keys, cluster_by=cluster_by, test_values=tests, nulls=nulls,
+                                  **_strata(kw, keys))
     return out[0].scaled(100.0), out[1], lo, (out[2].scaled(100.0) if outcomes is not None else None)
 
 
@@ -110,7 +131,20 @@ def _hard_part(outcomes: Sequence[str], keys: Sequence[str], cluster_by: str, kw
     """Cluster-aware hard share (percent); sign test of cluster means of the signs (+1, −1, 0 neither/tie)."""
     signs = _signs(outcomes)
     return summarize_clusters((signs > 0).astype(np.float64), keys, cluster_by=cluster_by, test_values=signs,
-                              null=0.0, **kw).scaled(100.0)
+                              null=0.0, **_strata(kw, keys)).scaled(100.0)
+
+
+def _strata(kw: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """The summary keywords with the strata of the items keyed by ``keys`` (``kw["terms"]``: cluster key → term).
+
+    ``kw`` holds the bootstrap settings and, for a summary over several image terms, ``terms`` (a dict from
+    each cluster key to its image term); without it the summary is unstratified (one image term).
+    """
+    out = {k: v for k, v in kw.items() if k != "terms"}
+    terms = kw.get("terms")
+    if terms:
+        out.update(strata=[terms[k] for k in keys], strata_by=STRATA_BY)
+    return out
 
 
 def _shares(
@@ -175,15 +209,20 @@ def cluster_parts(
     # within one image term: prompts, or (when the term itself is the cluster) independent images
     within, within_by = ((np.array(cluster_keys(images, "image"), dtype=object), CLUSTER_LABELS["image"])
                          if resolved == "image-term" else (keys, cluster_by))
+    # over several image terms: the terms are strata (a cluster takes its first image's term)
+    term_of: dict[str, str] = {}
+    for k, img in zip(keys, images, strict=True):
+        term_of.setdefault(k, " ".join(str(img.image_term or "").split()).casefold())
+    kw_all = {**kw, "terms": term_of}
     soft_ix = np.flatnonzero(has_soft)
-    soft, magnitude, lo, hard = _shares(range(len(images)), has_soft, p_st, outcomes, keys, cluster_by, kw,
+    soft, magnitude, lo, hard = _shares(range(len(images)), has_soft, p_st, outcomes, keys, cluster_by, kw_all,
                                         choices)
     median = None
     n_capped = 0
     if lo is not None:
         n_capped = log_odds(p_st[soft_ix])[1]
         median = summarize_clusters(lo, list(keys[soft_ix]), cluster_by=cluster_by, statistic="median", null=0.0,
-                                    **kw)
+                                    **_strata(kw_all, list(keys[soft_ix])))
     image_terms: dict[str, dict[str, Any]] = {}
     by_term: dict[str, list[int]] = {}
     for i, img in enumerate(images):
@@ -202,7 +241,7 @@ def cluster_parts(
             if np.array_equal(stereo, p_st[soft_ix]):  # one term per list: the overall score, already computed
                 share, mean, t_lo = soft, magnitude, lo
             else:
-                share, mean, t_lo, _ = _soft_part(stereo, list(keys[soft_ix]), cluster_by, kw)
+                share, mean, t_lo, _ = _soft_part(stereo, list(keys[soft_ix]), cluster_by, kw_all)
             upd.update(soft_clustered=share, magnitude=mean, median_log_odds=float(np.median(t_lo)))
         target_terms[term] = upd
     for family in (image_terms, target_terms):

@@ -95,8 +95,10 @@ def compare_vlm(
         for k in keyed([str(x.get("image_id", "")) for x in getattr(r, "not_scored", ()) or ()]):
             values.setdefault(k, None)  # a run stopped early: the image is there, without an answer
         own = r.soft if score == "soft" else r.hard
+        same_level = own is not None and abs(own.confidence - confidence) < 1e-12
         items.append(ModelItems(model_id=r.model_id, method=r.method, own=None if own is None else own.score,
-                            values=values, ties=ties, records=records))
+                                values=values, ties=ties, records=records,
+                                own_interval=r.headline_interval(score) if same_level else None))
     if score == "soft":
         measure = "soft bias score: mean probability of the stereotypical answer, %"
     else:

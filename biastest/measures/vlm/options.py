@@ -97,7 +97,7 @@ CLUSTERINGS = ("auto", "image-prompt", "image-term", "image")
 DEFAULT_CLUSTERS = "auto"
 #: Plain words for each clustering (reports, the app's choice).
 CLUSTER_LABELS = {
-    "auto": "automatic (image prompt, else image term)",
+    "auto": "automatic (image prompt, else images independent; within image terms)",
     "image-prompt": "image prompt",
     "image-term": "image term",
     "image": "none (images independent)",
@@ -254,8 +254,8 @@ class VLMOptions(OptionsBase):
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     clusters: str = Field(
         DEFAULT_CLUSTERS, json_schema_extra=cli_flag("--clusters",
-            "pictures that lean together: auto (default: image-prompt for generated pictures, else image-term), "
-            "image-prompt, image-term or image"))
+            "pictures that lean together: auto (default: image-prompt for generated pictures, else image; "
+            "resampled within image terms), image-prompt, image-term or image"))
 
     @field_validator("prompt_template", mode="before")
     @classmethod

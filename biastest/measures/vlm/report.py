@@ -128,7 +128,7 @@ def _headline(result: VLMResult) -> tuple[float | None, float | None, float | No
     level = level_label(plain.confidence, space=False)
     c = result.headline_clustered
     if result.cluster_aware and c is not None:
-        return c.low, c.high, c.p_value, f"{level} cluster interval"
+        return c.low, c.high, c.p_value, f"{level} {'interval' if result.clusters == 'image' else 'cluster interval'}"
     return plain.ci_low, plain.ci_high, plain.p_value, f"{level} interval"
 
 
@@ -176,7 +176,7 @@ def _reading(result: VLMResult, lab: Labels, *, answers: bool) -> tuple[str, str
                    + " show **no clear preference** either way.")
     warning = ""
     if (low > 50 or high < 50) and not confirmed:
-        if result.cluster_aware and c is not None:
+        if result.cluster_aware and c is not None and result.clusters != "image":
             warning = MSG_LEAN_UNCONFIRMED_CLUSTERS.format(p=_p(p), above=c.n_clusters_above,
                                                            below=c.n_clusters_below, n=c.n_clusters)
         elif result.soft is not None:
@@ -192,9 +192,12 @@ def _clusters_line(result: VLMResult) -> list[str]:
         return []
     if not result.cluster_aware:
         return ["- " + MSG_NO_CLUSTERS.format(n=c.n_items)]
+    design = f"- **Design:** {_esc(result.design_note)}."
+    if result.clusters == "image":  # independent pictures within image terms: no clusters to describe
+        return [design, *([] if c.interval_shown else ["- " + _esc(c.reason)])]
     deff = "—" if c.design_effect is None else f"{c.design_effect:.2f}"
     eff = "" if c.effective_n is None else f" (worth about {c.effective_n:.0f} independent images)"
-    return [
+    return [design,
         f"- **Clusters: {c.n_items} images in {c.n_clusters} clusters** (by {_esc(c.cluster_by)}); design effect "
         f"{deff}{eff}. Sign test on cluster means: {c.n_clusters_above} clusters lean to the stereotype, "
         f"{c.n_clusters_below} away, {c.n_clusters_at_null} even; p = {_p(c.p_value)}.",
@@ -229,7 +232,8 @@ def _hard_interval(result: VLMResult) -> str:
     if (result.cluster_aware or result.orders) and c is not None:  # a chat model: an image's answers lean together
         if not c.interval_shown:
             return "no cluster interval: too few clusters"
-        return f"{level_label(c.confidence, space=False)} cluster interval {c.low:.1f}–{c.high:.1f}%"
+        kind = "interval" if result.clusters == "image" else "cluster interval"
+        return f"{level_label(c.confidence, space=False)} {kind} {c.low:.1f}–{c.high:.1f}%"
     return f"{level_label(hard.confidence, space=False)} interval {hard.ci_low:.1f}–{hard.ci_high:.1f}%"
 
 
@@ -289,7 +293,10 @@ def summary_markdown(result: VLMResult) -> str:
     lines = [f"### Bias score: <span class='bt-score'>**{soft.score:.1f}%**</span> ({head})", reading]
     if warning:
         lines.append("<span class='bt-warn'>⚠ " + warning + "</span>")
-    if result.cluster_aware:
+    if result.cluster_aware and result.clusters == "image":
+        uncertainty = (f"- **Uncertainty:** bootstrap over images within each image term (seed {result.seed}); "
+                       f"sign test against 50%: p = {_p(soft.p_value)}.")
+    elif result.cluster_aware:
         uncertainty = (f"- **Images treated as independent:** bootstrap over images {soft.ci_low:.1f}–"
                        f"{soft.ci_high:.1f}% (seed {result.seed}); sign test against 50%: p = {_p(soft.p_value)}.")
     else:
@@ -463,8 +470,10 @@ def _cluster_bar_note(c) -> str:
 
 
 def _by_clusters(result: VLMResult, clustered) -> bool:
-    """Whether a bar shows the cluster-aware interval: the result is clustered and so are this bar's images."""
-    return result.cluster_aware and clustered is not None and clustered.cluster_by != CLUSTER_LABELS["image"]
+    """Whether a bar shows the design-based interval: the result's headline is, and this bar's images are
+    clustered or resampled within image terms (strata)."""
+    return result.cluster_aware and clustered is not None and (
+        clustered.cluster_by != CLUSTER_LABELS["image"] or clustered.n_strata > 1)
 
 
 def _bar(result: VLMResult, label: str, kind: str, term: str, plain, n: int, clustered, *, magnitude=None,
@@ -479,6 +488,8 @@ def _bar(result: VLMResult, label: str, kind: str, term: str, plain, n: int, clu
         note = _cluster_bar_note(clustered) if clustered.interval_shown else str(clustered.reason)
         extra["interval"] = (f"cluster bootstrap over {clustered.n_clusters} clusters ({clustered.cluster_by})"
                              if clustered.interval_shown else "none: too few clusters")
+        if clustered.n_strata > 1 and clustered.interval_shown:
+            extra["interval"] += f", within {clustered.n_strata} {clustered.strata_by or 'strata'}s"
         extra["test"] = "sign test on cluster means"
     else:
         ci = _interval(plain, n)

@@ -22,7 +22,7 @@ from biastest.errors import DataError
 from biastest.measures.base import ResultBase, json_safe
 from biastest.measures.rates import RateSummary
 from biastest.measures.vlm.chat import chat_rates, choice_rows
-from biastest.measures.vlm.clusters import cluster_keys, cluster_parts
+from biastest.measures.vlm.clusters import cluster_keys, cluster_parts, design_note
 from biastest.measures.vlm.options import check_clusters
 from biastest.measures.vlm.score import log_odds, q_vs_other, target_sides
 from biastest.spec import BiasSpec
@@ -353,8 +353,30 @@ class VLMResult(ResultBase):
 
     @property
     def cluster_aware(self) -> bool:
-        """Whether the headline interval and test are the cluster-aware ones (clusters that are not single images)."""
-        return self.headline_clustered is not None and self.clusters != "image"
+        """Whether the headline interval and test are the design-based ones: clusters that are not single images,
+        or single images resampled within their image terms (strata; results since issue 28)."""
+        c = self.headline_clustered
+        return c is not None and (self.clusters != "image" or c.n_strata > 1)
+
+    def headline_interval(self, score: str | None = None) -> tuple[float | None, float | None]:
+        """The interval the main summary shows for the soft or hard score (default the headline's; percent).
+
+        The design-based one (:attr:`cluster_aware`; for a chat model's single answers always the clustered one)
+        or the bootstrap over images; (None, None) where none is drawn. A comparison shows it for this model
+        (:func:`biastest.stats.compare.with_own_intervals`).
+        """
+        score = score or self.headline
+        plain = self.soft if score == "soft" else self.hard
+        c = self.soft_clustered if score == "soft" else self.hard_clustered
+        if c is not None and (self.cluster_aware or (score == "hard" and self.orders)):
+            return c.low, c.high
+        return (None, None) if plain is None else (plain.ci_low, plain.ci_high)
+
+    @property
+    def design_note(self) -> str:
+        """How the headline interval treats the images, in words (:func:`.clusters.design_note`)."""
+        c = self.headline_clustered
+        return design_note(self.clusters, 1 if c is None else c.n_strata)
 
     def with_clusters(self, clusters: str) -> VLMResult:
         """The same scored images summarised with another clustering (no model runs).

@@ -17,6 +17,13 @@ percentile interval, Efron & Tibshirani 1993, *An Introduction to the Bootstrap*
 so ``p < 1 − confidence`` about when the interval excludes 0; Holm (1979) over all pairs of embeddings. The
 paired machinery (records, percentile interval, Holm) is :mod:`biastest.stats.compare`'s.
 
+**Each embedding's own interval** (issue 28: one interval per statistic) is its result's interval of d
+(``effect_size_ci``, the jackknife over all four word lists, :mod:`biastest.measures.weat.score`), shown as the
+main result shows it — when the comparison uses all of that result's target words and its level; otherwise d
+is on fewer words (or another level) than the result's interval and none is shown, with a note. The bootstrap
+above is the **difference's** own method: Δd is a statistic of its own, whose interval holds the attribute words
+fixed (both embeddings are scored with the same A and B, so their variation is shared and largely cancels).
+
 Examples
 --------
 >>> import numpy as np
@@ -70,6 +77,10 @@ MSG_TOO_FEW_WORDS = (
 )
 MSG_NO_SPREAD = (
     "All common target words of '{label}' have the same association score, so its WEAT effect size is undefined."
+)
+MSG_OWN_INTERVAL_ONLY = (
+    "{label}: no interval of d here — the comparison uses {n_common} of its {n_own} target words (or another "
+    "level), and its own interval is for all of them; the interval of the difference is the comparison's own."
 )
 MSG_DEGENERATE = (
     "{n} of {total} bootstrap resamples drew target words that all had the same score (effect size undefined) and "
@@ -206,13 +217,21 @@ def compare_weat(
     n_common = len(common_x) + len(common_y)
     rows = []
     for j, (r, label) in enumerate(zip(results, labels, strict=True)):
-        low, high = percentile_interval(draws[:, j], confidence)
         n_own = len(scores[j][0]) + len(scores[j][1])
         own = field_of(r, "effect_size")
+        own_ci = field_of(r, "effect_size_ci")
+        low = high = None
+        same = (own_ci is not None and own is not None and n_own == n_common
+                and abs(float(own) - float(d[j])) <= 1e-9 * max(1.0, abs(float(own)))
+                and abs(float(field_of(r, "ci_level") or 0) - confidence) < 1e-12)
+        if same:
+            low, high = float(own_ci[0]), float(own_ci[1])  # the result's own interval, as its main result shows it
+        else:
+            notes.append(MSG_OWN_INTERVAL_ONLY.format(label=label, n_common=n_common, n_own=n_own))
         rows.append(ModelEstimate(
             label=label, model_id=embedding_id(r), method="WEAT", estimate=float(d[j]), ci_low=low, ci_high=high,
             n_items=n_own, n_excluded=0, n_unmatched=n_own - n_common, n_ties=0,
-            own_estimate=None if own is None else float(own),
+            own_estimate=None if own is None else float(own), interval_from_result=same,
         ))
     pairs = []
     for i, j in itertools.combinations(range(len(results)), 2):

@@ -30,7 +30,9 @@ class WEATOptions(OptionsBase):
     n_permutations, exact_limit : int
         Partitions sampled, or all of them when there are at most ``exact_limit``.
     n_resamples : int
-        Resamples of the words (X, Y, A and B each with replacement) behind the interval of d.
+        Resamples of the target words behind a comparison's interval of Δd (recorded in the result); d's own
+        interval is the jackknife over the words, which draws nothing (issue 28; before it, this many resamples
+        of X, Y, A and B made a percentile interval of d).
     confidence : float
         Level of that interval.
     alternative : {"greater", "less", "two-sided"}
@@ -57,7 +59,8 @@ class WEATOptions(OptionsBase):
     exact_limit: int = 100_000
     n_resamples: int = Field(
         DEFAULT_WEAT_BOOTSTRAP, json_schema_extra=cli_flag("--bootstrap",
-            "bootstrap resamples of the words behind the interval of d (default 2000)",
+            "bootstrap resamples of the target words behind a comparison's interval of Δd (default 2000; d's own "
+            "interval is the jackknife over the words)",
             metavar="N"))
     confidence: float = Field(
         DEFAULT_CONFIDENCE, json_schema_extra=cli_flag("--confidence",

@@ -19,6 +19,8 @@ __all__ = [
     "MSG_WEAT_INTERVAL_HAS_ZERO",
     "MSG_WEAT_INTERVAL_READING",
     "MSG_WEAT_INTERVAL_UNDEFINED",
+    "MSG_WEAT_JACKKNIFE_UNDEFINED",
+    "MSG_WEAT_TWO_QUESTIONS",
     "MSG_WEAT_NO_INTERVAL",
     "MSG_MAC_GROUPS_READING",
     "MSG_WEAT_NULL_NONE",
@@ -44,12 +46,23 @@ MSG_WEAT_NO_INTERVAL = "No interval for d: no resamples of the words were asked 
 MSG_WEAT_INTERVAL_UNDEFINED = (
     "No interval for d: fewer than two resamples of the words had a defined d (their associations were all equal)."
 )
+MSG_WEAT_JACKKNIFE_UNDEFINED = (
+    "No interval for d: a word list has fewer than two words (or d is undefined), so leaving one word out cannot "
+    "say how much d depends on the words."
+)
+#: How the interval's question differs from the permutation test's (one sentence, said with every interval).
+MSG_WEAT_TWO_QUESTIONS = (
+    "The permutation p-value holds these words fixed and asks whether their split into the two target groups "
+    "matters; the interval treats the words as a sample of their kinds and asks how far d would move with other "
+    "such words."
+)
 MSG_WEAT_INTERVAL_HAS_ZERO = (
     "The interval of d includes 0: with other words of the same kinds, the difference could vanish or reverse. "
-    "The permutation p-value holds these words fixed, so it can be small while this interval is wide."
+    + MSG_WEAT_TWO_QUESTIONS
 )
 MSG_WEAT_INTERVAL_READING = (
-    "The interval of d excludes 0: resampling the target and attribute words keeps the direction of the effect."
+    "The interval of d excludes 0: with other target and attribute words of the same kinds the direction of the "
+    "effect would likely hold. " + MSG_WEAT_TWO_QUESTIONS
 )
 
 MSG_WEAT_NULL_NONE = "No random word lists were drawn (the number of random word lists is 0)."
@@ -65,8 +78,14 @@ MSG_MAC_GROUPS_READING = (
 
 def weat_interval_label(weat) -> str:
     """How the interval of d was made, with the result's level, or why there is none."""
+    jackknife = getattr(weat, "interval_kind", "percentile") == "jackknife"
     if weat.effect_size_ci is None:
-        return MSG_WEAT_NO_INTERVAL if not weat.n_bootstrap else MSG_WEAT_INTERVAL_UNDEFINED
+        if not weat.n_bootstrap:
+            return MSG_WEAT_NO_INTERVAL
+        return MSG_WEAT_JACKKNIFE_UNDEFINED if jackknife else MSG_WEAT_INTERVAL_UNDEFINED
+    if jackknife:
+        return (f"{level_text(weat.ci_level)} interval, jackknife over the words: d recomputed with each word of "
+                "X, Y, A and B left out in turn; d ± z·SE")
     return (f"{level_text(weat.ci_level)} interval, bootstrap over the words: X, Y, A and B each resampled with "
             f"replacement ({weat.n_bootstrap:,} resamples, seed {weat.seed})")
 
@@ -306,7 +325,8 @@ def weat_interpretation(weat, mac, *, source: str) -> str:
     direction = f"{x} is closer to {a} (and {y} to {b})" if d > 0 else f"{x} is closer to {b} (and {y} to {a})"
     sig = "unlikely to be chance" if weat.p_one_sided < 0.05 else "could well be chance"
     ci = weat.effect_size_ci
-    interval = (f" ({level_text(weat.ci_level)} interval {ci[0]:.2f} to {ci[1]:.2f}, resampling the words)"
+    how = "over the words" if getattr(weat, "interval_kind", "") == "jackknife" else "resampling the words"
+    interval = (f" ({level_text(weat.ci_level)} interval {ci[0]:.2f} to {ci[1]:.2f}, {how})"
                 if ci is not None else "")
     lines = [
         f"### What this shows\nIn the embedding `{_esc(source)}`, **{direction}**: WEAT effect size d = {d:.2f}"

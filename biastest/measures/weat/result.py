@@ -50,11 +50,16 @@ class WEATResult(ResultBase):
     missing : dict
         Words without vectors, per role.
     effect_size_ci : (float, float) or None
-        Percentile bootstrap interval of d over the words at ``ci_level``
-        (:func:`weat_effect_size_bootstrap`); None when no bootstrap was asked.
+        Interval of d over the words at ``ci_level``, made as ``interval_kind`` says; None when none was asked
+        or it is undefined.
     ci_level : float
     n_bootstrap, n_bootstrap_valid : int
-        Resamples drawn, and those with a defined d.
+        Resamples of the words: for ``"percentile"`` those drawn for the interval and those with a defined d;
+        for ``"jackknife"`` (which draws nothing) the resamples a comparison's interval of Δd draws, and 0.
+    interval_kind : {"jackknife", "percentile"}
+        ``"jackknife"``: d ± z·SE with the leave-one-word-out jackknife over X, Y, A and B (results since issue
+        28, :func:`~biastest.measures.weat.score.weat_jackknife_interval`); ``"percentile"``: the percentile
+        word bootstrap of results saved before it (files without the field read so).
     null_simulation : WEATNull or None
         d over random word lists of the same sizes ("How much can d vary by chance?",
         :mod:`biastest.measures.weat.null_sim`); None when none were asked for or they could not be drawn.
@@ -84,13 +89,22 @@ class WEATResult(ResultBase):
     n_bootstrap_valid: int = 0
     null_simulation: WEATNull | None = None
     null_note: str | None = None
+    interval_kind: str = "percentile"
 
     result_name: ClassVar[str] = "WEAT"
 
-    #: How the interval of d is made, in words (the JSON, the CSV and the app say it).
-    interval_method: ClassVar[str] = (
-        "percentile bootstrap over the words: X, Y, A and B each resampled with replacement, independently"
-    )
+    #: How each kind of interval of d is made, in words (the JSON, the CSV and the app say it).
+    INTERVAL_METHODS: ClassVar[dict[str, str]] = {
+        "jackknife": ("jackknife interval over the words: d ± z·SE, SE from leaving each word of X, Y, A and B out "
+                      "in turn (Efron & Stein 1981), clipped to ±2"),
+        "percentile": ("percentile bootstrap over the words: X, Y, A and B each resampled with replacement, "
+                       "independently"),
+    }
+
+    @property
+    def interval_method(self) -> str:
+        """How this result's interval of d was made (:data:`INTERVAL_METHODS`)."""
+        return self.INTERVAL_METHODS.get(self.interval_kind, self.INTERVAL_METHODS["percentile"])
 
     def records(self) -> list[dict[str, Any]]:
         """Per-word rows for a table."""
@@ -108,6 +122,8 @@ class WEATResult(ResultBase):
         if out.get("null_simulation") is None and out.get("null_note") is None:
             out.pop("null_simulation", None)
             out.pop("null_note", None)
+        if out.get("interval_kind") == "percentile":  # files before issue 28 have no such key: write them unchanged
+            out.pop("interval_kind")
         return out
 
 

@@ -52,6 +52,12 @@ the percentile interval, Efron & Tibshirani 1993 §15–16): ``p = min(1, 2 · m
 
 Interval (all kinds)
 --------------------
+**Each model's own interval** is its result's — the one its main summary shows, with that result's method
+(cluster or stratified bootstrap, jackknife for WEAT d) — wherever the comparison has the same statistic on the
+same items (its estimate equals the result's headline: nothing left out), marked ``interval_from_result``
+(:func:`with_own_intervals`; issue 28, one interval per statistic). Where items were left out, the model's
+estimate differs from its own headline and the resampling below gives its interval, with a note. The intervals of
+the **differences** are statistics of their own:
 A **paired percentile bootstrap** (Efron & Tibshirani 1993, *An Introduction to the Bootstrap*, ch. 13): draw n
 items with replacement, the *same* items for every model, recompute every model's statistic, and take the
 ``(1 ± confidence)/2`` quantiles of each Δ* (and of each model's own statistic for the forest plot). For a
@@ -100,6 +106,7 @@ from biastest.stats.compare.paired import (
     MSG_NOT_SAME_ITEMS,
     MSG_NOT_SCORED,
     MSG_NOTHING_COMMON,
+    MSG_RESAMPLED_MODELS,
     MSG_TOO_FEW_MODELS,
     check_labels,
     compare_arrays,
@@ -108,6 +115,7 @@ from biastest.stats.compare.paired import (
     keyed,
     model_labels,
     with_holm,
+    with_own_intervals,
 )
 from biastest.stats.compare.records import (
     ADJUST_HOLM,
@@ -155,6 +163,7 @@ __all__ = [
     "MSG_NOTHING_COMMON",
     "MSG_NOT_SAME_ITEMS",
     "MSG_NOT_SCORED",
+    "MSG_RESAMPLED_MODELS",
     "MSG_TOO_FEW_MODELS",
     "KIND_STEREOTYPE",
     "KIND_TWOAFC",
@@ -187,4 +196,5 @@ __all__ = [
     "percentile_interval",
     "sign_test",
     "with_holm",
+    "with_own_intervals",
 ]

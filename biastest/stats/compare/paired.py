@@ -59,6 +59,10 @@ MSG_BAD_SCORE = "Unknown score '{value}'. Choose 'soft' (probabilities) or 'hard
 MSG_BAD_RESULT = "Item {index} is not a {what} result (got {type_name})."
 MSG_BADCLUSTER_FIELD = "The items have no field '{field}' to form clusters from. Available: {choices}."
 MSG_NOT_SCORED = "not scored ({reason})"
+MSG_RESAMPLED_MODELS = (
+    "{labels}: the interval shown here is the comparison's resampling on the items every model scored, not the "
+    "model's own result's interval (items were left out, so the estimate differs from its own headline)."
+)
 
 #: The record field that carries an item's cluster label into :func:`compare_items` (``cluster_by``).
 CLUSTER_FIELD = "__cluster__"
@@ -200,9 +204,36 @@ def compare_items(
         }
         for m, label in zip(models, labels, strict=True)
     ]
-    return _compare_matrix(x, meta, quantity=quantity, settings=settings,
-                           clusters=_cluster_labels(models[0], keys, cluster_by),
-                           cluster_by=cluster_name or cluster_by)
+    cmp = _compare_matrix(x, meta, quantity=quantity, settings=settings,
+                          clusters=_cluster_labels(models[0], keys, cluster_by),
+                          cluster_by=cluster_name or cluster_by)
+    return with_own_intervals(cmp, [m.own_interval for m in models])
+
+
+def with_own_intervals(cmp: Comparison, own: Sequence[tuple[float | None, float | None] | None]) -> Comparison:
+    """Each model's row with its result's own interval where it compares the same statistic on the same items.
+
+    One interval per statistic (issue 28): a model's estimate in the comparison is its result's headline when no
+    item was left out (``estimate`` equals ``own_estimate``); then its row shows the interval the result's main
+    summary shows (``interval_from_result``), not a second resampling of the same number. The differences keep
+    the comparison's own paired interval (a statistic of its own). Rows whose items differ keep the comparison's
+    interval, and a note says which.
+    """
+    rows, resampled = [], []
+    for m, interval in zip(cmp.models, own, strict=True):
+        same = (interval is not None and m.own_estimate is not None and m.n_excluded == 0 and m.n_unmatched == 0
+                and abs(m.estimate - m.own_estimate) <= 1e-9 * max(1.0, abs(m.own_estimate)))
+        if same:
+            assert interval is not None
+            rows.append(replace(m, ci_low=interval[0], ci_high=interval[1], interval_from_result=True))
+        else:
+            rows.append(m)
+            if interval is not None:
+                resampled.append(m.label)
+    notes = list(cmp.notes)
+    if resampled:
+        notes.append(MSG_RESAMPLED_MODELS.format(labels=", ".join(resampled)))
+    return replace(cmp, models=tuple(rows), notes=tuple(notes))
 
 
 def compare_arrays(

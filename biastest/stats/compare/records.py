@@ -30,7 +30,8 @@ INTERVAL_CLUSTERED = (
     "for few clusters"
 )
 INTERVAL_WEAT = (
-    "paired percentile bootstrap over target words (X and Y resampled within themselves, the same words for every "
+    "each embedding: its own result's interval of d (jackknife over all four word lists); the difference: paired "
+    "percentile bootstrap over target words (X and Y resampled within themselves, the same words for every "
     "embedding; attribute words fixed), seeded"
 )
 
@@ -59,6 +60,9 @@ class ModelEstimate:
         Ties (or VQA answers naming neither group) among the compared items; they count as not stereotyped.
     own_estimate : float or None
         The result's own headline over all its items (may differ when items were left out).
+    interval_from_result : bool
+        True when ``ci_low``/``ci_high`` are the result's own interval, exactly as its main summary shows it
+        (the same statistic on the same items); False when the comparison resampled it (items were left out).
     """
 
     label: str
@@ -72,6 +76,7 @@ class ModelEstimate:
     n_unmatched: int
     n_ties: int
     own_estimate: float | None
+    interval_from_result: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -300,6 +305,10 @@ class ModelItems:
         The same keys → whether the item is a tie (counted in ``n_ties``).
     records : dict
         The same keys → the item's fields (a cluster is read from them).
+    own_interval : (float or None, float or None) or None
+        The interval the result's main summary shows for ``own`` (issue 28: one interval per statistic); shown
+        in the comparison for this model when it compares the same statistic on the same items (its estimate
+        there equals ``own``). None: not known (the comparison's own resampling is shown).
     """
 
     model_id: str
@@ -308,3 +317,4 @@ class ModelItems:
     values: dict[tuple[str, int], float | None]
     ties: dict[tuple[str, int], bool]
     records: dict[tuple[str, int], Mapping[str, Any]]
+    own_interval: tuple[float | None, float | None] | None = None

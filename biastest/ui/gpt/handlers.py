@@ -77,9 +77,10 @@ MSG_RUN_PARTIAL = (
 MSG_TOAST_PARTIAL = "The endpoint stopped early: the results are partial (step 2 says why)."
 #: Step 3's choice of the pairs that lean together (the cluster-aware interval and test), in plain words.
 CLUSTER_CHOICES = [
-    ("Automatic: pairs from one template, else pairs sharing an attribute term", "auto"),
+    ("Automatic: pairs from one template, else each pair on its own — within each attribute term", "auto"),
     ("Pairs made from the same template sentence", "template"),
-    ("Pairs that share an attribute term", "attribute-term"),
+    ("Each attribute term as one cluster (the former automatic choice; terms are fixed conditions)",
+     "attribute-term"),
     ("None: treat every pair as independent", "pair"),
 ]
 CLUSTER_INFO = (

@@ -379,8 +379,9 @@ def build(model_choice: Callable[[], Any] | None = None) -> Section:
         sec.add("n_boot_d", gr.Number(
             DEFAULT_WEAT_BOOTSTRAP,
             precision=0,
-            label="Bootstrap resamples of the words (interval of the effect size d)",
-            info="Each resample draws the target and attribute lists again from themselves, with replacement.",
+            label="Bootstrap resamples of the words (a comparison's interval of the difference in d)",
+            info="d's own interval leaves each word out in turn (no resampling); comparing embeddings resamples "
+                 "the target words this many times for the interval of their difference.",
             elem_id="n-bootstrap-d",
         ), DEFAULT_WEAT_BOOTSTRAP)
     sec.add("seed", gr.Number(DEFAULT_SEED, precision=0, label="Seed (repeat it to get the same numbers)",

@@ -102,9 +102,10 @@ MSG_RUN_PARTIAL = "⚠️ Tested {n} of {total} images with {model}: the results
 MSG_TOAST_PARTIAL = "The endpoint stopped early: the results are partial (step 2 says why)."
 #: Step 3's choice of the pictures that lean together (the cluster-aware interval and test), in plain words.
 CLUSTER_CHOICES = [
-    ("Automatic: pictures generated from one prompt, else pictures of one image term", "auto"),
+    ("Automatic: pictures generated from one prompt, else each picture on its own — within each image term",
+     "auto"),
     ("Pictures generated from the same prompt", "image-prompt"),
-    ("Pictures of the same image term", "image-term"),
+    ("Each image term as one cluster (the former automatic choice; terms are fixed conditions)", "image-term"),
     ("None: treat every picture as independent", "image"),
 ]
 CLUSTER_INFO = (
