@@ -205,7 +205,8 @@ def _weat_section(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
         "## WEAT 1–10 (the Bayesian paper's starting point, seed 002)",
         "",
-        f"d with its 95 % interval over the words ({WEAT_RESAMPLES} resamples), the one-sided permutation p "
+        "d with its 95 % interval over the words (the leave-one-word-out jackknife, clipped to ±2; the house's one "
+        f"interval of d), the one-sided permutation p "
         f"({WEAT_PERMUTATIONS:,} permutations), and the share of {WEAT_NULL} random word lists of the same sizes "
         "from GloVe's vocabulary (ranks 1,001 onwards, letters only) with |d| at least as large. The published d "
         "are Caliskan et al. (2017) on GloVe 840B (seed 002 quotes the largest, 1.81).",
