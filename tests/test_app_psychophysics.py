@@ -570,16 +570,16 @@ def test_bayes_needs_a_weat_spec(paper_run):
     assert err.value.message == app.MSG_BAYES_NEEDS_WEAT
     with pytest.warns(UserWarning):  # in the app: under the section's button, a warning; nothing else changes
         out = app.bayes_handler(paper_run[0], "hierarchical", 200, 200, 1, SEED)
-    assert out == (gr.skip(), "⚠️ " + escape(app.MSG_BAYES_NEEDS_WEAT), *(gr.skip(),) * 7)
+    assert out == (gr.skip(), "⚠️ " + escape(app.MSG_BAYES_NEEDS_WEAT), *(gr.skip(),) * 8)
 
 
 def test_sampler_mistakes_are_inline_warnings(weat_session):
     with pytest.warns(UserWarning):
         out = app.bayes_handler(weat_session, "hierarchical", 200, 200, 2, -1)
-    assert out == (gr.skip(), "⚠️ " + escape(_seed_message(-1)), *(gr.skip(),) * 7)
+    assert out == (gr.skip(), "⚠️ " + escape(_seed_message(-1)), *(gr.skip(),) * 8)
     with pytest.warns(UserWarning):
         out = app.posterior_handler(weat_session, "a", "amy, joan", "b", "john, paul", 200, 200, 2, -1)
-    assert out == (gr.skip(), "⚠️ " + escape(_seed_message(-1)), *(gr.skip(),) * 7)
+    assert out == (gr.skip(), "⚠️ " + escape(_seed_message(-1)), *(gr.skip(),) * 8)
     with pytest.warns(UserWarning):  # step 1 not done
         out = app.posterior_handler(app.new_session(), "a", "amy", "b", "john", 200, 200, 2, SEED)
     assert out[1] == "⚠️ " + escape(app.MSG_SPEC_FIRST)
@@ -592,7 +592,7 @@ def test_bayes_interval_mass_and_time_limit_are_checked_inline(weat_session):
     with pytest.warns(UserWarning):
         out = app.bayes_handler(weat_session, "hierarchical", 200, 200, 2, SEED, 1.5, 60)
     assert out == (gr.skip(), "⚠️ " + escape(MSG_BAD_NUMBER.format(label=b.label, low=b.low, high=b.high, value=1.5)),
-                   *(gr.skip(),) * 7)
+                   *(gr.skip(),) * 8)
     with pytest.warns(UserWarning):
         out = app.bayes_handler(weat_session, "hierarchical", 200, 200, 2, SEED, 0.9, 0)
     assert out[1] == "⚠️ " + escape(MSG_BAD_POSITIVE.format(label=t.label, low=t.low, high=t.high, value=0))
@@ -618,8 +618,13 @@ def test_bayes_estimate_shows_the_data_it_was_given(weat_session, glove):
     assert ticks and ticks[-1] == 100 and result.seed == SEED
     # the first attempt ran with the settings given; later ones (if any) with more, each recorded
     assert result.attempts[0]["draws"] == 1000 and result.draws == result.attempts[-1]["draws"]
-    status, priors, fig, contrast_fig, diag, table, csv_u, json_u = app.bayes_view(run)
+    status, reading, priors, fig, contrast_fig, diag, table, csv_u, json_u = app.bayes_view(run)
     assert "Normal(M[connection], tau[connection])" in priors and "R-hat" in diag
+    # issue 28 item 4: the reading opens with the verdict; an unconverged fit gives none and reads no contrast
+    assert reading.startswith("Verdict: ")
+    if not result.diagnostics["converged"]:
+        assert reading.startswith("Verdict: no verdict — the sampler did not converge"), reading
+        assert "credibl" not in reading.replace("A bias is called credible", "") and "significant" not in reading
     assert f"{result.diagnostics['divergences']} divergent transitions" in status
     assert f"divergent transitions {result.diagnostics['divergences']}" in diag
     # observed mean distance of 'he' to its own stereotype list, by hand
@@ -644,15 +649,15 @@ def test_bayes_estimate_shows_the_data_it_was_given(weat_session, glove):
 def test_bayes_section_names_the_lists_of_the_spec_never_protected_words(weat_session):
     """The section called every target word a 'protected word' (math and arts words too)."""
     run = app.bayes_core(weat_session, "additive", 1000, 1000, 2, SEED)
-    status, priors, fig, contrast_fig, diag, table, _, _ = app.bayes_view(run)
-    texts = [status, priors, diag, fig.layout.title.text, contrast_fig.layout.title.text, " ".join(table.columns),
+    status, reading, priors, fig, contrast_fig, diag, table, _, _ = app.bayes_view(run)
+    texts = [status, reading, priors, diag, fig.layout.title.text, contrast_fig.layout.title.text, " ".join(table.columns),
              *(tr.name for tr in (*fig.data, *contrast_fig.data))]
     texts += [str(row) for tr in (*fig.data, *contrast_fig.data) for row in tr.customdata]
     assert not [t for t in texts if "protected" in t.lower()]
     # the lists by their names in this spec: targets "male" and "female", attributes "male jobs" and "female jobs"
     assert "each word of male and female" in fig.layout.title.text
     assert "male ↔ male jobs, female ↔ female jobs" in fig.layout.title.text
-    assert "the words of male and female" in diag and list(table.columns[:2]) == ["word", "target list"]
+    assert "the words of male and female" in reading and list(table.columns[:2]) == ["word", "target list"]
     assert set(table["target list"]) == {"", "male", "female"}
     # the controls of the section, before anything is run
     demo = app.build_demo(allow_server_paths=False)
@@ -666,11 +671,17 @@ def test_posterior_sampler_section_renders_its_result(weat_session):
     run = app.posterior_core(weat_session, "women", "amy, joan, lisa, sarah", "=1+1 men", "john, paul, mike, kevin",
                              200, 200, 2, SEED)
     result = run["posterior"]
-    status, reading, acf, pca, words, groups, csv_u, _ = app.posterior_view(run)
+    status, reading, details, acf, pca, words, groups, csv_u, _ = app.posterior_view(run)
     assert len(acf.data) == 4
-    assert "AUC" in reading and status.startswith("✅" if result.diagnostics["converged"] else "⚠️")
-    # divergences and acceptance in the summary, whatever the outcome
-    assert f"{result.diagnostics['divergences']} divergent transitions" in reading and "mean acceptance" in reading
+    assert "AUC" in details and status.startswith("✅" if result.diagnostics["converged"] else "⚠️")
+    # divergences and acceptance in the details, whatever the outcome
+    assert f"{result.diagnostics['divergences']} divergent transitions" in details and "mean acceptance" in details
+    # issue 28 item 4: the reading opens with the verdict; unconverged (as this short run often is): no verdict and
+    # no claim of significance anywhere in the reading
+    assert reading.startswith("Verdict: ")
+    if not result.diagnostics["converged"]:
+        assert reading.startswith("Verdict: no verdict — the sampler did not converge"), reading
+        assert "significant" not in reading
     assert list(words["nearest to +"]) == [w for w, _ in result.words["+"]["nearest"]]
     t = result.group_tests[0]
     assert groups["p (permutation)"].iloc[0] == t["p_permutation"]
