@@ -95,7 +95,7 @@ def test_compare_two_tiny_models_in_gpt_and_two_embeddings_in_psychophysics(tmp_
             page.locator("#import-message").get_by_text("Imported 24 sentence pairs").wait_for()
             _type_model(page, "model-id", model_a)
             page.click("#data-run")
-            page.locator("#results-summary").get_by_text("Stereotype score").wait_for()
+            page.locator("#results-reading").get_by_text("Verdict:").first.wait_for()
 
             page.locator("#compare-section").get_by_text("Compare with another model").first.click()
             _type_model(page, "compare-model", model_b)

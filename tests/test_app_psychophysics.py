@@ -650,8 +650,8 @@ def test_bayes_section_names_the_lists_of_the_spec_never_protected_words(weat_se
     """The section called every target word a 'protected word' (math and arts words too)."""
     run = app.bayes_core(weat_session, "additive", 1000, 1000, 2, SEED)
     status, reading, priors, fig, contrast_fig, diag, table, _, _ = app.bayes_view(run)
-    texts = [status, reading, priors, diag, fig.layout.title.text, contrast_fig.layout.title.text, " ".join(table.columns),
-             *(tr.name for tr in (*fig.data, *contrast_fig.data))]
+    texts = [status, reading, priors, diag, fig.layout.title.text, contrast_fig.layout.title.text,
+             " ".join(table.columns), *(tr.name for tr in (*fig.data, *contrast_fig.data))]
     texts += [str(row) for tr in (*fig.data, *contrast_fig.data) for row in tr.customdata]
     assert not [t for t in texts if "protected" in t.lower()]
     # the lists by their names in this spec: targets "male" and "female", attributes "male jobs" and "female jobs"

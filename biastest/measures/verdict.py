@@ -39,6 +39,7 @@ __all__ = [
     "Standing",
     "count_verdict",
     "run_standing",
+    "share_claim",
     "size_word",
     "verdict",
 ]
@@ -162,6 +163,21 @@ def run_standing(provenance: Any) -> Standing:
     if isinstance(info, Mapping) and info.get("complete") is False:
         return Standing.PARTIAL
     return Standing.OK
+
+
+#: The size of a share's distance from 50 % in words (the cuts in points, as the stereotype score's reading).
+SHARE_SIZES = ((5.0, 15.0), ("slight", "moderate", "strong"))
+
+
+def share_claim(c: Any, *, what: str, above: str = "towards the stereotype",
+                below: str = "against the stereotype") -> Claim:
+    """The :class:`Claim` of a share in % with a cluster-aware summary
+    (:class:`~biastest.stats.clusters.ClusterSummary`: its interval when shown, else its reason; its sign test)."""
+    shown = bool(c.interval_shown)
+    return Claim(what=what, estimate=c.estimate, low=c.low if shown else None, high=c.high if shown else None,
+                 null=50, above=above, below=below, level=c.confidence, interval_name="cluster interval", unit="%",
+                 p_value=c.p_value, alpha=1 - c.confidence, size=size_word(c.estimate - 50, *SHARE_SIZES),
+                 no_interval=c.reason or "too few clusters")
 
 
 def size_word(distance: float, cuts: tuple[float, float], words: tuple[str, str, str]) -> str:

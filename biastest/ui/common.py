@@ -35,6 +35,7 @@ from biastest.runner.services import shared_dataset
 
 __all__ = [
     "CSS",
+    "DETAILS_LABEL",
     "MAX_UPLOAD",
     "MSG_UNEXPECTED",
     "STEP_IDS",
@@ -63,6 +64,10 @@ MSG_UNEXPECTED = (
 )
 
 STEP_IDS = ("spec", "data", "results")
+
+#: The closed section under a result's verdict and figures that holds its diagnostics (intervals and tests by
+#: name, clusters and design effect, sampler diagnostics, how it was computed) — the same words in the three apps.
+DETAILS_LABEL = "Details: every number, how it was computed, and its diagnostics"
 
 #: Largest upload Gradio accepts before it reaches the disk.
 MAX_UPLOAD = "50mb"

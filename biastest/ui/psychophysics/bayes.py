@@ -23,6 +23,7 @@ from biastest.measures.bayes.score import DEFAULT_CHAINS, DEFAULT_DRAWS, DEFAULT
 from biastest.report.text import level_percent
 from biastest.spec import BiasSpec
 from biastest.ui.common import (
+    DETAILS_LABEL,
     USER_MISTAKES,
     escape,
     option_value,
@@ -158,7 +159,7 @@ def build() -> Section:
     sec.add("contrast_plot", gr.Plot(label="Contrasts with the controls", elem_id="bayes-contrast-plot"), None)
     sec.add("table", gr.Dataframe(label="Contrasts per target word", interactive=False, elem_id="bayes-table"),
             None)
-    with gr.Accordion("Details: the sampler's diagnostics", open=False, elem_id="bayes-details"):
+    with gr.Accordion(DETAILS_LABEL, open=False, elem_id="bayes-details"):
         sec.add("diagnostics", gr.Markdown("", elem_id="bayes-diagnostics"), "")
     with gr.Row():
         sec.add("csv", gr.DownloadButton("Download CSV", visible=False, elem_id="bayes-download-csv"),

@@ -16,6 +16,7 @@ from biastest.measures.posterior import PosteriorItems, PosteriorOptions, load_d
 from biastest.measures.posterior import report as rep
 from biastest.spec import parse_terms
 from biastest.ui.common import (
+    DETAILS_LABEL,
     USER_MISTAKES,
     escape,
     option_value,
@@ -128,7 +129,7 @@ def build() -> Section:
     sec.run = gr.Button("Sample the posteriors", variant="primary", elem_id="posterior-run")
     sec.add("status", gr.Markdown("", elem_id="posterior-status"), "")
     sec.add("reading", gr.Markdown("", elem_id="posterior-reading"), "")
-    with gr.Accordion("Details: the classifier and the sampler's diagnostics", open=False, elem_id="posterior-details"):
+    with gr.Accordion(DETAILS_LABEL, open=False, elem_id="posterior-details"):
         sec.add("details", gr.Markdown("", elem_id="posterior-diagnostics"), "")
     with gr.Row():
         sec.add("acf", gr.Plot(label="Autocorrelation (paper Fig. 5)", elem_id="posterior-acf"), None)
