@@ -25,7 +25,7 @@ from biastest.models.embeddings import load_embeddings
 from biastest.spec import MSG_CUE_PAIR_SHAPE
 from biastest.specs import get_twoafc_spec
 from biastest.ui import psychophysics as app
-from tests.browser_helpers import SCREENSHOTS, chromium_browser, hover_text, served
+from tests.browser_helpers import SCREENSHOTS, chromium_browser, first_line, hover_text, open_details, served
 
 pytestmark = pytest.mark.browser
 
@@ -125,6 +125,9 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
         page.locator("#run-test").click()
         page.locator("#pse-plot .nsewdrag").wait_for()
         page.locator("#result-summary").get_by_text("What this shows").wait_for()
+        # issue 28 item 4: the reading opens with one verdict sentence (how many words lean beyond their interval)
+        verdict = first_line(page, "#result-summary")
+        assert verdict.startswith("Verdict: ") and "target words lean" in verdict, verdict
         assert tab(page, "3 · Results").get_attribute("aria-selected") == "true"
         page.locator("#labour-plot .nsewdrag").wait_for()
         page.screenshot(path=str(SCREENSHOTS / "psychophysics_results.png"), full_page=True)
@@ -270,6 +273,13 @@ def test_weat_then_bayesian_estimate_and_posterior_csv_in_the_browser(server, tm
         page.locator("#spec-next").click()
         page.locator("#data-summary").get_by_text("Math").wait_for()
         page.locator("#run-test").click()
+        page.locator("#weat-plot .nsewdrag").wait_for()
+        # issue 28 item 4: the reading opens with the verdict on d and its interval; the tables are in Details
+        page.locator("#result-summary").get_by_text("Verdict:").first.wait_for()
+        verdict = first_line(page, "#result-summary")
+        assert verdict.startswith("Verdict: ") and "WEAT effect size d of" in verdict, verdict
+        assert not page.locator("#weat-table").is_visible()
+        open_details(page, "weat-details")
         page.locator("#weat-table").get_by_text("WEAT effect size d").wait_for()
         assert page.locator("#weat-table").get_by_text("WEAT test statistic s(X, Y, A, B)").count() == 1
         page.locator("#bayes-section").get_by_text("Bayesian estimate with control groups").first.click()
@@ -277,6 +287,9 @@ def test_weat_then_bayesian_estimate_and_posterior_csv_in_the_browser(server, tm
         page.locator("#bayes-run").click()
         page.locator("#bayes-plot .nsewdrag").wait_for()
         page.locator("#bayes-status").get_by_text("Bayesian estimate done").wait_for()
+        verdict = first_line(page, "#bayes-reading")  # issue 28 item 4: the verdict on the overall contrast first
+        assert verdict.startswith("Verdict: ") and "highest-density interval" in verdict, verdict
+        open_details(page, "bayes-details")
         status = page.locator("#bayes-status").inner_text()
         assert "converged on attempt" in status and "divergent transitions" in status and "89% HPDI" in status
         assert page.locator("#bayes-download-csv").is_visible()
@@ -288,7 +301,7 @@ def test_weat_then_bayesian_estimate_and_posterior_csv_in_the_browser(server, tm
         assert "protected" not in section.lower()
         assert "each word of Math and Arts" in page.locator("#bayes-plot text.gtitle").text_content()
         assert "Math ↔ Male terms, Arts ↔ Female terms" in page.locator("#bayes-plot text.gtitle").text_content()
-        assert "the words of Math and Arts" in page.locator("#bayes-diagnostics").inner_text()
+        assert "the words of Math and Arts" in page.locator("#bayes-reading").inner_text()
 
         # the posterior sampler: its CSV says positive/negative, and a formula typed as a name stays text
         section = page.locator("#posterior-section")
@@ -300,6 +313,12 @@ def test_weat_then_bayesian_estimate_and_posterior_csv_in_the_browser(server, tm
             box.press("Tab")
         page.locator("#posterior-run").click()
         page.locator("#posterior-status").get_by_text("Posteriors sampled").wait_for()
+        # issue 28 item 4: the verdict first; 200 + 200 draws rarely converge, and then no significance is claimed
+        verdict = first_line(page, "#posterior-reading")
+        assert verdict.startswith("Verdict: "), verdict
+        if "NOT converged" in page.locator("#posterior-status").inner_text():
+            assert verdict.startswith("Verdict: no verdict — the sampler did not converge"), verdict
+            assert "significant" not in page.locator("#posterior-reading").inner_text()
         with page.expect_download() as info:
             page.locator("#posterior-download-csv").click()
         path = tmp_path / "posterior.csv"

@@ -358,7 +358,9 @@ def test_run_matches_a_naive_zero_shot_computation_and_the_csv(ran, tiny_clip):
 
 
 def test_results_view_grid_hover_and_thumbnails(ran):
-    (summary, bars, grid, table, pick, picked, picked_md, csv_u, json_u) = app.results_view(ran)
+    (reading, summary, bars, grid, table, pick, picked, picked_md, csv_u, json_u) = app.results_view(ran)
+    # issue 28 item 4: the reading opens with the verdict; the headline number and diagnostics are the details
+    assert reading.startswith("Verdict: ") and "bias score of" in reading.split("\n")[0]
     result = ran["result"]
     first = result.images[0]
     lean = "doctor (the stereotype of man)" if first.verdict == "T1" else \
@@ -488,8 +490,8 @@ def test_html_in_terms_is_shown_as_text_everywhere(tiny_clip, tmp_path):
     _, md = app.coverage_view(session)
     assert "<i>" not in md
     new = app.run_core(session, str(tiny_clip), ["a photo of a {term}"], "", "sum-prob", "", 0, 2, 200)
-    summary, bars, grid, *_ = app.results_view(new)
-    assert "<script>" not in summary and "doc&lt;script&gt;" in summary
+    reading, summary, bars, grid, *_ = app.results_view(new)
+    assert "<script>" not in summary + reading and "doc&lt;script&gt;" in summary
     trace = grid.data[0]
     assert {cd[0] for cd in trace.customdata} == {"&lt;i&gt;man&lt;/i&gt;", "wo&amp;man"}
     assert "<script>" not in trace.hovertemplate and "P(doc&lt;script&gt;)" in trace.hovertemplate

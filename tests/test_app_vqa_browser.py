@@ -31,7 +31,7 @@ import pytest
 from PIL import Image
 
 from biastest.report.export import round_cell
-from tests.browser_helpers import SCREENSHOTS, chromium_browser, free_port, served
+from tests.browser_helpers import SCREENSHOTS, chromium_browser, first_line, free_port, open_details, served
 
 pytestmark = pytest.mark.browser
 
@@ -149,8 +149,13 @@ def test_browser_walk_spec_upload_run_hover_download_reset(tiny_clip, tmp_path):
         page.screenshot(path=str(SCREENSHOTS / "vqa_data.png"), full_page=True)
         page.click("#run-test")
 
-        # step 3: results
-        page.locator("#result-summary").get_by_text("Bias score").wait_for(timeout=60_000)
+        # step 3: results, opening with the verdict sentence (issue 28 item 4); the numbers behind it in Details
+        page.locator("#result-summary").get_by_text("Verdict:").first.wait_for(timeout=60_000)
+        verdict = first_line(page, "#result-summary")
+        assert verdict.startswith("Verdict: ") and "bias score of" in verdict, verdict
+        assert not page.locator("#result-details-text").is_visible()
+        open_details(page, "result-details")
+        page.locator("#result-details-text").get_by_text("Bias score").wait_for(timeout=60_000)
         page.locator("#vqa-image-grid .scatterlayer .point").first.wait_for()
         points = page.locator("#vqa-image-grid .scatterlayer .point")
         assert points.count() == 2 * PER_TERM
@@ -392,7 +397,9 @@ def test_results_under_the_mount_read_in_one_set_of_names(tiny_clip, tmp_path, m
         model_box.press("Enter")
         model_box.blur()
         page.click("#run-test")
-        page.locator("#result-summary").get_by_text("Bias score").wait_for(timeout=90_000)
+        page.locator("#result-summary").get_by_text("Verdict:").first.wait_for(timeout=90_000)
+        open_details(page, "result-details")
+        page.locator("#result-details-text").get_by_text("Bias score").wait_for(timeout=90_000)
         page.locator("#vqa-image-grid .scatterlayer .point").first.wait_for()
 
         # 1. the picked image loads under the mount (its address carries /vqa), also after picking another
@@ -420,13 +427,14 @@ def test_results_under_the_mount_read_in_one_set_of_names(tiny_clip, tmp_path, m
             assert f"{field}: {value}" in details, (field, value, details)
         assert rep.leans_to(first, lab).split(" (")[0] in (lab.target1, lab.target2)
         page.locator("#vqa-hover-card .bt-card-text").get_by_text(f"leans to: {rep.leans_to(first, lab)}").wait_for()
-        summary = page.locator("#result-summary").inner_text()
+        summary = "\n".join(page.locator(f"#{i}").inner_text() for i in ("result-summary", "result-details-text"))
         bar_labels = page.locator("#vqa-term-bars .ytick text").all_text_contents()
         for text in (hover, details, summary, " ".join(bar_labels)):
             assert not [w for w in PLACEHOLDERS if re.search(rf"\b{w}\b", text)], text
         assert "doctor / engineer for pictures of man / father" in summary
         # the summary reads in short parts, not one dense paragraph
-        parts = page.evaluate("() => [...document.querySelectorAll('#result-summary p, #result-summary li')]"
+        parts = page.evaluate("() => [...document.querySelectorAll('#result-summary p, #result-summary li, "
+                              "#result-details-text p, #result-details-text li')]"
                               ".map(e => e.innerText.split(/\\s+/).length)")
         assert len(parts) >= 6 and max(parts) <= 50, parts
 
