@@ -26,13 +26,14 @@ from biastest.ui.common import (
     DETAILS_LABEL,
     USER_MISTAKES,
     escape,
+    inline_failures,
     option_value,
     progress_callback,
     session_export_dir,
     user_errors,
     warn_inline,
 )
-from biastest.ui.psychophysics.state import Section, need_session
+from biastest.ui.psychophysics.state import ACTION_BAYES, Section, need_session
 
 MSG_BAYES_NEEDS_WEAT = (
     "The Bayesian estimate needs two target lists and two attribute lists: choose “WEAT / MAC” in step 1 "
@@ -113,6 +114,7 @@ def bayes_status(result) -> str:
 
 
 @user_errors
+@inline_failures(ACTION_BAYES, 10, 1)
 def bayes_handler(session, model, draws, tune, chains, seed, hdi_prob=HDI_PROB, time_limit=DEFAULT_TIME_LIMIT,
                   progress=gr.Progress()):
     """Run the Bayesian estimate (progress bar) and render it; a mistake inline under the button, nothing else."""

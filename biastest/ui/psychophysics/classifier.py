@@ -29,8 +29,8 @@ from biastest.models.protocols import TextClassifier
 from biastest.report.text import md_escape
 from biastest.spec import BiasSpec, TwoAFCSpec
 from biastest.ui.chat_choice import CHAT_ENDPOINT, CHAT_HERE, chat_where_visibility, model_and_endpoint
-from biastest.ui.common import option_value, progress_callback, unlock_step, user_errors
-from biastest.ui.psychophysics.state import MSG_SPEC_FIRST, Section, need_session
+from biastest.ui.common import inline_failures, option_value, progress_callback, unlock_step, user_errors
+from biastest.ui.psychophysics.state import ACTION_CLASSIFIER, MSG_SPEC_FIRST, Section, need_session
 
 __all__ = [
     "MSG_CLASSIFIER_DONE",
@@ -98,6 +98,7 @@ def make_classifier_run_handler(n_outputs: int):
     """The "Score with the classifier" handler; outputs: message, session, tabs, tab 3, :func:`classifier_view`'s."""
 
     @user_errors
+    @inline_failures(ACTION_CLASSIFIER, 4 + n_outputs, 0)
     def run_handler(session, where, model_id, url, api_key, positive, seed, progress=gr.Progress(), *,
                     model: TextClassifier | None = None, n_resamples: int | None = None):
         """Score, show the result in step 3 (a mistake: the measure's message next to the button)."""

@@ -19,13 +19,14 @@ from biastest.ui.common import (
     DETAILS_LABEL,
     USER_MISTAKES,
     escape,
+    inline_failures,
     option_value,
     progress_callback,
     session_export_dir,
     user_errors,
     warn_inline,
 )
-from biastest.ui.psychophysics.state import Section, need_session
+from biastest.ui.psychophysics.state import ACTION_POSTERIOR, Section, need_session
 
 MSG_POSTERIOR_DONE = (
     "✅ Posteriors sampled ({seconds:.1f} s of sampling): converged, {divergences} divergent transitions, mean "
@@ -93,6 +94,7 @@ def posterior_view(session: dict[str, Any]) -> tuple:
 
 
 @user_errors
+@inline_failures(ACTION_POSTERIOR, 10, 1)
 def posterior_handler(session, name_a, words_a, name_b, words_b, draws, tune, chains, seed, progress=gr.Progress()):
     """Train the classifier, sample both posteriors (progress bar) and render them; a mistake inline, nothing else."""
     try:

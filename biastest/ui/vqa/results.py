@@ -46,6 +46,7 @@ from biastest.ui.common import (
     DETAILS_LABEL,
     USER_MISTAKES,
     escape,
+    inline_failures,
     offered,
     option_value,
     progress_callback,
@@ -286,7 +287,14 @@ def recluster_handler(session, clusters):
     )
 
 
+#: The Run button's action, as its failure message names it (:func:`~biastest.ui.common.inline_failures`).
+ACTION_RUN = "The test"
+#: Outputs of :func:`run_handler`: session, run message, tabs, results tab, then :func:`results_view`'s ten.
+RUN_OUTPUTS = 14
+
+
 @user_errors
+@inline_failures(ACTION_RUN, RUN_OUTPUTS, 1)
 def run_handler(session, *values, progress=gr.Progress()):
     """Step 2 → results: run, render, unlock the results tab; a mistake the user can fix stays inline in step 2.
 
@@ -298,7 +306,7 @@ def run_handler(session, *values, progress=gr.Progress()):
     try:
         new = run_inputs(session, RunInputs(*values), progress=progress_callback(progress))
     except (*USER_MISTAKES, EndpointError) as exc:  # an endpoint's answer: what to check is in the message
-        return (session, warn_inline(exc), *(gr.skip(),) * 12)
+        return (session, warn_inline(exc), *(gr.skip(),) * (RUN_OUTPUTS - 2))
     tabs, tab3 = unlock_step("results")
     result, message = new["result"], ""
     if result.not_scored:
