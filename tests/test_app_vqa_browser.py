@@ -561,3 +561,58 @@ def test_two_servers_share_generated_pictures_through_the_dataset(tmp_path):
                 a.image_term, a.prompt, a.model, a.seed, a.source, a.generator)
             assert img.provenance.get("generated_sha256") == a.provenance.get("generated_sha256")
         assert token not in (tmp_path / "a.log").read_text() + (tmp_path / "b.log").read_text()
+
+
+#: Which components show Gradio's red "Error" pill (a handler raised): the ids of their blocks.
+ERROR_PILLS = """() => [...document.querySelectorAll('[data-testid="status-tracker"] .error')]
+  .map(e => (e.closest('[id]') || {}).id || '?')"""
+
+
+def _type_model(page, name: str) -> None:
+    box = page.locator("#model-id input").first
+    box.fill(name)
+    box.press("Enter")
+    box.blur()
+
+
+def test_a_failed_run_says_why_beside_run_over_no_old_warning_and_the_next_run_clears_it(tiny_clip, tmp_path,
+                                                                                            monkeypatch):
+    """Issue 28 item 6: a /vqa run that failed showed a red "Error" over the old warning; now the reason replaces
+    the old message next to the Run button, nothing turns red, and the next run clears it."""
+    from biastest.store import DatasetStore
+    from biastest.ui.common import MSG_UNEXPECTED_REASON
+    from biastest.ui.vqa import build_demo
+    from biastest.ui.vqa import results as vresults
+
+    pictures = _pictures(tmp_path / "pictures")
+    demo = build_demo(store=DatasetStore(tmp_path / "store"))
+    with served(demo) as url, chromium_browser() as browser:
+        page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+        page.set_default_timeout(30_000)
+        page.goto(url, wait_until="domcontentloaded")
+        page.locator("#spec-group1").wait_for()
+        _fill_spec(page)
+        page.locator("#spec-message").get_by_text("Specification is valid").wait_for()
+        page.click("#spec-next")
+        _upload(page, "man", pictures["man"], PER_TERM)
+        _upload(page, "woman", pictures["woman"], 2 * PER_TERM)
+        # an old message under the button: a run without a model is a mistake, said inline
+        _type_model(page, "")
+        page.click("#run-test")
+        page.locator("#run-message").get_by_text("⚠️").first.wait_for()
+        old = page.locator("#run-message").inner_text()
+        # the next run fails in a way the page did not expect
+        original = vresults.run_inputs
+        monkeypatch.setattr(vresults, "run_inputs", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("/srv/x")))
+        _type_model(page, str(tiny_clip))
+        page.click("#run-test")
+        page.locator("#run-message").get_by_text("The test did not work").wait_for()
+        said = page.locator("#run-message").inner_text()
+        assert said.startswith("⛔") and MSG_UNEXPECTED_REASON.split(":")[0] in said and "/srv/x" not in said
+        assert old.strip() not in said and "⚠️" not in said  # the old warning is gone, not shown under an error
+        assert page.evaluate(ERROR_PILLS) == []  # nothing turned red
+        # and the next run, which works, clears the message and opens step 3 with its verdict
+        monkeypatch.setattr(vresults, "run_inputs", original)
+        page.click("#run-test")
+        page.locator("#result-summary").get_by_text("Verdict:").first.wait_for(timeout=90_000)
+        assert page.locator("#run-message").inner_text().strip() == ""
