@@ -387,6 +387,43 @@ def test_a_bad_seed_is_shown_inline_and_as_a_warning_never_as_an_error(server):
         assert page.evaluate(ERROR_PILLS) == []
 
 
+def test_a_run_that_fails_says_why_beside_run_over_no_old_warning(server, monkeypatch):
+    """Issue 28 item 6: a failure the page did not expect was a red toast that vanished, over the old warning; now
+    the reason replaces the old message next to "Run the test", nothing turns red, and the next run clears it."""
+    from biastest.ui.common import MSG_UNEXPECTED_REASON
+    from biastest.ui.psychophysics import data
+
+    with chromium_browser() as browser:
+        page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+        page.set_default_timeout(TIMEOUT)
+        page.goto(server, wait_until="domcontentloaded")
+        page.wait_for_selector("#twoafc-targets")
+        page.locator("#twoafc-targets textarea").fill("nurse, engineer, teacher")
+        page.locator("#twoafc-cues textarea").fill("she/he, woman/man")
+        page.locator("#spec-next").click()
+        page.locator("#data-summary").get_by_text("3 of 3 found").wait_for()
+        _fill_number(page, "seed", -1)  # an old message under the button
+        page.locator("#run-test").click()
+        page.locator("#run-message").get_by_text("⚠️").first.wait_for()
+        _warned_not_red(page, _seed_message(-1))
+
+        original = data.run_core
+        monkeypatch.setattr(data, "run_core", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("/srv/x")))
+        _fill_number(page, "seed", 3)
+        page.locator("#run-test").click()
+        page.locator("#run-message").get_by_text("The test did not work").wait_for()
+        said = page.locator("#run-message").inner_text()
+        assert said.startswith("⛔") and MSG_UNEXPECTED_REASON.split(":")[0] in said and "/srv/x" not in said
+        assert "⚠️" not in said and page.evaluate(ERROR_PILLS) == []  # the old warning is gone; nothing red
+        assert tab(page, "3 · Results").is_disabled()
+
+        monkeypatch.setattr(data, "run_core", original)
+        page.locator("#run-test").click()
+        page.locator("#pse-plot .nsewdrag").wait_for()
+        assert page.locator("#run-message").inner_text().strip() == ""
+        assert first_line(page, "#result-summary").startswith("Verdict: ")
+
+
 def test_a_broken_upload_is_named_by_its_file_name_not_the_servers_folder(server, tmp_path):
     """A broken upload's message showed where the server keeps uploads (/tmp/gradio/<hash>/garbage.txt)."""
     from gradio.utils import get_upload_folder
