@@ -266,7 +266,8 @@ def test_a_planted_classifier_effect_is_found_and_step3_shows_the_table_and_down
     result = out[1]["classifier"]
     assert tuple(result.groups) == ("female", "male") and result.share.estimate > 80 and result.share.low > 50
     box, headline, table, csv_btn, json_btn = out[4:]
-    assert box.visible is True and headline == md_escape(report_clf.headline(result))
+    assert box.visible is True and headline == md_escape(report_clf.reading(result))
+    assert headline.startswith("Verdict: ")  # issue 28 item 4: the reading opens with the verdict
     assert len(table) == len(report_clf.summary_rows(result)) and "template" in set(table.iloc[:, 0])
     with open(csv_btn.value["path"], encoding="utf-8-sig", newline="") as f:
         assert sum(1 for _ in csv.DictReader(f)) == len(report_clf.csv_rows(result))

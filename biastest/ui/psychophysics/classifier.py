@@ -124,7 +124,7 @@ def classifier_view(session: dict[str, Any]) -> tuple:
     """Step 3's classifier components: box, headline, table, CSV, JSON."""
     result: Classifier2AFCResult = session["classifier"]
     csv_path, json_path = report.export_files(result)
-    return (gr.Column(visible=True), md_escape(report.headline(result)), table_frame(result),
+    return (gr.Column(visible=True), md_escape(report.reading(result)), table_frame(result),
             gr.DownloadButton(value=str(csv_path), visible=True), gr.DownloadButton(value=str(json_path), visible=True))
 
 
