@@ -145,3 +145,12 @@ def test_the_posterior_reading_of_an_unconverged_run_claims_no_significance():
             assert text.startswith(f"{PREFIX} no verdict — {MSG_NOT_CONVERGED}.") and "significant" not in text
         else:
             assert text.startswith(f"{PREFIX} a lean towards 'women'") and "(significant at 0.05)" in text
+
+
+def test_a_reason_written_to_stand_alone_reads_inside_the_sentence():
+    from biastest.stats.clusters import MSG_TOO_FEW_CLUSTERS
+
+    why = MSG_TOO_FEW_CLUSTERS.format(items="4 pairs", clusters="4 clusters", cluster_by="template", minimum=5)
+    text = verdict(_claim(low=None, high=None, p_value=None, no_interval=why))
+    assert "(no interval" not in text and "No interval" not in text and "the 4 pairs fall into only 4 clusters" in text
+    assert text.endswith("so it cannot be told apart from no bias (50 %).") and ".," not in text

@@ -230,7 +230,8 @@ def verdict(claim: Claim, *, standing: Standing = Standing.OK, why: str = "") ->
             return MSG_UNCONFIRMED.format(interval=interval, direction=lean["direction"], p=_p(claim.p_value),
                                           **fields)
         return MSG_LEAN.format(interval=interval, **lean, **fields)
-    why = claim.no_interval or "none was computed"
+    # a reason written to stand alone ("No interval: the 4 pairs fall into …") reads inside the sentence's brackets
+    why = (claim.no_interval or "none was computed").removeprefix("No interval: ").rstrip(".")
     if claim.p_value is None:
         return MSG_UNDECIDED.format(why=why, **fields)
     if confirmed:

@@ -558,8 +558,8 @@ def verdict_sentence(result: StereotypeResult) -> str:
                   above="towards the stereotype", below="against the stereotype", level=o.confidence,
                   interval_name=what.removeprefix(level_label(o.confidence)).strip(), unit="%", p_value=p,
                   alpha=1 - o.confidence, size=size_word(o.score - 50, (5, 15), ("slight", "moderate", "strong")),
-                  no_interval=(c.reason or "too few clusters") if c is not None and low is None
-                  else "no pair could be scored")
+                  no_interval="no pair could be scored" if not o.n else (c.reason if c is not None and c.reason
+                                                                          else "too few clusters"))
     return verdict(claim, standing=standing(result))
 
 

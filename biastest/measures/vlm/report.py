@@ -278,8 +278,8 @@ def verdict_sentence(result: VLMResult) -> str:
                   interval_name=what.removeprefix(level_label(plain.confidence, space=False)).strip(), unit="%",
                   p_value=p, alpha=1 - plain.confidence,
                   size=size_word(plain.score - 50, (5, 15), ("slight", "moderate", "strong")),
-                  no_interval=(c.reason or "too few clusters") if c is not None and low is None
-                  else "no image could be scored")
+                  no_interval="no image could be scored" if not plain.n else (
+                      c.reason if c is not None and c.reason else "too few clusters"))
     return verdict(claim, standing=run_standing(result.provenance))
 
 
