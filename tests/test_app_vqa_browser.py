@@ -594,17 +594,17 @@ def test_a_failed_run_says_why_beside_run_over_no_old_warning_and_the_next_run_c
         _fill_spec(page)
         page.locator("#spec-message").get_by_text("Specification is valid").wait_for()
         page.click("#spec-next")
-        _upload(page, "man", pictures["man"], PER_TERM)
-        _upload(page, "woman", pictures["woman"], 2 * PER_TERM)
-        # an old message under the button: a run without a model is a mistake, said inline
-        _type_model(page, "")
+        page.locator("#coverage-summary").get_by_text("No images yet").wait_for()
+        # an old message under the button: a run without pictures is a mistake, said inline
+        _type_model(page, str(tiny_clip))
         page.click("#run-test")
         page.locator("#run-message").get_by_text("⚠️").first.wait_for()
         old = page.locator("#run-message").inner_text()
+        _upload(page, "man", pictures["man"], PER_TERM)
+        _upload(page, "woman", pictures["woman"], 2 * PER_TERM)
         # the next run fails in a way the page did not expect
         original = vresults.run_inputs
         monkeypatch.setattr(vresults, "run_inputs", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("/srv/x")))
-        _type_model(page, str(tiny_clip))
         page.click("#run-test")
         page.locator("#run-message").get_by_text("The test did not work").wait_for()
         said = page.locator("#run-message").inner_text()
