@@ -27,7 +27,7 @@ from biastest.report.export import round_cell
 from biastest.spec import MSG_CUE_PAIR_SHAPE, MSG_EMPTY_LIST
 from biastest.specs import get_twoafc_spec, list_specs
 from biastest.ui import psychophysics as app
-from biastest.ui.common import MSG_UNEXPECTED, escape
+from biastest.ui.common import escape
 
 SEED = 0
 PAPER = "Occupations vs gender (Liang & Acuna 2020)"
@@ -285,16 +285,20 @@ def test_run_and_training_mistakes_are_inline_warnings_and_change_nothing_else(p
     assert out[1] == "⚠️ " + escape(app.MSG_SPEC_FIRST)
 
 
-def test_an_unexpected_failure_stays_a_red_error(paper_run, monkeypatch):
-    from biastest.ui.psychophysics import data
+def test_an_unexpected_failure_is_said_beside_the_button_never_its_text(paper_run, monkeypatch):
+    """It was a red error toast that vanished (issue 28 item 6): now the reason stays in the Run button's box."""
+    from biastest.ui.common import failure_message
+    from biastest.ui.psychophysics import data, state
 
     def broken(*_args, **_kw):
         raise RuntimeError("/secret/path")
 
     monkeypatch.setattr(data.twoafc_measure, "run", broken)
-    with pytest.raises(gr.Error) as err:
-        app.make_run_handler((), 16)(paper_run[0], app.REPLICATES_NONE, 0.05, None, "norm", False, 0, 10_000, SEED)
-    assert err.value.message == MSG_UNEXPECTED.format(kind="RuntimeError")
+    with pytest.warns(UserWarning):
+        out = app.make_run_handler((), 16)(paper_run[0], app.REPLICATES_NONE, 0.05, None, "norm", False, 0, 10_000,
+                                           SEED)
+    assert out[1] == failure_message(state.ACTION_RUN, RuntimeError()) and "/secret/path" not in out[1]
+    assert all(isinstance(v, type(gr.skip())) for i, v in enumerate(out) if i != 1)
 
 
 GARBAGE = "this is not a word-vector file\n"
