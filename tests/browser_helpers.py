@@ -162,3 +162,19 @@ def hover_text(page, plot_locator, *, fx: float = 0.5, fy: float = 0.5) -> list[
     page.mouse.move(box["x"] + box["width"] * fx, box["y"] + box["height"] * fy)
     page.wait_for_selector(".hovertext", timeout=10_000)
     return page.locator(".hovertext tspan").all_text_contents()
+
+
+def open_details(page, elem_id: str) -> None:
+    """Open a closed accordion (a result's "Details", issue 28) by clicking its label, as a user does; leave an open
+    one open. Its content is then visible to waits and reads."""
+    label = page.locator(f"#{elem_id} > button.label-wrap").first
+    label.wait_for(state="visible")
+    if "open" not in (label.get_attribute("class") or "").split():
+        label.click()
+    page.locator(f"#{elem_id} > button.label-wrap.open").first.wait_for(state="visible")
+
+
+def first_line(page, selector: str) -> str:
+    """The first non-empty line of an element's rendered text (a result's reading: its verdict sentence)."""
+    text = page.locator(selector).first.inner_text()
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")

@@ -65,6 +65,7 @@ def test_the_tab_shows_the_measures_figures_per_category_and_the_downloads(data)
                                              requests=direct.n_requests)
     assert direct.n_items == PER * len(CATS) and model.requests == direct.n_requests
     assert out[1] == bbq.summary_markdown(direct)
+    assert out[1].startswith("Verdict: ") and "AMB" in out[1].split("\n")[0]  # issue 28 item 4: verdict first
     assert out[2].visible is True
     table = pd.DataFrame(out[2].value["data"], columns=out[2].value["headers"])
     assert table.values.tolist() == bbq.category_frame(direct).values.tolist()

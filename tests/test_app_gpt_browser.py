@@ -22,7 +22,7 @@ import time
 import pytest
 
 from biastest.report.export import round_cell
-from tests.browser_helpers import SCREENSHOTS, chromium_browser, hover_text, served
+from tests.browser_helpers import SCREENSHOTS, chromium_browser, first_line, hover_text, open_details, served
 
 pytestmark = pytest.mark.browser
 
@@ -222,6 +222,11 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
         assert page.locator("#keep-non-minimal input").is_visible() and not page.locator(
             "#keep-non-minimal input").is_checked()
         page.click("#data-run")
+        # issue 28 item 4: step 3 opens with the verdict sentence; the numbers behind it are in the closed Details
+        page.locator("#results-reading").get_by_text("Verdict:").first.wait_for(timeout=60_000)
+        assert first_line(page, "#results-reading").startswith("Verdict: "), first_line(page, "#results-reading")
+        assert not page.locator("#results-summary").is_visible()  # folded away until asked for
+        open_details(page, "results-details")
         page.locator("#results-summary").get_by_text("left out: not minimal").first.wait_for(timeout=60_000)
         _close_toasts(page)
         page.get_by_role("tab", name="2 · Test data").click()
@@ -234,9 +239,12 @@ def test_browser_walk_generate_run_hover_download_reset(tiny_gpt2, tmp_path, mon
 
         # step 3: results; each pair's hover names it as the axes do
         page.locator("#results-summary").get_by_text("Stereotype score").wait_for(timeout=60_000)
+        reading = page.locator("#results-reading").inner_text()
+        assert first_line(page, "#results-reading").startswith("Verdict: ") and "stereotype score of" in reading
         page.locator("#pair-grid .scatterlayer .point").first.wait_for()
         points = page.locator("#pair-grid .scatterlayer .point")
         assert points.count() == 4
+        page.locator("#pair-grid .nsewdrag").first.scroll_into_view_if_needed()  # as a user scrolls to it
         hovers = []
         for i in range(4):
             box = points.nth(i).bounding_box()
@@ -395,7 +403,7 @@ def test_browser_zero_pair_run_answers_while_another_test_runs_and_zero_bars_hov
         page.get_by_text(MSG_WAITING_FOR_MODEL).first.wait_for(timeout=10_000)
         release.set()
         for p in (busy, page):
-            p.locator("#results-summary").get_by_text("Stereotype score").wait_for(timeout=60_000)
+            p.locator("#results-reading").get_by_text("Verdict:").first.wait_for(timeout=60_000)
         page.locator("#run-message").get_by_text("Tested 8 sentence pairs").wait_for(state="attached")  # in step 2
         # a model that cannot be loaded: the reason stays beside the run button (issue 28), not only in a toast
         page.get_by_role("tab", name="2 · Test data").click()

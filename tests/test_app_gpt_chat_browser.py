@@ -105,7 +105,10 @@ def test_a_chat_model_through_the_app(tmp_path, monkeypatch):
         # step 3: the readings first, then the figures
         readings = page.locator("#fc-readings")
         readings.get_by_text("chose the stereotyped one in 100.0%").wait_for(timeout=60_000)
-        assert readings.inner_text().startswith(f"When it chose a sentence, {SERVED} chose the stereotyped one")
+        # issue 28 item 4: the verdict sentence first, then the share in words
+        lines = [line for line in readings.inner_text().splitlines() if line.strip()]
+        assert lines[0].startswith("Verdict: a strong lean towards the stereotype — stereotyped-choice share"), lines
+        assert lines[1].startswith(f"When it chose a sentence, {SERVED} chose the stereotyped one")
         assert "Asked stub-chat about 8 sentence pairs (16 questions)" in page.locator("#chat-run-message").inner_text()
         assert "Position bias" in page.locator("#fc-summary").inner_text()
         assert not page.locator("#results-summary").is_visible()  # the likelihood part is hidden

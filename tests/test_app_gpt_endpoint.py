@@ -206,6 +206,10 @@ def test_a_budget_that_runs_out_keeps_the_scored_pairs_and_says_the_result_is_pa
                                                 model=md_escape(str(gpt2_dir)), why=md_escape(stop))
     assert 0 < result.n_scored < len(ROWS) and result.excluded_reasons.get("not-scored", 0) > 0
     assert report.MSG_SUMMARY_PARTIAL.format(message=md_escape(stop)) in out[4]
+    # issue 28 item 4: the reading opens with "no verdict" for a partial run, and claims no lean
+    from biastest.measures.verdict import MSG_PARTIAL, PREFIX
+    assert out[5] == f"{PREFIX} no verdict — {MSG_PARTIAL}." + out[5].split(f"{MSG_PARTIAL}.", 1)[1], out[5]
+    assert "significant" not in out[5] and "evidence of a" not in out[5] and "Holm" not in out[5]
     assert stub.count("/v1/completions") == 1
     with open(out[9].value["path"], newline="", encoding="utf-8-sig") as fh:
         rows = list(csv.DictReader(fh))
@@ -280,13 +284,17 @@ def _run_through_the_app_handler(stub, gpt2_dir, tokenizer: str, seed: int = 7):
 
 def test_scores_from_server_split_text_say_first_that_they_are_not_comparable(stub, gpt2_dir):
     from biastest.measures.stereotype.comparability import MSG_NOT_COMPARABLE
+    from biastest.measures.verdict import MSG_NOT_COMPARABLE as MSG_VERDICT_NOT_COMPARABLE
+    from biastest.measures.verdict import PREFIX as VERDICT_PREFIX
 
     out = _run_through_the_app_handler(stub, gpt2_dir, "none")
     there = StereotypeResult.from_dict(out[1]["result"])
     assert there.provenance["model"]["prompts"] == "text"
     assert all(isinstance(r["body"]["prompt"][0], str) for r in stub.requests if r["path"].endswith("/completions"))
     assert out[4].startswith(MSG_NOT_COMPARABLE)  # the summary's first sentence
-    assert out[5].startswith(MSG_NOT_COMPARABLE)  # and the reading's
+    # the reading's first sentence is the verdict: none, because the scores are not comparable (issue 28 item 4)
+    assert out[5].startswith(VERDICT_PREFIX + " no verdict — " + MSG_VERDICT_NOT_COMPARABLE), out[5]
+    assert MSG_NOT_COMPARABLE in out[5] and "significant" not in out[5] and "evidence of a" not in out[5]
     assert "significant" not in out[4].split("\n")[0]
 
 

@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from tests.browser_helpers import SCREENSHOTS, chromium_browser, served
+from tests.browser_helpers import SCREENSHOTS, chromium_browser, first_line, open_details, served
 
 pytestmark = pytest.mark.browser
 
@@ -109,6 +109,8 @@ def test_offline_picker_then_a_run_through_the_endpoint(tmp_path, monkeypatch):
         _fill(page, "endpoint-key", KEY)
         assert page.locator("#endpoint-key input").first.get_attribute("type") == "password"
         page.click("#data-run")
+        page.locator("#results-reading").get_by_text("Verdict:").first.wait_for(timeout=60_000)
+        open_details(page, "results-details")  # issue 28: where it was scored is among the details
         summary = page.locator("#results-summary")
         summary.get_by_text("Scored through the endpoint").wait_for(timeout=60_000)
         assert stub.base_url in summary.inner_text() and "token ids" in summary.inner_text()
@@ -134,5 +136,9 @@ def test_offline_picker_then_a_run_through_the_endpoint(tmp_path, monkeypatch):
         summary.get_by_text("Not comparable with in-process scores of the same model").wait_for(timeout=60_000)
         first = summary.inner_text().strip().split("\n")[0]
         assert "Not comparable with in-process scores" in first, first
+        # issue 28 item 4: the reading's first line is the verdict, which gives none and claims nothing
+        verdict = first_line(page, "#results-reading")
+        assert verdict.startswith("Verdict: no verdict — ") and "not comparable" in verdict, verdict
+        assert "significant" not in page.locator("#results-reading").inner_text()
         assert "text split into tokens by the server" in summary.inner_text()
         ctx.close()

@@ -27,7 +27,7 @@ from biastest.report.export import round_cell
 from biastest.spec import MSG_CUE_PAIR_SHAPE, MSG_EMPTY_LIST
 from biastest.specs import get_twoafc_spec, list_specs
 from biastest.ui import psychophysics as app
-from biastest.ui.common import MSG_UNEXPECTED, escape
+from biastest.ui.common import escape
 
 SEED = 0
 PAPER = "Occupations vs gender (Liang & Acuna 2020)"
@@ -310,16 +310,20 @@ def test_run_and_training_mistakes_are_inline_warnings_and_change_nothing_else(p
     assert out[1] == "⚠️ " + escape(app.MSG_SPEC_FIRST)
 
 
-def test_an_unexpected_failure_stays_a_red_error(paper_run, monkeypatch):
-    from biastest.ui.psychophysics import data
+def test_an_unexpected_failure_is_said_beside_the_button_never_its_text(paper_run, monkeypatch):
+    """It was a red error toast that vanished (issue 28 item 6): now the reason stays in the Run button's box."""
+    from biastest.ui.common import failure_message
+    from biastest.ui.psychophysics import data, state
 
     def broken(*_args, **_kw):
         raise RuntimeError("/secret/path")
 
     monkeypatch.setattr(data.twoafc_measure, "run", broken)
-    with pytest.raises(gr.Error) as err:
-        app.make_run_handler((), 16)(paper_run[0], app.REPLICATES_NONE, 0.05, None, "norm", False, 0, 10_000, SEED)
-    assert err.value.message == MSG_UNEXPECTED.format(kind="RuntimeError")
+    with pytest.warns(UserWarning):
+        out = app.make_run_handler((), 16)(paper_run[0], app.REPLICATES_NONE, 0.05, None, "norm", False, 0, 10_000,
+                                           SEED)
+    assert out[1] == failure_message(state.ACTION_RUN, RuntimeError()) and "/secret/path" not in out[1]
+    assert all(isinstance(v, type(gr.skip())) for i, v in enumerate(out) if i != 1)
 
 
 GARBAGE = "this is not a word-vector file\n"
@@ -595,16 +599,16 @@ def test_bayes_needs_a_weat_spec(paper_run):
     assert err.value.message == app.MSG_BAYES_NEEDS_WEAT
     with pytest.warns(UserWarning):  # in the app: under the section's button, a warning; nothing else changes
         out = app.bayes_handler(paper_run[0], "hierarchical", 200, 200, 1, SEED)
-    assert out == (gr.skip(), "⚠️ " + escape(app.MSG_BAYES_NEEDS_WEAT), *(gr.skip(),) * 7)
+    assert out == (gr.skip(), "⚠️ " + escape(app.MSG_BAYES_NEEDS_WEAT), *(gr.skip(),) * 8)
 
 
 def test_sampler_mistakes_are_inline_warnings(weat_session):
     with pytest.warns(UserWarning):
         out = app.bayes_handler(weat_session, "hierarchical", 200, 200, 2, -1)
-    assert out == (gr.skip(), "⚠️ " + escape(_seed_message(-1)), *(gr.skip(),) * 7)
+    assert out == (gr.skip(), "⚠️ " + escape(_seed_message(-1)), *(gr.skip(),) * 8)
     with pytest.warns(UserWarning):
         out = app.posterior_handler(weat_session, "a", "amy, joan", "b", "john, paul", 200, 200, 2, -1)
-    assert out == (gr.skip(), "⚠️ " + escape(_seed_message(-1)), *(gr.skip(),) * 7)
+    assert out == (gr.skip(), "⚠️ " + escape(_seed_message(-1)), *(gr.skip(),) * 8)
     with pytest.warns(UserWarning):  # step 1 not done
         out = app.posterior_handler(app.new_session(), "a", "amy", "b", "john", 200, 200, 2, SEED)
     assert out[1] == "⚠️ " + escape(app.MSG_SPEC_FIRST)
@@ -617,7 +621,7 @@ def test_bayes_interval_mass_and_time_limit_are_checked_inline(weat_session):
     with pytest.warns(UserWarning):
         out = app.bayes_handler(weat_session, "hierarchical", 200, 200, 2, SEED, 1.5, 60)
     assert out == (gr.skip(), "⚠️ " + escape(MSG_BAD_NUMBER.format(label=b.label, low=b.low, high=b.high, value=1.5)),
-                   *(gr.skip(),) * 7)
+                   *(gr.skip(),) * 8)
     with pytest.warns(UserWarning):
         out = app.bayes_handler(weat_session, "hierarchical", 200, 200, 2, SEED, 0.9, 0)
     assert out[1] == "⚠️ " + escape(MSG_BAD_POSITIVE.format(label=t.label, low=t.low, high=t.high, value=0))
@@ -643,8 +647,13 @@ def test_bayes_estimate_shows_the_data_it_was_given(weat_session, glove):
     assert ticks and ticks[-1] == 100 and result.seed == SEED
     # the first attempt ran with the settings given; later ones (if any) with more, each recorded
     assert result.attempts[0]["draws"] == 1000 and result.draws == result.attempts[-1]["draws"]
-    status, priors, fig, contrast_fig, diag, table, csv_u, json_u = app.bayes_view(run)
+    status, reading, priors, fig, contrast_fig, diag, table, csv_u, json_u = app.bayes_view(run)
     assert "Normal(M[connection], tau[connection])" in priors and "R-hat" in diag
+    # issue 28 item 4: the reading opens with the verdict; an unconverged fit gives none and reads no contrast
+    assert reading.startswith("Verdict: ")
+    if not result.diagnostics["converged"]:
+        assert reading.startswith("Verdict: no verdict — the sampler did not converge"), reading
+        assert "credibl" not in reading.replace("A bias is called credible", "") and "significant" not in reading
     assert f"{result.diagnostics['divergences']} divergent transitions" in status
     assert f"divergent transitions {result.diagnostics['divergences']}" in diag
     # observed mean distance of 'he' to its own stereotype list, by hand
@@ -671,15 +680,15 @@ def test_bayes_estimate_shows_the_data_it_was_given(weat_session, glove):
 def test_bayes_section_names_the_lists_of_the_spec_never_protected_words(weat_session):
     """The section called every target word a 'protected word' (math and arts words too)."""
     run = app.bayes_core(weat_session, "additive", 1000, 1000, 2, SEED)
-    status, priors, fig, contrast_fig, diag, table, _, _ = app.bayes_view(run)
-    texts = [status, priors, diag, fig.layout.title.text, contrast_fig.layout.title.text, " ".join(table.columns),
-             *(tr.name for tr in (*fig.data, *contrast_fig.data))]
+    status, reading, priors, fig, contrast_fig, diag, table, _, _ = app.bayes_view(run)
+    texts = [status, reading, priors, diag, fig.layout.title.text, contrast_fig.layout.title.text,
+             " ".join(table.columns), *(tr.name for tr in (*fig.data, *contrast_fig.data))]
     texts += [str(row) for tr in (*fig.data, *contrast_fig.data) for row in tr.customdata]
     assert not [t for t in texts if "protected" in t.lower()]
     # the lists by their names in this spec: targets "male" and "female", attributes "male jobs" and "female jobs"
     assert "each word of male and female" in fig.layout.title.text
     assert "male ↔ male jobs, female ↔ female jobs" in fig.layout.title.text
-    assert "the words of male and female" in diag and list(table.columns[:2]) == ["word", "target list"]
+    assert "the words of male and female" in reading and list(table.columns[:2]) == ["word", "target list"]
     assert set(table["target list"]) == {"", "male", "female"}
     # the controls of the section, before anything is run
     demo = app.build_demo(allow_server_paths=False)
@@ -693,11 +702,17 @@ def test_posterior_sampler_section_renders_its_result(weat_session):
     run = app.posterior_core(weat_session, "women", "amy, joan, lisa, sarah", "=1+1 men", "john, paul, mike, kevin",
                              200, 200, 2, SEED)
     result = run["posterior"]
-    status, reading, acf, pca, words, groups, csv_u, _ = app.posterior_view(run)
+    status, reading, details, acf, pca, words, groups, csv_u, _ = app.posterior_view(run)
     assert len(acf.data) == 4
-    assert "AUC" in reading and status.startswith("✅" if result.diagnostics["converged"] else "⚠️")
-    # divergences and acceptance in the summary, whatever the outcome
-    assert f"{result.diagnostics['divergences']} divergent transitions" in reading and "mean acceptance" in reading
+    assert "AUC" in details and status.startswith("✅" if result.diagnostics["converged"] else "⚠️")
+    # divergences and acceptance in the details, whatever the outcome
+    assert f"{result.diagnostics['divergences']} divergent transitions" in details and "mean acceptance" in details
+    # issue 28 item 4: the reading opens with the verdict; unconverged (as this short run often is): no verdict and
+    # no claim of significance anywhere in the reading
+    assert reading.startswith("Verdict: ")
+    if not result.diagnostics["converged"]:
+        assert reading.startswith("Verdict: no verdict — the sampler did not converge"), reading
+        assert "significant" not in reading
     assert list(words["nearest to +"]) == [w for w, _ in result.words["+"]["nearest"]]
     t = result.group_tests[0]
     assert groups["p (permutation)"].iloc[0] == t["p_permutation"]
@@ -920,3 +935,88 @@ def test_2afc_csv_alone_is_a_complete_record(paper_run):
         assert row["mode"] == "thurstonian" and row["noise_sigma"] == "0.05" and row["n_resamples"] == "200"
         assert row["method"].startswith("2AFC") and row["date"] == result.provenance["created_at"]
         assert row["confidence"] == "0.95" and json.loads(row["versions"])["scipy"]
+
+
+# --------------------------------------------------------------------------- issue 28 item 6: errors that stay
+def test_each_failure_stays_next_to_its_button_and_the_next_action_replaces_it(paper_run, weat_session, monkeypatch):
+    """A failure a handler did not expect raised a red error toast that vanished: every step-1/2 and section
+    handler now answers it in its own message box (what failed, inputs kept, never the exception's text), the
+    other outputs untouched; the next action's message replaces it."""
+    import warnings
+
+    from biastest.ui.common import MSG_UNEXPECTED_REASON, failure_message
+    from biastest.ui.psychophysics import bayes, chat, classifier, curves, data, posterior, spec, state
+
+    secret = "RuntimeError: /srv/private/path"
+    session = paper_run[0]
+    stale = ("cleared", gr.update(value=None, visible=False))
+    run = app.make_run_handler(stale, 16)
+    confirm = spec._make_confirm(False)
+    twoafc = (session, app.REPLICATES_NONE, 0, None, "norm", False, 0, 10_000, SEED)
+    cases = [  # module, the name the handler calls, the handler's call, its action, outputs, the message's index
+        (spec, "confirm_spec_core", lambda: confirm(app.new_session(), *library_step1()), state.ACTION_CONFIRM, 9,
+         1),
+        (data, "train_replicates_core", lambda: app.train_handler(session, None, 2, 10, 1, 1, SEED),
+         state.ACTION_TRAIN, 2, 1),
+        (data, "run_core", lambda: run(*twoafc), state.ACTION_RUN, 4 + len(stale) + 16, 1),
+        (bayes, "bayes_core", lambda: app.bayes_handler(weat_session, "hierarchical", 200, 200, 2, -1),
+         state.ACTION_BAYES, 10, 1),
+        (posterior, "posterior_core",
+         lambda: app.posterior_handler(weat_session, "a", "amy, joan", "b", "john, paul", 200, 200, 2, -1),
+         state.ACTION_POSTERIOR, 10, 1),
+        (chat, "run_chat_inputs", lambda: chat.make_chat_run_handler((), 9)(session, *(None,) * 11),
+         state.ACTION_CHAT, 4 + len(chat.EMBEDDING_HIDDEN) + 9, 0),
+        (classifier, "run_classifier_core",
+         lambda: classifier.make_classifier_run_handler(5)(session, "here", "m", "", "", "", SEED),
+         state.ACTION_CLASSIFIER, 9, 0),
+        (curves, "run_curves_inputs", lambda: curves.make_curves_run_handler(6)(session, *(None,) * 14),
+         state.ACTION_CURVES, 10, 0),
+    ]
+
+    def boom(*args, **kwargs):
+        raise RuntimeError(secret)
+
+    for module, name, call, action, n, at in cases:
+        with monkeypatch.context() as m:
+            m.setattr(module, name, boom)
+            with pytest.warns(UserWarning):  # the toast repeats it; the box keeps it
+                out = call()
+        assert len(out) == n and out[at] == failure_message(action, RuntimeError()), (name, out)
+        assert out[at].startswith("⛔ ") and MSG_UNEXPECTED_REASON[:40] in out[at] and secret not in out[at]
+        assert all(isinstance(v, type(gr.skip())) for i, v in enumerate(out) if i != at), name
+        if name in ("run_chat_inputs", "run_classifier_core", "run_curves_inputs"):
+            continue  # their next action needs a model; the wrapper is the same as above
+        if name == "run_core":
+            monkeypatch.setattr(data, "run_core", lambda *a, **k: session)
+        with warnings.catch_warnings():  # a mistake's own toast (a bad seed) is its answer here
+            warnings.simplefilter("ignore")
+            again = call()
+        assert len(again) == n and isinstance(again[at], str) and not again[at].startswith("⛔"), (name, again[at])
+        if name == "run_core":  # the run that succeeded cleared the message and opens with the verdict
+            assert again[1] == "" and again[4 + len(stale)].startswith("Verdict: ")
+
+
+def test_too_few_target_words_are_refused_in_step_1_with_the_run_s_own_message():
+    """One word in each WEAT target list was "✅ valid" in step 1 and refused at Run with "at least 2 word(s) in
+    'X and Y together (3 in all)' … it has 1": one rule and one message now, applied in both places."""
+    from biastest.measures.weat.score import MSG_WEAT_TOO_FEW_TARGETS, WEATSettings, weat
+    from biastest.ui.psychophysics import spec as spec_module
+
+    values = step1(kind=app.KIND_WEAT, weat=(app.CUSTOM, "he", "she", "engineer, scientist", "nurse, teacher",
+                                             "male", "female", "male jobs", "female jobs"))
+    want = MSG_WEAT_TOO_FEW_TARGETS.format(need=3, x="male", y="female", n=2)
+    with pytest.raises(DataError) as err:
+        app.confirm_spec_core(app.new_session(), *values, allow_paths=False)
+    assert err.value.message == want
+    with pytest.warns(UserWarning):  # through the handler: inline under the button, never "✅ valid"
+        out = spec_module._make_confirm(False)(app.new_session(), *values)
+    assert out[1] == "⚠️ " + escape(want)
+    rng = np.random.default_rng(SEED)
+    vec = [rng.normal(size=(k, 5)) for k in (1, 1, 2, 2)]
+    with pytest.raises(DataError) as at_run:  # the run's own check says the same
+        weat(*vec, x_words=["he"], y_words=["she"], a_words=["e", "s"], b_words=["n", "t"],
+             settings=WEATSettings(seed=SEED), names={"X": "male", "Y": "female"})
+    assert at_run.value.message == want
+    three = [rng.normal(size=(k, 5)) for k in (2, 1, 2, 2)]  # three target words: the rule lets it run
+    assert weat(*three, x_words=["he", "him"], y_words=["she"], a_words=["e", "s"], b_words=["n", "t"],
+                settings=WEATSettings(seed=SEED), names={"X": "male", "Y": "female"}).effect_size is not None

@@ -26,7 +26,7 @@ from biastest.models.embeddings import load_embeddings
 from biastest.spec import MSG_CUE_PAIR_SHAPE
 from biastest.specs import get_twoafc_spec
 from biastest.ui import psychophysics as app
-from tests.browser_helpers import SCREENSHOTS, chromium_browser, hover_text, served
+from tests.browser_helpers import SCREENSHOTS, chromium_browser, first_line, hover_text, open_details, served
 from tests.test_twoafc_jnd import naive_fit_scale
 
 pytestmark = pytest.mark.browser
@@ -132,6 +132,9 @@ def test_walk_paper_experiment_hover_download_reset_and_validation(server, tmp_p
         page.locator("#run-test").click()
         page.locator("#pse-plot .nsewdrag").wait_for()
         page.locator("#result-summary").get_by_text("What this shows").wait_for()
+        # issue 28 item 4: the reading opens with one verdict sentence (how many words lean beyond their interval)
+        verdict = first_line(page, "#result-summary")
+        assert verdict.startswith("Verdict: ") and "target words lean" in verdict, verdict
         assert tab(page, "3 · Results").get_attribute("aria-selected") == "true"
         page.locator("#labour-plot .nsewdrag").wait_for()
         page.screenshot(path=str(SCREENSHOTS / "psychophysics_results.png"), full_page=True)
@@ -297,6 +300,13 @@ def test_weat_then_bayesian_estimate_and_posterior_csv_in_the_browser(server, tm
         page.locator("#spec-next").click()
         page.locator("#data-summary").get_by_text("Math").wait_for()
         page.locator("#run-test").click()
+        page.locator("#weat-plot .nsewdrag").wait_for()
+        # issue 28 item 4: the reading opens with the verdict on d and its interval; the tables are in Details
+        page.locator("#result-summary").get_by_text("Verdict:").first.wait_for()
+        verdict = first_line(page, "#result-summary")
+        assert verdict.startswith("Verdict: ") and "WEAT effect size d of" in verdict, verdict
+        assert not page.locator("#weat-table").is_visible()
+        open_details(page, "weat-details")
         page.locator("#weat-table").get_by_text("WEAT effect size d").wait_for()
         assert page.locator("#weat-table").get_by_text("WEAT test statistic s(X, Y, A, B)").count() == 1
         # how much d varies by chance: the histogram of random word lists, the observed d marked, the share in words
@@ -309,6 +319,9 @@ def test_weat_then_bayesian_estimate_and_posterior_csv_in_the_browser(server, tm
         page.locator("#bayes-run").click()
         page.locator("#bayes-plot .nsewdrag").wait_for()
         page.locator("#bayes-status").get_by_text("Bayesian estimate done").wait_for()
+        verdict = first_line(page, "#bayes-reading")  # issue 28 item 4: the verdict on the overall contrast first
+        assert verdict.startswith("Verdict: ") and "highest-density interval" in verdict, verdict
+        open_details(page, "bayes-details")
         status = page.locator("#bayes-status").inner_text()
         assert "converged on attempt" in status and "divergent transitions" in status and "89% HPDI" in status
         assert page.locator("#bayes-download-csv").is_visible()
@@ -320,7 +333,7 @@ def test_weat_then_bayesian_estimate_and_posterior_csv_in_the_browser(server, tm
         assert "protected" not in section.lower()
         assert "each word of Math and Arts" in page.locator("#bayes-plot text.gtitle").text_content()
         assert "Math ↔ Male terms, Arts ↔ Female terms" in page.locator("#bayes-plot text.gtitle").text_content()
-        assert "the words of Math and Arts" in page.locator("#bayes-diagnostics").inner_text()
+        assert "the words of Math and Arts" in page.locator("#bayes-reading").inner_text()
 
         # the posterior sampler: its CSV says positive/negative, and a formula typed as a name stays text
         section = page.locator("#posterior-section")
@@ -332,6 +345,12 @@ def test_weat_then_bayesian_estimate_and_posterior_csv_in_the_browser(server, tm
             box.press("Tab")
         page.locator("#posterior-run").click()
         page.locator("#posterior-status").get_by_text("Posteriors sampled").wait_for()
+        # issue 28 item 4: the verdict first; 200 + 200 draws rarely converge, and then no significance is claimed
+        verdict = first_line(page, "#posterior-reading")
+        assert verdict.startswith("Verdict: "), verdict
+        if "NOT converged" in page.locator("#posterior-status").inner_text():
+            assert verdict.startswith("Verdict: no verdict — the sampler did not converge"), verdict
+            assert "significant" not in page.locator("#posterior-reading").inner_text()
         with page.expect_download() as info:
             page.locator("#posterior-download-csv").click()
         path = tmp_path / "posterior.csv"
@@ -409,6 +428,43 @@ def test_a_bad_seed_is_shown_inline_and_as_a_warning_never_as_an_error(server):
         page.locator("#pse-plot .nsewdrag").wait_for()
         assert page.locator("#run-message").inner_text().strip() == ""
         assert page.evaluate(ERROR_PILLS) == []
+
+
+def test_a_run_that_fails_says_why_beside_run_over_no_old_warning(server, monkeypatch):
+    """Issue 28 item 6: a failure the page did not expect was a red toast that vanished, over the old warning; now
+    the reason replaces the old message next to "Run the test", nothing turns red, and the next run clears it."""
+    from biastest.ui.common import MSG_UNEXPECTED_REASON
+    from biastest.ui.psychophysics import data
+
+    with chromium_browser() as browser:
+        page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+        page.set_default_timeout(TIMEOUT)
+        page.goto(server, wait_until="domcontentloaded")
+        page.wait_for_selector("#twoafc-targets")
+        page.locator("#twoafc-targets textarea").fill("nurse, engineer, teacher")
+        page.locator("#twoafc-cues textarea").fill("she/he, woman/man")
+        page.locator("#spec-next").click()
+        page.locator("#data-summary").get_by_text("3 of 3 found").wait_for()
+        _fill_number(page, "seed", -1)  # an old message under the button
+        page.locator("#run-test").click()
+        page.locator("#run-message").get_by_text("⚠️").first.wait_for()
+        _warned_not_red(page, _seed_message(-1))
+
+        original = data.run_core
+        monkeypatch.setattr(data, "run_core", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("/srv/x")))
+        _fill_number(page, "seed", 3)
+        page.locator("#run-test").click()
+        page.locator("#run-message").get_by_text("The test did not work").wait_for()
+        said = page.locator("#run-message").inner_text()
+        assert said.startswith("⛔") and MSG_UNEXPECTED_REASON.split(":")[0] in said and "/srv/x" not in said
+        assert "⚠️" not in said and page.evaluate(ERROR_PILLS) == []  # the old warning is gone; nothing red
+        assert tab(page, "3 · Results").is_disabled()
+
+        monkeypatch.setattr(data, "run_core", original)
+        page.locator("#run-test").click()
+        page.locator("#pse-plot .nsewdrag").wait_for()
+        assert page.locator("#run-message").inner_text().strip() == ""
+        assert first_line(page, "#result-summary").startswith("Verdict: ")
 
 
 def test_a_broken_upload_is_named_by_its_file_name_not_the_servers_folder(server, tmp_path):

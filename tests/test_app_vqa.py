@@ -15,6 +15,7 @@ import io
 import json
 import re
 import struct
+import warnings
 import zlib
 from pathlib import Path
 
@@ -361,7 +362,9 @@ def test_run_matches_a_naive_zero_shot_computation_and_the_csv(ran, tiny_clip):
 
 
 def test_results_view_grid_hover_and_thumbnails(ran):
-    (summary, bars, grid, table, pick, picked, picked_md, csv_u, json_u) = app.results_view(ran)
+    (reading, summary, bars, grid, table, pick, picked, picked_md, csv_u, json_u) = app.results_view(ran)
+    # issue 28 item 4: the reading opens with the verdict; the headline number and diagnostics are the details
+    assert reading.startswith("Verdict: ") and "bias score of" in reading.split("\n")[0]
     result = ran["result"]
     first = result.images[0]
     lean = "doctor (the stereotype of man)" if first.verdict == "T1" else \
@@ -495,8 +498,8 @@ def test_html_in_terms_is_shown_as_text_everywhere(tiny_clip, tmp_path):
     _, md = app.coverage_view(session)
     assert "<i>" not in md
     new = app.run_core(session, str(tiny_clip), ["a photo of a {term}"], "", "sum-prob", "", 0, 2, 200)
-    summary, bars, grid, *_ = app.results_view(new)
-    assert "<script>" not in summary and "doc&lt;script&gt;" in summary
+    reading, summary, bars, grid, *_ = app.results_view(new)
+    assert "<script>" not in summary + reading and "doc&lt;script&gt;" in summary
     trace = grid.data[0]
     assert {cd[0] for cd in trace.customdata} == {"&lt;i&gt;man&lt;/i&gt;", "wo&amp;man"}
     assert "<script>" not in trace.hovertemplate and "P(doc&lt;script&gt;)" in trace.hovertemplate
@@ -726,3 +729,49 @@ def test_refresh_from_the_dataset_returns_at_once_and_a_later_retrieve_sees_new_
         n=1, repo=HUB_REPO, pulled="pulled just now"))))
     reader.stop()
     app.discard_session(out[0])
+
+
+# --------------------------------------------------------------------------- issue 28 item 6: errors that stay
+def test_each_failure_stays_next_to_its_button_and_the_next_action_replaces_it(ran, tmp_path, monkeypatch):
+    """A /vqa run that failed showed a red "Error" over an old warning: every step-2 and run handler now answers a
+    failure it did not expect in its own message box (what failed, inputs kept, never the exception's text), the
+    other outputs untouched; the next action's message replaces it."""
+    from biastest.ui.common import MSG_UNEXPECTED_REASON, failure_message
+    from biastest.ui.vqa import images as vimages
+    from biastest.ui.vqa import results as vresults
+
+    secret = "RuntimeError: /srv/private/path"
+    ui = app.VQAApp(use_store=False)
+    session = _session()
+    good = _save(_rgb((9, 90, 9)), tmp_path / "good.png")
+    settings = ("", ["a photo of a {term}"], "", "sum-prob", None, SEED, 4, 200)
+    cases = [  # module, the name the handler calls, the handler's call, its action, its number of outputs
+        (vimages, "confirm_spec", lambda: ui.confirm_handler(app.new_session(), *SPEC_TERMS), vimages.ACTION_CONFIRM,
+         9),
+        (vimages, "add_uploads", lambda: ui.upload_handler(session, [str(good)], "man"), vimages.ACTION_UPLOAD, 6),
+        (vimages, "remove_image", lambda: ui.remove_handler(session), vimages.ACTION_REMOVE, 5),
+        (vimages, "save_to_store", lambda: ui.save_handler(session), vimages.ACTION_SAVE, 5),
+        (vresults, "run_inputs", lambda: app.run_handler(session, *settings), vresults.ACTION_RUN,
+         vresults.RUN_OUTPUTS),
+    ]
+
+    def boom(*args, **kwargs):
+        raise RuntimeError(secret)
+
+    for module, name, call, action, n in cases:
+        with monkeypatch.context() as m:
+            m.setattr(module, name, boom)
+            with pytest.warns(UserWarning):  # the toast repeats it; the box keeps it
+                out = call()
+        assert len(out) == n and out[1] == failure_message(action, RuntimeError()), (name, out[1])
+        assert out[1].startswith("⛔ ") and MSG_UNEXPECTED_REASON[:40] in out[1] and secret not in out[1]
+        assert all(isinstance(v, type(gr.skip())) for i, v in enumerate(out) if i != 1), name
+        if name == "run_inputs":  # the run itself is the module fixture's, already made
+            monkeypatch.setattr(vresults, "run_inputs", lambda *a, **k: ran)
+        with warnings.catch_warnings():  # a mistake's own toast (nothing selected, no store) is its answer here
+            warnings.simplefilter("ignore")
+            again = call()
+        assert len(again) == n and isinstance(again[1], str) and not again[1].startswith("⛔"), (name, again[1])
+    # the run that succeeded after the failure cleared the message and opened with the verdict
+    assert again[1] == "" and again[4].startswith("Verdict: ")
+

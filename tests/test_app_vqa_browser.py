@@ -29,7 +29,15 @@ import pytest
 from PIL import Image
 
 from biastest.report.export import round_cell
-from tests.browser_helpers import SCREENSHOTS, chromium_browser, free_port, served, served_apps
+from tests.browser_helpers import (
+    SCREENSHOTS,
+    chromium_browser,
+    first_line,
+    free_port,
+    open_details,
+    served,
+    served_apps,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -147,8 +155,13 @@ def test_browser_walk_spec_upload_run_hover_download_reset(tiny_clip, tmp_path):
         page.screenshot(path=str(SCREENSHOTS / "vqa_data.png"), full_page=True)
         page.click("#run-test")
 
-        # step 3: results
-        page.locator("#result-summary").get_by_text("Bias score").wait_for(timeout=60_000)
+        # step 3: results, opening with the verdict sentence (issue 28 item 4); the numbers behind it in Details
+        page.locator("#result-summary").get_by_text("Verdict:").first.wait_for(timeout=60_000)
+        verdict = first_line(page, "#result-summary")
+        assert verdict.startswith("Verdict: ") and "bias score of" in verdict, verdict
+        assert not page.locator("#result-details-text").is_visible()
+        open_details(page, "result-details")
+        page.locator("#result-details-text").get_by_text("Bias score").wait_for(timeout=60_000)
         page.locator("#vqa-image-grid .scatterlayer .point").first.wait_for()
         points = page.locator("#vqa-image-grid .scatterlayer .point")
         assert points.count() == 2 * PER_TERM
@@ -373,7 +386,9 @@ def test_results_under_the_mount_read_in_one_set_of_names(tiny_clip, tmp_path, m
         model_box.press("Enter")
         model_box.blur()
         page.click("#run-test")
-        page.locator("#result-summary").get_by_text("Bias score").wait_for(timeout=90_000)
+        page.locator("#result-summary").get_by_text("Verdict:").first.wait_for(timeout=90_000)
+        open_details(page, "result-details")
+        page.locator("#result-details-text").get_by_text("Bias score").wait_for(timeout=90_000)
         page.locator("#vqa-image-grid .scatterlayer .point").first.wait_for()
 
         # 1. the picked image loads under the mount (its address carries /vqa), also after picking another
@@ -401,13 +416,14 @@ def test_results_under_the_mount_read_in_one_set_of_names(tiny_clip, tmp_path, m
             assert f"{field}: {value}" in details, (field, value, details)
         assert rep.leans_to(first, lab).split(" (")[0] in (lab.target1, lab.target2)
         page.locator("#vqa-hover-card .bt-card-text").get_by_text(f"leans to: {rep.leans_to(first, lab)}").wait_for()
-        summary = page.locator("#result-summary").inner_text()
+        summary = "\n".join(page.locator(f"#{i}").inner_text() for i in ("result-summary", "result-details-text"))
         bar_labels = page.locator("#vqa-term-bars .ytick text").all_text_contents()
         for text in (hover, details, summary, " ".join(bar_labels)):
             assert not [w for w in PLACEHOLDERS if re.search(rf"\b{w}\b", text)], text
         assert "doctor / engineer for pictures of man / father" in summary
         # the summary reads in short parts, not one dense paragraph
-        parts = page.evaluate("() => [...document.querySelectorAll('#result-summary p, #result-summary li')]"
+        parts = page.evaluate("() => [...document.querySelectorAll('#result-summary p, #result-summary li, "
+                              "#result-details-text p, #result-details-text li')]"
                               ".map(e => e.innerText.split(/\\s+/).length)")
         assert len(parts) >= 6 and max(parts) <= 50, parts
 
@@ -534,3 +550,58 @@ def test_two_servers_share_generated_pictures_through_the_dataset(tmp_path):
                 a.image_term, a.prompt, a.model, a.seed, a.source, a.generator)
             assert img.provenance.get("generated_sha256") == a.provenance.get("generated_sha256")
         assert token not in (tmp_path / "a.log").read_text() + (tmp_path / "b.log").read_text()
+
+
+#: Which components show Gradio's red "Error" pill (a handler raised): the ids of their blocks.
+ERROR_PILLS = """() => [...document.querySelectorAll('[data-testid="status-tracker"] .error')]
+  .map(e => (e.closest('[id]') || {}).id || '?')"""
+
+
+def _type_model(page, name: str) -> None:
+    box = page.locator("#model-id input").first
+    box.fill(name)
+    box.press("Enter")
+    box.blur()
+
+
+def test_a_failed_run_says_why_beside_run_over_no_old_warning_and_the_next_run_clears_it(tiny_clip, tmp_path,
+                                                                                            monkeypatch):
+    """Issue 28 item 6: a /vqa run that failed showed a red "Error" over the old warning; now the reason replaces
+    the old message next to the Run button, nothing turns red, and the next run clears it."""
+    from biastest.store import DatasetStore
+    from biastest.ui.common import MSG_UNEXPECTED_REASON
+    from biastest.ui.vqa import build_demo
+    from biastest.ui.vqa import results as vresults
+
+    pictures = _pictures(tmp_path / "pictures")
+    demo = build_demo(store=DatasetStore(tmp_path / "store"))
+    with served(demo) as url, chromium_browser() as browser:
+        page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+        page.set_default_timeout(30_000)
+        page.goto(url, wait_until="domcontentloaded")
+        page.locator("#spec-group1").wait_for()
+        _fill_spec(page)
+        page.locator("#spec-message").get_by_text("Specification is valid").wait_for()
+        page.click("#spec-next")
+        page.locator("#coverage-summary").get_by_text("No images yet").wait_for()
+        # an old message under the button: a run without pictures is a mistake, said inline
+        _type_model(page, str(tiny_clip))
+        page.click("#run-test")
+        page.locator("#run-message").get_by_text("⚠️").first.wait_for()
+        old = page.locator("#run-message").inner_text()
+        _upload(page, "man", pictures["man"], PER_TERM)
+        _upload(page, "woman", pictures["woman"], 2 * PER_TERM)
+        # the next run fails in a way the page did not expect
+        original = vresults.run_inputs
+        monkeypatch.setattr(vresults, "run_inputs", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("/srv/x")))
+        page.click("#run-test")
+        page.locator("#run-message").get_by_text("The test did not work").wait_for()
+        said = page.locator("#run-message").inner_text()
+        assert said.startswith("⛔") and MSG_UNEXPECTED_REASON.split(":")[0] in said and "/srv/x" not in said
+        assert old.strip() not in said and "⚠️" not in said  # the old warning is gone, not shown under an error
+        assert page.evaluate(ERROR_PILLS) == []  # nothing turned red
+        # and the next run, which works, clears the message and opens step 3 with its verdict
+        monkeypatch.setattr(vresults, "run_inputs", original)
+        page.click("#run-test")
+        page.locator("#result-summary").get_by_text("Verdict:").first.wait_for(timeout=90_000)
+        assert page.locator("#run-message").inner_text().strip() == ""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_helpers import SCREENSHOTS, chromium_browser, served
+from tests.browser_helpers import SCREENSHOTS, chromium_browser, open_details, served
 from tests.test_app_vqa_browser import _expected, _fill, _fill_spec, _pictures, _upload
 
 pytestmark = pytest.mark.browser
@@ -67,7 +67,9 @@ def test_a_run_through_the_endpoint(tmp_path, monkeypatch):
         _fill(page, "endpoint-key", KEY)
         assert page.locator("#endpoint-key input").first.get_attribute("type") == "password"
         page.click("#run-test")
-        summary = page.locator("#result-summary")
+        page.locator("#result-summary").get_by_text("Verdict:").first.wait_for(timeout=90_000)
+        open_details(page, "result-details")  # issue 28: where it was asked is among the details
+        summary = page.locator("#result-details-text")
         summary.get_by_text("Where: asked through the endpoint").wait_for(timeout=90_000)
         text = summary.inner_text()
         assert stub.base_url in text and f"answered as {SERVED}" in text

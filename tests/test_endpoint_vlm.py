@@ -795,7 +795,7 @@ def test_the_app_runs_through_the_endpoint_and_keeps_the_key_out_of_the_session(
         "endpoint": stub.base_url}
     assert not any("key" in k for k in settings)
     assert KEY not in repr(new) and KEY not in json.dumps(new["result"].to_dict())
-    assert "Where:" in out[4] and stub.base_url in out[4]  # the summary names the endpoint
+    assert "Where:" in out[5] and stub.base_url in out[5]  # the details name the endpoint
     assert {r["headers"].get("authorization") for r in stub.requests} == {f"Bearer {KEY}"}
 
 
@@ -833,6 +833,10 @@ def test_the_app_shows_what_the_endpoint_answered_inline_and_a_partial_run_as_pa
     stop = result.provenance["model"]["stop_message"]
     assert out[1] == html.escape(MSG_RUN_PARTIAL.format(n=result.n_images, total=N, model=SERVED, why=stop),
                                  quote=True)
+    # issue 28 item 4: a run a limit stopped gives no verdict, and its reading claims no lean
+    from biastest.measures.verdict import MSG_PARTIAL, PREFIX
+    assert out[4].startswith(f"{PREFIX} no verdict — {MSG_PARTIAL}."), out[4]
+    assert "lean to the" not in out[4] and "significant" not in out[4] and "Holm" not in out[4]
 
 
 # ----------------------------------------------------------------------------- the soft score over two orders

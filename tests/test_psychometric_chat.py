@@ -151,6 +151,14 @@ def test_one_planted_run_finds_each_context_near_its_planted_curve(planted_run) 
             assert s.shift["shift_ci"][0] < s.shift["shift"] < s.shift["shift_ci"][1]
             assert "from the reference context" in s.reading
         assert f"α = {s.fit['pse']:.2f}" in s.reading and "a name borne by women" in s.reading
+    # issue 28 item 4: the readings open with the verdict — a count of the contexts whose shift interval leaves out 0,
+    # equal to a naive count of the result's own intervals
+    from biastest.measures.psychometric_chat.report import readings
+
+    shifts = [s.shift["shift_ci"] for s in planted_run.summaries if not s.reference]
+    n_moved = sum(1 for lo, hi in shifts if lo > 0 or hi < 0)
+    first = readings(planted_run)[0]
+    assert first.startswith("Verdict: ") and f"; {len(shifts) - n_moved} cannot be told apart" in first, first
 
 
 def test_the_result_round_trips_and_exports_the_exact_requests_and_replies(planted_run, tmp_path) -> None:

@@ -154,6 +154,8 @@ def test_an_order_only_model_reads_fifty_percent_and_no_correlation(occupations)
     again = TwoAFCChatResult.from_dict(json.loads(text))
     assert again.labour.reason == result.labour.reason and again.counts == result.counts
     assert any("correlation with the share of women is not defined" in line for line in readings(result))
+    # issue 28 item 4: the verdict first — an order-only model leans to no cue beyond the targets' intervals
+    assert readings(result)[0].startswith("Verdict: 0 of ") and "lean to" in readings(result)[0]
     assert "not defined" in labour_figure(result.labour).layout.title.text
 
 
@@ -248,6 +250,9 @@ def test_failed_and_unasked_questions_are_counted_apart() -> None:
     assert result.counts["cue-1"] + result.counts["cue-2"] == n - 7 - failed == result.p_cue1_rate.n
     assert result.refusal_rate.n == n - 7 - failed and result.stop_message == _Stopping.stop_message
     assert any("were not asked" in line for line in readings(result))
+    # issue 28 item 4: a run that stopped early opens with "no verdict" and claims no lean
+    from biastest.measures.verdict import MSG_PARTIAL, PREFIX
+    assert readings(result)[0] == f"{PREFIX} no verdict — {MSG_PARTIAL}."
 
 
 def test_the_female_cue_may_be_the_second(planted) -> None:

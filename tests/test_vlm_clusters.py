@@ -243,7 +243,8 @@ def test_results_without_probabilities_are_clustered_by_their_single_answers():
     assert h.p_value == pytest.approx(naive_cluster_sign(signs, labels, 0.0)[0]) and r.cluster_aware
     assert [t.p_value for t in r.per_image_term] == [t.hard_clustered.p_value for t in r.per_image_term]
     assert [t.p_holm for t in r.per_image_term] == pytest.approx(naive_holm([t.p_value for t in r.per_image_term]))
-    text = rep.summary_markdown(r)
+    reading, text = rep.summary_parts(r)  # issue 28: the verdict first, the headline number in the details
+    assert reading.startswith("Verdict: ") and rep.summary_markdown(r) == f"{reading}\n\n{text}"
     assert text.startswith(f"### Bias score (single answers): <span class='bt-score'>**{r.hard.score:.1f}%**</span> "
                            f"(95% cluster interval {h.low:.1f}–{h.high:.1f}%)")
     assert "**Clusters: 36 images in 12 clusters** (by image prompt)" in text and "Magnitude" not in text

@@ -31,21 +31,27 @@ from biastest.errors import (
 )
 from biastest.measures import MEASURES
 from biastest.options import check_option
+from biastest.report.text import md_escape
 from biastest.runner.services import shared_dataset
 
 __all__ = [
     "CSS",
     "INDEX_LINK",
+    "DETAILS_LABEL",
     "MAX_UPLOAD",
+    "MSG_ACTION_FAILED",
     "MSG_UNEXPECTED",
+    "MSG_UNEXPECTED_REASON",
     "STEP_IDS",
     "THEME",
     "USER_MISTAKES",
     "current_session_id",
     "end_session_files_on_unload",
+    "failure_message",
     "gated_tabs_reset",
     "gradio_cache_policy",
     "index_link",
+    "inline_failures",
     "launch_kwargs",
     "measure_label",
     "offered",
@@ -59,12 +65,22 @@ __all__ = [
 
 log = logging.getLogger("biastest.ui")
 
+#: A failure a handler did not expect, shown next to the button that started it (:func:`inline_failures`): what
+#: failed, that the inputs are kept, then the project's own message (a :class:`BiastestError`'s) or
+#: :data:`MSG_UNEXPECTED_REASON`.
+MSG_ACTION_FAILED = "⛔ {action} did not work; your inputs are kept. {reason}"
+MSG_UNEXPECTED_REASON = ("Something unexpected went wrong on the server: please try again, and if it happens again, "
+                         "report the steps you took.")
 MSG_UNEXPECTED = (
     "Something unexpected went wrong ({kind}). Your inputs are kept: please try again, "
     "and if it happens again, report it with the steps you took."
 )
 
 STEP_IDS = ("spec", "data", "results")
+
+#: The closed section under a result's verdict and figures that holds its diagnostics (intervals and tests by
+#: name, clusters and design effect, sampler diagnostics, how it was computed) — the same words in the three apps.
+DETAILS_LABEL = "Details: every number, how it was computed, and its diagnostics"
 
 #: Largest upload Gradio accepts before it reaches the disk.
 MAX_UPLOAD = "50mb"
@@ -139,6 +155,46 @@ def warn_inline(exc: BiastestError) -> str:
     """Show a user's mistake as a yellow toast; return its inline form (``⚠️`` and the HTML-escaped message)."""
     gr.Warning(exc.message)
     return f"⚠️ {escape(exc.message)}"
+
+
+def failure_message(action: str, exc: BaseException, *, markdown: bool = True) -> str:
+    """:data:`MSG_ACTION_FAILED` for ``exc``: its own message when it is the project's, else a constant one.
+
+    The exception's class name and text are no reason a user can act on: only a :class:`BiastestError`'s message
+    (written for the user) is shown. ``markdown``: the reason escaped for a Markdown box (else plain, for a toast).
+    """
+    reason = exc.message if isinstance(exc, BiastestError) else MSG_UNEXPECTED_REASON
+    return MSG_ACTION_FAILED.format(action=action, reason=md_escape(reason) if markdown else reason)
+
+
+def inline_failures(action: str, n_outputs: int, at: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Show a failure the handler did not expect next to its button, not only in a pop-up that vanishes.
+
+    The wrapped handler (of ``n_outputs`` outputs, its message box at position ``at``) answers an exception other
+    than ``gr.Error`` with :func:`failure_message` in that box and leaves every other output as it was (the inputs
+    are kept); the traceback goes to the server's log, and a toast repeats the message. Put it under
+    :func:`~biastest.ui.common.user_errors`.
+    """
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except gr.Error:
+                raise
+            except Exception as exc:
+                if not isinstance(exc, BiastestError):
+                    log.exception("unexpected error in %s", getattr(fn, "__name__", fn))
+                message = failure_message(action, exc)
+                gr.Warning(failure_message(action, exc, markdown=False))
+                out: list[Any] = [gr.skip()] * n_outputs
+                out[at] = message
+                return tuple(out)
+
+        return wrapper
+
+    return wrap
 
 
 def progress_callback(progress: gr.Progress | None) -> Callable[[int, int, str], None]:

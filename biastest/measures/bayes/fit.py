@@ -438,6 +438,11 @@ def sampler_lines(diag: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]]
     return lines
 
 
+#: A contrast of an unconverged fit: its numbers, not read as credible or not.
+MSG_UNREAD_CONTRAST = ("Overall, stereotype attributes vs {what}: {interval} — not read, because the sampler did not "
+                       "converge.")
+
+
 def _reading(contrasts: list[dict[str, Any]], diag: dict[str, Any], attempts: Sequence[Mapping[str, Any]],
              hdi_prob: float, model: str, *, groups: Sequence[str]) -> list[str]:
     """Plain-language lines; the target words are named by their lists (``groups``, e.g. Math and Arts)."""
@@ -457,7 +462,9 @@ def _reading(contrasts: list[dict[str, Any]], diag: dict[str, Any], attempts: Se
                 "different": "the other group's stereotypes" if len(groups) == 2
                 else "the other groups' stereotypes"}[other]
         iv = f"{r['mean']:+.3f}, {pct} interval [{r['hdi_low']:+.3f}, {r['hdi_high']:+.3f}]"
-        if r["verdict"] == "closer":
+        if not diag["converged"]:  # an unconverged sampler claims nothing: the numbers are given, not read
+            lines.append(MSG_UNREAD_CONTRAST.format(what=what, interval=iv))
+        elif r["verdict"] == "closer":
             lines.append(f"Overall, stereotype attributes are credibly closer than {what} ({iv}).")
         elif r["verdict"] == "farther":
             lines.append(f"Overall, stereotype attributes are credibly farther than {what} ({iv}): "
@@ -465,7 +472,7 @@ def _reading(contrasts: list[dict[str, Any]], diag: dict[str, Any], attempts: Se
         else:
             lines.append(f"Overall, no credible difference between stereotype attributes and {what} ({iv}): "
                          "the interval includes 0.")
-    if model == "hierarchical":
+    if model == "hierarchical" and diag["converged"]:
         for a, b in CONTRASTS[:2]:
             name = f"{a} − {b}"
             words = [r["protected_word"] for r in contrasts
@@ -474,7 +481,7 @@ def _reading(contrasts: list[dict[str, Any]], diag: dict[str, Any], attempts: Se
             shown = ", ".join(words) if words else "none"
             lines.append(f"Words of {_names(groups)} with a credible bias ({name}): {len(words)} of "
                          f"{total} ({shown}).")
-    else:
+    elif model != "hierarchical":
         lines.append(f"In this model the connection effect is shared by all {words_of}, so per-word "
                      "contrasts equal the overall one; use the hierarchical model for per-word estimates.")
     return lines

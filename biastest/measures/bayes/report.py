@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from biastest.measures.verdict import Claim, Standing, verdict
 from biastest.report.export import ROW_TYPE, created_date, download_name, private_dir, write_csv, write_json
 from biastest.report.figures import FONT, NEUTRAL, hover_safe
 from biastest.report.text import esc as _esc
@@ -30,6 +31,8 @@ __all__ = [
     "bayes_exports",
     "bayes_interval_figure",
     "bayes_priors_markdown",
+    "bayes_reading_markdown",
+    "bayes_verdict",
     "bayes_summary_rows",
     "contrast_records",
     "csv_rows",
@@ -218,8 +221,28 @@ def bayes_diagnostics_markdown(result) -> str:
         for a in result.attempts:
             cells = [("yes" if a[k] else "no") if k == "converged" else _esc(str(a[k])) for k in BAYES_ATTEMPT_COLUMNS]
             lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "### Reading", *[f"- {_esc(line)}" for line in result.reading]]
     return "\n".join(lines)
+
+
+def bayes_verdict(result) -> str:
+    """The reading's first sentence (:func:`biastest.measures.verdict.verdict`): the overall contrast of the
+    stereotype attributes with the neutral words, its highest-density interval; none when not converged."""
+    name = " − ".join(("associated", "none"))
+    row = next((r for r in result.contrasts if r["protected_word"] == "(overall)" and r["contrast"] == name), None)
+    claim = Claim(what="overall difference in cosine distance (stereotype attributes − neutral words)",
+                  estimate=None if row is None else row["mean"], low=None if row is None else row["hdi_low"],
+                  high=None if row is None else row["hdi_high"], null=0,
+                  above="away from the stereotype (the stereotype attributes sit farther from the target words)",
+                  below="towards the stereotype (the stereotype attributes sit closer to the target words)",
+                  level=result.hdi_prob, interval_name="highest-density interval", digits=3,
+                  no_interval="this model has no overall contrast with neutral words")
+    converged = bool(result.diagnostics.get("converged"))
+    return verdict(claim, standing=Standing.OK if converged else Standing.NOT_CONVERGED)
+
+
+def bayes_reading_markdown(result) -> str:
+    """The verdict sentence, then the plain-language reading (the sampler's retries and convergence, the contrasts)."""
+    return "\n".join([_esc(bayes_verdict(result)), "", *[f"- {_esc(line)}" for line in result.reading]])
 
 
 def bayes_summary_rows(result, *, source: str) -> list[dict[str, Any]]:

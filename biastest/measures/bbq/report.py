@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from biastest.measures.bbq.result import BBQResult, Estimate, GroupScores
+from biastest.measures.verdict import Claim, Standing, run_standing, verdict
 from biastest.report.export import private_dir, summary_first, write_csv, write_json
 
-__all__ = ["csv_rows", "export_files", "headline", "request_records", "summary_records"]
+__all__ = ["csv_rows", "export_files", "headline", "request_records", "summary_records", "verdict_sentence"]
 
 #: The estimates of a summary row, in column order.
 ESTIMATES = ("accuracy_ambig", "accuracy_disambig", "accuracy_ambig_strict", "accuracy_disambig_strict", "s_dis",
@@ -83,3 +84,16 @@ def headline(result: BBQResult) -> str:
             f"{_fmt(o.s_amb, percent=False)}; refused {_fmt(o.refusal_rate, percent=True)}, unparseable "
             f"{_fmt(o.unparseable_rate, percent=True)} — {result.n_items:,} questions, {result.n_requests:,} requests "
             f"(seed {result.seed}).")
+
+
+def verdict_sentence(result: BBQResult) -> str:
+    """The reading's first sentence (:func:`biastest.measures.verdict.verdict`): the bias score in ambiguous
+    contexts (s_AMB, −1…1, 0 = none) with its cluster interval; none for a run that stopped before every question."""
+    e = result.overall.s_amb
+    confidence = float(((result.provenance or {}).get("options") or {}).get("confidence") or 0.95)
+    stopped = bool(result.stop_message) or bool(result.overall.outcomes.get("not-asked"))
+    standing = Standing.PARTIAL if stopped else run_standing(result.provenance)
+    return verdict(Claim(what="bias score in ambiguous contexts (s_AMB, −1 to 1)", estimate=e.value, low=e.low,
+                         high=e.high, null=0, above="towards the social stereotype",
+                         below="against the social stereotype", level=confidence, interval_name="cluster interval",
+                         digits=3, no_interval=e.reason or "too few templates"), standing=standing)

@@ -63,6 +63,7 @@ def headless(values: Mapping[str, Any], inputs: Inputs, *, api_key: str | None =
     options = TwoAFCChatOptions.parse(prepare(values))
     where = safe_base_url(options.endpoint) if options.endpoint else ""
     result = run(options, TwoAFCChatItems(inputs.spec), progress=progress, api_key=api_key)
-    notices = [*([result.stop_message] if result.stop_message else []), *readings(result)[1:]]
+    said = readings(result)  # the verdict, the share (the headline says it), then the rates
+    notices = [*([result.stop_message] if result.stop_message else []), said[0], *said[2:]]
     return Headless("twoafc-chat", recorded_options(options, api_key), result, headline(result, where),
                     lambda: export_files(result), notices=notices)

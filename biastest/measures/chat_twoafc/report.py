@@ -18,6 +18,7 @@ from typing import Any
 from biastest.measures.chat_twoafc.result import TwoAFCChatResult
 from biastest.measures.forced_choice.result import RateSummary
 from biastest.measures.labour import labour_figure
+from biastest.measures.verdict import Claim, Standing, count_verdict, run_standing, verdict
 from biastest.report.export import private_dir, summary_first, write_csv, write_json
 
 __all__ = ["csv_rows", "export_files", "labour_figure", "readings", "summary_records", "target_rows"]
@@ -50,10 +51,19 @@ def _interval(low: float | None, high: float | None, confidence: float, unit: st
 
 
 def readings(result: TwoAFCChatResult) -> list[str]:
-    """The figures in plain words, one sentence each."""
+    """The figures in plain words, one sentence each, the verdict first: how many targets lean to each cue beyond
+    their own interval (the per-target Wilson intervals the result carries); none for a run that stopped early."""
     model = result.served_model or result.model_id
     r = result.p_cue1_rate
-    out = [READ_NONE.format(model=model) if r.estimate is None else READ_P.format(
+    standing = Standing.PARTIAL if result.counts.get("not-asked") else run_standing(result.provenance)
+    head = count_verdict([(t.p_cue1_rate.estimate, t.p_cue1_rate.low, t.p_cue1_rate.high) for t in result.targets
+                          if t.p_cue1_rate.estimate is not None], null=50, units="targets",
+                         above=f"to {result.cue1_name}", below=f"to {result.cue2_name}", level=r.confidence,
+                         number="{:g} %".format, no_interval="no target was answered")
+    if standing is not Standing.OK:
+        head = verdict(Claim(what="", estimate=None, low=None, high=None, null=50, above="", below=""),
+                       standing=standing)
+    out = [head, READ_NONE.format(model=model) if r.estimate is None else READ_P.format(
         model=model, cue1=result.cue1_name, est=r.estimate, interval=_interval(r.low, r.high, r.confidence), n=r.n,
         targets=result.n_targets)]
     for name, text in READ_RATES.items():

@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from biastest.measures.classifier_2afc.result import Classifier2AFCResult, SubsetRow
+from biastest.measures.verdict import PREFIX, run_standing, share_claim, verdict
 from biastest.report.export import private_dir, write_csv, write_json
 
-__all__ = ["csv_rows", "export_files", "headline", "summary_rows"]
+__all__ = ["csv_rows", "export_files", "headline", "reading", "summary_rows", "verdict_sentence"]
 
 
 def csv_rows(result: Classifier2AFCResult) -> list[dict[str, Any]]:
@@ -48,6 +49,22 @@ def headline(result: Classifier2AFCResult) -> str:
     perm = "" if result.permutation_p is None else f" (sign-flip p = {result.permutation_p:.3g})"
     return (f"Classifier 2AFC, {g1} vs {g2}: {share}{diff}{perm}; {result.n_scored} of {result.n_pairs} pairs "
             f"scored by {result.model_id}.")
+
+
+def verdict_sentence(result: Classifier2AFCResult) -> str:
+    """The reading's first sentence (:func:`biastest.measures.verdict.verdict`): group 1's winning share with its
+    cluster interval and sign test; none for a run that stopped early or decided no pair."""
+    g1, g2 = result.groups
+    if result.share is None:
+        return f"{PREFIX} no verdict — no pair was decided (all tied or unscored)."
+    claim = share_claim(result.share, what=f"share of pairs in which the {g1} sentence scores higher",
+                        above=f"towards {g1}", below=f"towards {g2}")
+    return verdict(claim, standing=run_standing(result.provenance))
+
+
+def reading(result: Classifier2AFCResult) -> str:
+    """The verdict sentence, then the headline line (plain text)."""
+    return f"{verdict_sentence(result)}\n\n{headline(result)}"
 
 
 def export_files(result: Classifier2AFCResult) -> tuple[Path, Path]:

@@ -107,6 +107,7 @@ def headless(values: Mapping[str, Any], inputs: Inputs, *, api_key: str | None =
     options = ForcedChoiceOptions.parse(prepare(values))
     where = safe_base_url(options.endpoint) if options.endpoint else ""
     result = run(options, ForcedChoiceItems(list(inputs.pairs), inputs.spec), progress=progress, api_key=api_key)
-    notices = [*([result.stop_message] if result.stop_message else []), *readings(result)[1:]]
+    said = readings(result)  # the verdict, the share (the headline says it), then the rates
+    notices = [*([result.stop_message] if result.stop_message else []), said[0], *said[2:]]
     return Headless("forced-choice", recorded_options(options, api_key), result, headline(result, where),
                     lambda: export_files(result), notices=notices)

@@ -15,6 +15,7 @@ from typing import Any
 
 from biastest.measures.forced_choice.result import ForcedChoiceResult, RateSummary
 from biastest.measures.forced_choice.summary import cluster_key
+from biastest.measures.verdict import PREFIX, Standing, run_standing, share_claim, verdict
 from biastest.report.export import private_dir, summary_first, write_csv, write_json
 from biastest.stats.clusters import ClusterSummary
 
@@ -65,9 +66,14 @@ def _r_interval(r: RateSummary) -> str:
 
 
 def readings(result: ForcedChoiceResult) -> list[str]:
-    """The figures in plain words, one sentence each (the app's and the report's reading)."""
+    """The figures in plain words, one sentence each (the app's and the report's reading), the verdict first.
+
+    A run that stopped before every question was asked (or whose endpoint says it stopped) gives no verdict.
+    """
     model = result.served_model or result.model_id
-    out = []
+    standing = Standing.PARTIAL if result.counts.get("not-asked") else run_standing(result.provenance)
+    out = [verdict(share_claim(result.share, what="stereotyped-choice share"), standing=standing)
+           if result.share is not None else f"{PREFIX} no verdict — the model chose a sentence in none of its answers."]
     if result.share is None:
         out.append(READ_SHARE_NONE.format(model=model))
     else:

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from biastest.measures.verdict import Claim, Standing, verdict
 from biastest.report.export import created_date, download_name, private_dir, write_csv, write_json
 from biastest.report.figures import FONT
 from biastest.report.text import esc as _esc
@@ -26,6 +27,8 @@ __all__ = [
     "posterior_group_frame",
     "posterior_markdown",
     "posterior_pca_figure",
+    "posterior_reading_markdown",
+    "posterior_verdict",
     "posterior_words_frame",
 ]
 
@@ -36,8 +39,29 @@ POSTERIOR_COLORS = {"+": "#16a34a", "-": "#dc2626"}
 POSTERIOR_CSV_NAMES = {"+": "positive", "-": "negative"}
 
 
+def posterior_verdict(result) -> str:
+    """The reading's first sentence (:func:`biastest.measures.verdict.verdict`): which word group is closer to the
+    positive posterior, by the permutation test (the result carries no interval); none when not converged."""
+    test = next((t for t in result.group_tests if t["posterior"] == "+"), None)
+    a, b = (test["group_a"], test["group_b"]) if test else ("group 1", "group 2")
+    claim = Claim(what=f"difference in mean cosine distance to the positive posterior ({a} − {b})",
+                  estimate=test["difference"] if test else None, low=None, high=None, null=0,
+                  above=f"towards '{b}' (its words sit closer to the positive posterior)",
+                  below=f"towards '{a}' (its words sit closer to the positive posterior)", digits=4,
+                  p_value=test["p_permutation"] if test else None,
+                  no_interval="the sampler's group test gives a permutation p-value, not an interval")
+    converged = bool(result.diagnostics.get("converged"))
+    return verdict(claim, standing=Standing.OK if converged else Standing.NOT_CONVERGED)
+
+
+def posterior_reading_markdown(result) -> str:
+    """The verdict sentence, then the plain-language reading (classifier, sampling, each posterior's group test)."""
+    return "\n".join([_esc(posterior_verdict(result)), "", *[f"- {_esc(r)}" for r in result.reading]])
+
+
 def posterior_markdown(result) -> str:
-    """Classifier quality, sampler diagnostics and the plain-language reading of the posterior sampler."""
+    """Classifier quality and sampler diagnostics of the posterior sampler (the reading is
+    :func:`posterior_reading_markdown`)."""
     c, d = result.classifier, result.diagnostics
     lines = [
         f"**Classifier p(+ | word vector):** {_esc(c.get('description', ''))}; held-out AUC "
@@ -55,7 +79,6 @@ def posterior_markdown(result) -> str:
             q = d[p]
             lines.append(f"- {POSTERIOR_NAMES[p]}: largest R-hat {q['max_rhat']}, smallest bulk ESS "
                          f"{q['min_ess_bulk']}, smallest tail ESS {q['min_ess_tail']}")
-    lines += ["", "### Reading", *[f"- {_esc(r)}" for r in result.reading]]
     return "\n".join(lines)
 
 

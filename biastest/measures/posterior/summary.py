@@ -218,10 +218,12 @@ def _reading(classifier: Classifier, diagnostics: Mapping[str, Any], info: Mappi
         reading.insert(0, MSG_POSTERIOR_NOT_CONVERGED.format(problems="; ".join(diagnostics["problems"])))
     for t in tests:
         closer = t["group_a"] if t["difference"] < 0 else t["group_b"]
-        sig = "significant" if t["p_permutation"] < 0.05 else "not significant"
+        # a sampler that did not converge claims nothing: the numbers are given, not read (issue 28)
+        sig = "" if diagnostics["problems"] else (
+            " (significant at 0.05)" if t["p_permutation"] < 0.05 else " (not significant at 0.05)")
         reading.append(
             f"Posterior '{t['posterior']}': the words of '{closer}' are closer on average (difference of mean cosine "
-            f"distance {t['difference']:+.4f}); permutation test p = {t['p_permutation']:.4f} ({sig} at 0.05), "
+            f"distance {t['difference']:+.4f}); permutation test p = {t['p_permutation']:.4f}{sig}, "
             f"Welch t = {t['t_welch']:.2f}, p = {t['p_welch']:.4f}."
         )
     return reading

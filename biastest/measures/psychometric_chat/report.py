@@ -21,6 +21,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from biastest.measures.psychometric_chat.result import PsychometricChatResult
+from biastest.measures.verdict import Claim, Standing, count_verdict, run_standing, verdict
 from biastest.report.export import private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import FONT, hover_safe
 from biastest.stats.psychometric.guess_lapse import guess_lapse_function
@@ -72,9 +73,23 @@ def reading(fields: Mapping[str, Any], reference_context: str, *, cues: tuple[st
     return text + rates
 
 
+def verdict_sentence(result: PsychometricChatResult) -> str:
+    """The readings' first sentence (:func:`biastest.measures.verdict.count_verdict`): how many contexts shift the
+    PSE from the reference context beyond their interval; none for a run that stopped early."""
+    if result.stop_message or run_standing(result.provenance) is not Standing.OK:
+        return verdict(Claim(what="", estimate=None, low=None, high=None, null=0, above="", below=""),
+                       standing=Standing.PARTIAL)
+    ref = result.contexts[result.reference] if 0 <= result.reference < len(result.contexts) else "the reference"
+    shifts = [s.shift for s in result.summaries if not s.reference and s.shift is not None]
+    estimates = [(x["shift"], *(x.get("shift_ci") or (None, None))) for x in shifts if x.get("shift") is not None]
+    return count_verdict(estimates, null=0, units="contexts", above=f"to a higher PSE than '{ref}'",
+                         below="to a lower one", level=result.confidence,
+                         no_interval="no context's PSE shift from the reference has an interval")
+
+
 def readings(result: PsychometricChatResult) -> list[str]:
-    """The headline paragraph of every context."""
-    return [s.reading for s in result.summaries]
+    """The verdict sentence, then the headline paragraph of every context."""
+    return [verdict_sentence(result), *(s.reading for s in result.summaries)]
 
 
 def curves_figure(result: PsychometricChatResult) -> go.Figure:

@@ -28,6 +28,7 @@ from biastest.generate.counterfactual import (
 from biastest.generate.minimal import format_differences, minimal_difference
 from biastest.measures.stereotype.comparability import MSG_NOT_COMPARABLE, server_split_text
 from biastest.measures.stereotype.result import StereotypeResult
+from biastest.measures.verdict import Claim, Standing, run_standing, size_word, verdict
 from biastest.records import SentencePair
 from biastest.report.export import created_date, download_name, private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import item_grid, score_bars
@@ -546,18 +547,40 @@ def _terms_reading(result: StereotypeResult) -> str | None:
     return MSG_HOLM_SOME.format(family_title="Attribute term", m=len(terms), alpha=pct, terms=named)
 
 
+def standing(result: StereotypeResult) -> Standing:
+    """Whether the run supports a verdict: not when the server split the text, nor when an endpoint run stopped."""
+    return Standing.NOT_COMPARABLE if server_split_text(result) else run_standing(result.provenance)
+
+
+def verdict_sentence(result: StereotypeResult) -> str:
+    """The reading's first sentence (:func:`biastest.measures.verdict.verdict`) from the headline interval and test."""
+    o = result.overall
+    low, high, p, what = _headline(result)
+    c = result.overall_clustered
+    claim = Claim(what="stereotype score", estimate=o.score if o.n else None, low=low, high=high, null=50,
+                  above="towards the stereotype", below="against the stereotype", level=o.confidence,
+                  interval_name=what.removeprefix(level_label(o.confidence)).strip(), unit="%", p_value=p,
+                  alpha=1 - o.confidence, size=size_word(o.score - 50, (5, 15), ("slight", "moderate", "strong")),
+                  no_interval="no pair could be scored" if not o.n else (c.reason if c is not None and c.reason
+                                                                          else "too few clusters"))
+    return verdict(claim, standing=standing(result))
+
+
 def interpretation(result: StereotypeResult) -> str:
-    """A short plain-language reading of the overall score, and the attribute terms that survive Holm correction.
+    """The verdict sentence, then a short plain-language reading of the overall score and the attribute terms that
+    survive Holm correction.
 
     The overall reading rests on the headline interval and test (cluster-aware when the pairs are clustered);
-    only terms whose Holm-adjusted p-value is below 1 − confidence are named.
+    only terms whose Holm-adjusted p-value is below 1 − confidence are named. A run that supports no verdict (not
+    comparable, partial) gets the verdict and the reason only: no lean, no surviving term is claimed.
     """
+    head = verdict_sentence(result)
     if result.overall.n == 0:
-        return "No pair could be scored, so there is nothing to interpret."
+        return f"{head}\n\nNo pair could be scored, so there is nothing to interpret."
+    if standing(result) is not Standing.OK:
+        return f"{head}\n\n{MSG_NOT_COMPARABLE}" if server_split_text(result) else head
     terms = _terms_reading(result)
-    overall = _overall_reading(result)
-    if server_split_text(result):
-        overall = f"{MSG_NOT_COMPARABLE} {overall}"
+    overall = f"{head}\n\n{_overall_reading(result)}"
     return overall if terms is None else f"{overall}\n\n{terms}"
 
 

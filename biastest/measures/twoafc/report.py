@@ -24,6 +24,7 @@ import plotly.graph_objects as go
 
 from biastest.measures.embedding_common import level_text, record_fields
 from biastest.measures.twoafc.report_figures import figure_rows
+from biastest.measures.verdict import count_verdict
 from biastest.report.export import created_date, download_name, private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import C1_COLOR, C2_COLOR, FONT, NEUTRAL, SAT_COLOR, hover_safe
 from biastest.report.text import esc as _esc
@@ -74,11 +75,8 @@ MSG_SIGMA_BAND = (
     "σ-implied spread ±{sd:.3f}: what your perceptual noise σ = {sigma:g} implies — an assumption about the "
     "observer, not data"
 )
-MSG_INTERVAL_COUNTS = (
-    "Of the {n} words with an interval, {above} have a {level} interval wholly above 0.5 and {below} wholly below "
-    "(bootstrap over the {units}); with {n} intervals, about {expected:.0f} would exclude 0.5 by chance alone even "
-    "if no word leaned."
-)
+#: How the intervals the verdict counts were made (the counts themselves are in the verdict sentence).
+MSG_INTERVAL_COUNTS = "The {level} intervals of the {n} words with one come from a bootstrap over the {units}."
 
 
 def pse_interval_label(result) -> str:
@@ -590,8 +588,10 @@ def _leaning(result) -> tuple[list, list, list]:
 def twoafc_interpretation(result, *, source: str) -> str:
     """A plain-language reading of a 2AFC result.
 
-    The words named as leaning most to a side are only words on that side (at most five each; "none" when
-    no word leans that way), so a word is never named on both sides. Interval counts carry the result's level.
+    It opens with the verdict (:func:`biastest.measures.verdict.count_verdict`): how many target words lean each
+    way beyond their own interval. The words named as leaning most to a side are only words on that side (at most
+    five each; "none" when no word leans that way), so a word is never named on both sides. Interval counts carry
+    the result's level.
     """
     c1, c2 = _esc(result.cue1_label), _esc(result.cue2_label)
     n = len(result.targets)
@@ -611,17 +611,17 @@ def twoafc_interpretation(result, *, source: str) -> str:
         mode = "one model without noise (each answer is deterministic)"
     at_half = f", and **{len(even)}** sit exactly at 0.5" if even else ""
     lines = [
+        count_verdict([(t.pse, *(t.pse_ci or (None, None))) for t in result.targets], null=0.5,
+                      units="target words", above=f"towards {c1}", below=f"towards {c2}", level=result.ci_level,
+                      no_interval=pse_interval_label(result)),
         f"### What this shows\nIn the embedding `{_esc(source)}`, **{len(first)} of {n}** target words lean towards "
         f"**{c1}** (PSE above 0.5) and **{len(second)}** towards **{c2}** (PSE below 0.5){at_half}. "
         f"Leaning most to {c1}: {names(first)}. Leaning most to {c2}: {names(second)}.",
     ]
     with_ci = [t for t in result.targets if t.pse_ci is not None]
     if with_ci:
-        above = sum(1 for t in with_ci if t.pse_ci[0] > 0.5)
-        below = sum(1 for t in with_ci if t.pse_ci[1] < 0.5)
-        lines.append(MSG_INTERVAL_COUNTS.format(above=above, below=below, level=level_text(result.ci_level),
-                                                units=_esc(result.interval_units), n=len(with_ci),
-                                                expected=(1 - result.ci_level) * len(with_ci)))
+        lines.append(MSG_INTERVAL_COUNTS.format(level=level_text(result.ci_level), units=_esc(result.interval_units),
+                                                n=len(with_ci)))
     else:
         lines.append(f"No intervals: {_esc(pse_interval_label(result))}")
     lines.append(

@@ -44,11 +44,13 @@ from typing import Any
 
 import pandas as pd
 
+from biastest.measures.verdict import Claim, Standing, run_standing, size_word, verdict
 from biastest.measures.vlm.options import CLUSTER_LABELS
 from biastest.measures.vlm.report_words import (  # noqa: F401 (the words, also read as report.<name>)
     GRID_HOVER_FIELDS,
     MSG_BAR_UNCONFIRMED,
     MSG_BAR_UNCONFIRMED_CLUSTERS,
+    MSG_CHAT_RULE,
     MSG_HOLM_NONE,
     MSG_HOLM_SOME,
     MSG_LEAN_UNCONFIRMED,
@@ -68,6 +70,7 @@ from biastest.measures.vlm.report_words import (  # noqa: F401 (the words, also 
     _p,
     _pct,
     _prob,
+    _rate,
     _signed,
     image_facts,
     labels,
@@ -111,7 +114,9 @@ __all__ = [
     "leans_to",
     "list_label",
     "summary_markdown",
+    "summary_parts",
     "summary_records",
+    "verdict_sentence",
     "target_names",
     "term_rows",
     "write_exports",
@@ -266,7 +271,42 @@ def _terms_reading(result: VLMResult) -> list[str]:
     return out
 
 
+def verdict_sentence(result: VLMResult) -> str:
+    """The reading's first sentence (:func:`biastest.measures.verdict.verdict`) from the headline interval and test."""
+    plain = result.soft if result.soft is not None else result.hard
+    low, high, p, what = _headline(result)
+    c = result.headline_clustered
+    claim = Claim(what="bias score" if result.soft is not None else "single-answer bias score",
+                  estimate=plain.score if plain.n else None, low=low, high=high, null=50,
+                  above="towards the stereotype", below="against the stereotype", level=plain.confidence,
+                  interval_name=what.removeprefix(level_label(plain.confidence, space=False)).strip(), unit="%",
+                  p_value=p, alpha=1 - plain.confidence,
+                  size=size_word(plain.score - 50, (5, 15), ("slight", "moderate", "strong")),
+                  no_interval="no image could be scored" if not plain.n else (
+                      c.reason if c is not None and c.reason else "too few clusters"))
+    return verdict(claim, standing=run_standing(result.provenance))
+
+
+def summary_parts(result: VLMResult) -> tuple[str, str]:
+    """The reading (the verdict sentence first, then the plain words, warnings and notes) and the details (the
+    headline number and the diagnostics: clusters, design effect, uncertainty, magnitude, single answers, how).
+
+    A run that supports no verdict (it stopped early) reads the verdict and the notes only: no lean is claimed.
+    """
+    head, *rest = _summary_lines(result)
+    plain = [x for x in rest if not x.startswith("- ")]
+    if run_standing(result.provenance) is not Standing.OK:
+        plain = _notes(result)
+    details = [head, *(x for x in rest if x.startswith("- "))]
+    return "\n\n".join([verdict_sentence(result), *plain]), "\n\n".join(details)
+
+
 def summary_markdown(result: VLMResult) -> str:
+    """The reading then the details (:func:`summary_parts`), as one Markdown text (the report's)."""
+    return "\n\n".join(summary_parts(result))
+
+
+def _summary_lines(result: VLMResult) -> list[str]:
     """A plain-language reading of the overall result (Markdown, user text escaped): a headline, a reading, then
     one short point each for the score, the clusters, its uncertainty, the magnitude, the single answers and how
     it was measured, then the terms that survive Holm's correction.
@@ -334,23 +374,7 @@ def summary_markdown(result: VLMResult) -> str:
         "A lean shows what the model associates with the pictures; it does not say whether that association is "
         "right or fair."
     )
-    return "\n\n".join(lines)
-
-
-#: How a chat model's answers enter the stereotyped share (the report, the app's results page, docs/measures/vlm.md).
-MSG_CHAT_RULE = (
-    "Each picture was asked twice, once with each list named first. Refusals ('I cannot tell', 'both', "
-    "'neither' …) and answers that are not one of the allowed answers are counted apart and left out of the "
-    "stereotyped share's numerator and denominator; they never count as not stereotyped."
-)
-
-
-def _rate(rate: Any) -> str:
-    """A rate as the summary shows it: estimate, interval and counts (or that there was nothing to count)."""
-    if rate is None or rate.estimate is None:
-        return "nothing to count"
-    return (f"**{rate.estimate:.1f}%** ({level_label(rate.confidence, space=False)} interval {rate.low:.1f}–"
-            f"{rate.high:.1f}%; {rate.k} of {rate.n})")
+    return lines
 
 
 def _chat_lines(result: VLMResult) -> list[str]:
@@ -399,7 +423,7 @@ def _notes(result: VLMResult) -> list[str]:
     return out
 
 
-def _summary_hard_only(result: VLMResult, lab: Labels) -> str:
+def _summary_hard_only(result: VLMResult, lab: Labels) -> list[str]:
     """:func:`summary_markdown` of a result without probabilities: the single answers are the score."""
     t1, t2, g1, g2 = (_esc(n) for n in (lab.target1, lab.target2, lab.group1, lab.group2))
     hard = result.hard
@@ -437,7 +461,7 @@ def _summary_hard_only(result: VLMResult, lab: Labels) -> str:
         "A lean shows what the model associates with the pictures; it does not say whether that association is "
         "right or fair.",
     ]
-    return "\n\n".join(lines)
+    return lines
 
 
 # --------------------------------------------------------------------------- per-term bars

@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from biastest.measures.embedding_common import level_text, record_fields
+from biastest.measures.verdict import Claim, size_word, verdict
 from biastest.report.export import created_date, download_name, private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import C1_COLOR, C2_COLOR, FONT, hover_safe
 from biastest.report.text import esc as _esc
@@ -39,6 +40,7 @@ __all__ = [
     "weat_null_figure",
     "weat_null_markdown",
     "weat_summary_records",
+    "weat_verdict",
     "weat_words_frame",
 ]
 
@@ -316,8 +318,22 @@ def weat_null_markdown(weat) -> str:
     )
 
 
+def weat_verdict(weat) -> str:
+    """The reading's first sentence (:func:`biastest.measures.verdict.verdict`): d, its interval over the words and
+    the two-sided permutation test, with the list names HTML-escaped."""
+    x, y, a, b = (_esc(weat.names.get(k, k)) for k in ("X", "Y", "A", "B"))
+    ci = weat.effect_size_ci
+    d = weat.effect_size
+    return verdict(Claim(
+        what="WEAT effect size d", estimate=d, low=ci[0] if ci else None, high=ci[1] if ci else None, null=0,
+        above=f"{x} closer to {a} (and {y} to {b})", below=f"{x} closer to {b} (and {y} to {a})",
+        level=weat.ci_level, unit="", digits=2, p_value=weat.p_two_sided, alpha=1 - weat.ci_level,
+        size=size_word(d, (0.5, 0.8), ("small", "medium", "large")) if d is not None else "",
+        no_interval=weat_interval_label(weat).removeprefix("No interval for d: ").rstrip(".")))
+
+
 def weat_interpretation(weat, mac, *, source: str) -> str:
-    """A plain-language reading of WEAT and MAC."""
+    """A plain-language reading of WEAT and MAC, opening with the verdict sentence (:func:`weat_verdict`)."""
     n = weat.names
     x, y, a, b = (_esc(n.get(k, k)) for k in ("X", "Y", "A", "B"))
     d = weat.effect_size
@@ -329,6 +345,7 @@ def weat_interpretation(weat, mac, *, source: str) -> str:
     interval = (f" ({level_text(weat.ci_level)} interval {ci[0]:.2f} to {ci[1]:.2f}, {how})"
                 if ci is not None else "")
     lines = [
+        weat_verdict(weat),
         f"### What this shows\nIn the embedding `{_esc(source)}`, **{direction}**: WEAT effect size d = {d:.2f}"
         f"{interval} ({size}; 0 = no difference, ±2 is the maximum). The one-sided permutation p-value is "
         f"{_p(weat.p_one_sided)}, so the pattern is {sig} given these word lists.",

@@ -96,6 +96,9 @@ __all__ = [
     "WEATSettings",
     "mac",
     "MSG_WEAT_TOO_FEW",
+    "MSG_WEAT_TOO_FEW_TARGETS",
+    "MIN_TARGET_WORDS",
+    "check_target_words",
     "MSG_WEAT_NO_SPREAD",
     "MSG_MAC_EMPTY",
     "MSG_MAC_GROUPS",
@@ -104,6 +107,14 @@ __all__ = [
 
 MSG_WEAT_TOO_FEW = (
     "WEAT needs at least {need} word(s) in '{role}' with vectors; it has {n}. Add words or choose another embedding."
+)
+#: Target words (X and Y together, with vectors) the effect size needs: it divides by their standard deviation.
+MIN_TARGET_WORDS = 3
+#: The one rule on the number of target words, said the same way where a spec is checked (the app's step 1, with
+#: the embedding) and where WEAT runs (:func:`check_target_words`).
+MSG_WEAT_TOO_FEW_TARGETS = (
+    "WEAT needs at least {need} target words with vectors in '{x}' and '{y}' together (its effect size divides by "
+    "their spread); they have {n}. Add target words or choose another embedding."
 )
 MSG_WEAT_NO_SPREAD = (
     "All target words have exactly the same association score, so the WEAT effect size is undefined "
@@ -120,6 +131,13 @@ MSG_MAC_GROUPS = (
     "MAC per group needs every group's stereotype attribute list among the attribute lists and every group word "
     "among the protected words; '{problem}' is not."
 )
+
+
+def check_target_words(n_x: int, n_y: int, *, x: str = "X", y: str = "Y") -> None:
+    """Refuse fewer than :data:`MIN_TARGET_WORDS` target words with vectors (``n_x`` of list ``x``, ``n_y`` of
+    ``y``) with :data:`MSG_WEAT_TOO_FEW_TARGETS` — the rule :func:`weat` applies, for a check made before it runs."""
+    if n_x + n_y < MIN_TARGET_WORDS:
+        raise DataError(MSG_WEAT_TOO_FEW_TARGETS.format(need=MIN_TARGET_WORDS, x=x, y=y, n=n_x + n_y), role="X")
 
 
 def weat_association(w: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -451,8 +469,7 @@ def weat(
         if len(arr) < need:
             label = (names or {}).get(role, role)
             raise DataError(MSG_WEAT_TOO_FEW.format(need=need, role=label, n=len(arr)), role=role)
-    if len(x_vectors) + len(y_vectors) < 3:
-        raise DataError(MSG_WEAT_TOO_FEW.format(need=2, role="X and Y together (3 in all)", n=1))
+    check_target_words(len(x_vectors), len(y_vectors), x=(names or {}).get("X", "X"), y=(names or {}).get("Y", "Y"))
     cos_xa, cos_xb = cosine_matrix(x_vectors, a_vectors), cosine_matrix(x_vectors, b_vectors)
     cos_ya, cos_yb = cosine_matrix(y_vectors, a_vectors), cosine_matrix(y_vectors, b_vectors)
     s_x = cos_xa.mean(axis=1) - cos_xb.mean(axis=1)

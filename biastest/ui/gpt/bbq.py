@@ -163,7 +163,7 @@ def category_frame(result: BBQResult) -> pd.DataFrame:
 def summary_markdown(result: BBQResult) -> str:
     """The overall figures in a few lines (the table below gives each category)."""
     o = result.overall
-    return (f"### BBQ: {md_escape(result.model_id)}\n\n"
+    return (f"{md_escape(report.verdict_sentence(result))}\n\n### BBQ: {md_escape(result.model_id)}\n\n"
             f"Accuracy: ambiguous {_fmt(o.accuracy_ambig, percent=True)}, disambiguated "
             f"{_fmt(o.accuracy_disambig, percent=True)}. Bias scores (−1…1, 0 = none): s_DIS "
             f"{_fmt(o.s_dis, percent=False)}, s_AMB {_fmt(o.s_amb, percent=False)}. Counted apart: refused "

@@ -8,12 +8,11 @@ measure's, as :data:`biastest.measures.MEASURES` lists them (:func:`method_choic
 from __future__ import annotations
 
 import contextlib
-import functools
 import inspect
 import logging
 import math
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import gradio as gr
@@ -34,15 +33,19 @@ from biastest.records import SentencePair
 from biastest.report.text import md_escape
 from biastest.runner import services
 from biastest.spec import BiasSpec
-from biastest.ui.common import USER_MISTAKES as COMMON_USER_MISTAKES
-from biastest.ui.common import (
+from biastest.ui.common import (  # noqa: F401
+    MSG_ACTION_FAILED,
+    MSG_UNEXPECTED_REASON,
+    failure_message,
     gated_tabs_reset,
+    inline_failures,
     offered,
     progress_callback,
     session_export_dir,
     unlock_step,
     user_errors,
 )
+from biastest.ui.common import USER_MISTAKES as COMMON_USER_MISTAKES
 from biastest.ui.dataset_panel import panel_markdown
 from biastest.ui.spec_step import spec_from_inputs, spec_summary
 from biastest.words import plural
@@ -118,12 +121,6 @@ MSG_LEFT_UNTICKED = (
 )
 MSG_FAILED = ("⛔ That did not work, and your inputs are kept. Please try again; if it happens again, report the steps "
               "you took.")
-#: A failure a handler did not expect, shown next to the button that started it (:func:`inline_failures`): what
-#: failed, that the inputs are kept, then the project's own message (a :class:`BiastestError`'s) or
-#: :data:`MSG_UNEXPECTED_REASON`.
-MSG_ACTION_FAILED = "⛔ {action} did not work; your inputs are kept. {reason}"
-MSG_UNEXPECTED_REASON = ("Something unexpected went wrong on the server: please try again, and if it happens again, "
-                         "report the steps you took.")
 #: The actions :func:`inline_failures` names.
 ACTION_FIND = "Finding stored sentences"
 ACTION_IMPORT = "The import"
@@ -201,46 +198,6 @@ def inline(exc: BiastestError) -> str:
     lines = [f"⚠️ {md_escape(head)}"]
     lines += [f"- {md_escape(line[2:])}" if line.startswith("- ") else md_escape(line) for line in rest]
     return "\n".join(lines)
-
-
-def failure_message(action: str, exc: BaseException, *, markdown: bool = True) -> str:
-    """:data:`MSG_ACTION_FAILED` for ``exc``: its own message when it is the project's, else a constant one.
-
-    The exception's class name and text are no reason a user can act on: only a :class:`BiastestError`'s message
-    (written for the user) is shown. ``markdown``: the reason escaped for a Markdown box (else plain, for a toast).
-    """
-    reason = exc.message if isinstance(exc, BiastestError) else MSG_UNEXPECTED_REASON
-    return MSG_ACTION_FAILED.format(action=action, reason=md_escape(reason) if markdown else reason)
-
-
-def inline_failures(action: str, n_outputs: int, at: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Show a failure the handler did not expect next to its button, not only in a pop-up that vanishes.
-
-    The wrapped handler (of ``n_outputs`` outputs, its message box at position ``at``) answers an exception other
-    than ``gr.Error`` with :func:`failure_message` in that box and leaves every other output as it was (the inputs
-    are kept); the traceback goes to the server's log, and a toast repeats the message. Put it under
-    :func:`~biastest.ui.common.user_errors`.
-    """
-
-    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return fn(*args, **kwargs)
-            except gr.Error:
-                raise
-            except Exception as exc:
-                if not isinstance(exc, BiastestError):
-                    log.exception("unexpected error in %s", getattr(fn, "__name__", fn))
-                message = failure_message(action, exc)
-                gr.Warning(failure_message(action, exc, markdown=False))
-                out: list[Any] = [gr.skip()] * n_outputs
-                out[at] = message
-                return tuple(out)
-
-        return wrapper
-
-    return wrap
 
 
 def _few(terms: Sequence[str]) -> str:

@@ -18,7 +18,7 @@ from biastest.measures.stereotype import run as lm_run
 from biastest.options import DEFAULT_SEED
 from biastest.runner import services
 from biastest.ui import compare
-from biastest.ui.common import end_session_files_on_unload, gradio_cache_policy, user_errors
+from biastest.ui.common import DETAILS_LABEL, end_session_files_on_unload, gradio_cache_policy, user_errors
 from biastest.ui.common import index_link as show_index_link
 from biastest.ui.dataset_panel import build_dataset_panel
 from biastest.ui.gpt import bbq, chat
@@ -405,11 +405,9 @@ def _build_fc_view() -> ForcedChoiceView:
 
 
 def _build_lm_view() -> tuple:
-    """Step 3's likelihood part (the stereotype score): clusters, score, reading, figures, downloads, comparison."""
-    clusters = gr.Dropdown(choices=CLUSTER_CHOICES, value="auto", label="Pairs that lean together",
-                           info=CLUSTER_INFO, elem_id="clusters")
-    summary = gr.Markdown("", elem_id="results-summary", elem_classes=["bt-score"])
-    reading = gr.Markdown("", elem_id="results-reading")
+    """Step 3's likelihood part (the stereotype score): the reading (its verdict first), the figures, the downloads,
+    then the details (the clusters choice and every number of the score, closed) and the comparison."""
+    reading = gr.Markdown("", elem_id="results-reading")  # the verdict sentence first (issue 28)
     grid = gr.Plot(label="Every pair", elem_id="pair-grid")
     with gr.Row():
         attr_plot = gr.Plot(label="Per attribute term", elem_id="attribute-bars")
@@ -417,6 +415,10 @@ def _build_lm_view() -> tuple:
     with gr.Row():
         dl_csv = gr.DownloadButton("Download pairs (CSV)", visible=False, elem_id="download-csv")
         dl_json = gr.DownloadButton("Download result (JSON)", visible=False, elem_id="download-json")
+    with gr.Accordion(DETAILS_LABEL, open=False, elem_id="results-details"):
+        clusters = gr.Dropdown(choices=CLUSTER_CHOICES, value="auto", label="Pairs that lean together",
+                               info=CLUSTER_INFO, elem_id="clusters")
+        summary = gr.Markdown("", elem_id="results-summary", elem_classes=["bt-score"])
     compare_ui = compare.build_lm_compare(method_choices=method_choices(), default_method=DEFAULT_METHOD)
     return clusters, summary, reading, grid, attr_plot, group_plot, dl_csv, dl_json, compare_ui
 

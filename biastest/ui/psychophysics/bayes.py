@@ -25,15 +25,17 @@ from biastest.options import DEFAULT_SEED
 from biastest.report.text import level_percent
 from biastest.spec import BiasSpec
 from biastest.ui.common import (
+    DETAILS_LABEL,
     USER_MISTAKES,
     escape,
+    inline_failures,
     option_value,
     progress_callback,
     session_export_dir,
     user_errors,
     warn_inline,
 )
-from biastest.ui.psychophysics.state import Section, need_session
+from biastest.ui.psychophysics.state import ACTION_BAYES, Section, need_session
 
 MSG_BAYES_NEEDS_WEAT = (
     "The Bayesian estimate needs two target lists and two attribute lists: choose “WEAT / MAC” in step 1 "
@@ -87,12 +89,14 @@ def bayes_core(session, model, draws, tune, chains, seed, hdi_prob=HDI_PROB, tim
 
 
 def bayes_view(session: dict[str, Any]) -> tuple:
-    """Outputs of the Bayes section: status, priors, two plots, diagnostics, table, CSV, JSON."""
+    """Outputs of the Bayes section: status, reading (the verdict first), priors, two plots, diagnostics, table, CSV,
+    JSON."""
     result = session["bayes"]
     csv_path, json_path = rep.bayes_exports(result, source=session["source"],
                                                 directory=session_export_dir("biastest-bayes-"))
     return (
         bayes_status(result),
+        rep.bayes_reading_markdown(result),
         rep.bayes_priors_markdown(result.model),
         rep.bayes_interval_figure(result),
         rep.bayes_contrast_figure(result),
@@ -114,6 +118,7 @@ def bayes_status(result) -> str:
 
 
 @user_errors
+@inline_failures(ACTION_BAYES, 10, 1)
 def bayes_handler(session, model, draws, tune, chains, seed, hdi_prob=HDI_PROB, time_limit=DEFAULT_TIME_LIMIT,
                   progress=gr.Progress()):
     """Run the Bayesian estimate (progress bar) and render it; a mistake inline under the button, nothing else."""
@@ -121,7 +126,7 @@ def bayes_handler(session, model, draws, tune, chains, seed, hdi_prob=HDI_PROB, 
         new = bayes_core(session, model, draws, tune, chains, seed, hdi_prob, time_limit,
                          progress=progress_callback(progress))
     except USER_MISTAKES as exc:
-        return (gr.skip(), warn_inline(exc), *(gr.skip(),) * 7)
+        return (gr.skip(), warn_inline(exc), *(gr.skip(),) * 8)
     return (new, *bayes_view(new))
 
 
@@ -185,12 +190,14 @@ def build() -> Section:
     sec.add("estimate", gr.Markdown(first, elem_id="bayes-estimate"), first)
     sec.run = gr.Button("Run the Bayesian estimate", variant="primary", elem_id="bayes-run")
     sec.add("status", gr.Markdown("", elem_id="bayes-status"), "")
+    sec.add("reading", gr.Markdown("", elem_id="bayes-reading"), "")
     sec.add("plot", gr.Plot(label="Expected distance of each target word to each kind of attribute",
                             elem_id="bayes-plot"), None)
     sec.add("contrast_plot", gr.Plot(label="Contrasts with the controls", elem_id="bayes-contrast-plot"), None)
-    sec.add("diagnostics", gr.Markdown("", elem_id="bayes-diagnostics"), "")
     sec.add("table", gr.Dataframe(label="Contrasts per target word", interactive=False, elem_id="bayes-table"),
             None)
+    with gr.Accordion(DETAILS_LABEL, open=False, elem_id="bayes-details"):
+        sec.add("diagnostics", gr.Markdown("", elem_id="bayes-diagnostics"), "")
     with gr.Row():
         sec.add("csv", gr.DownloadButton("Download CSV", visible=False, elem_id="bayes-download-csv"),
                 gr.update(value=None, visible=False))
@@ -210,7 +217,8 @@ def wire(sec: Section, session: Any) -> None:
     sec.run.click(
         bayes_handler,
         [session, sec.model, sec.draws, sec.tune, sec.chains, sec.seed, sec.hdi_prob, sec.time_limit],
-        [session, sec.status, sec.priors, sec.plot, sec.contrast_plot, sec.diagnostics, sec.table, sec.csv, sec.json],
+        [session, sec.status, sec.reading, sec.priors, sec.plot, sec.contrast_plot, sec.diagnostics, sec.table,
+         sec.csv, sec.json],
         concurrency_id="mcmc",
         concurrency_limit=1,
     )

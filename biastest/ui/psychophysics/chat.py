@@ -49,10 +49,17 @@ from biastest.ui.chat_choice import (
     confirmation_needed,
     model_and_endpoint,
 )
-from biastest.ui.common import option_value, progress_callback, session_export_dir, unlock_step, user_errors
+from biastest.ui.common import (
+    inline_failures,
+    option_value,
+    progress_callback,
+    session_export_dir,
+    unlock_step,
+    user_errors,
+)
 from biastest.ui.psychophysics import classifier, curves, model_compare
 from biastest.ui.psychophysics.data import female_cue_side
-from biastest.ui.psychophysics.state import MSG_SPEC_FIRST, Section, need_session
+from biastest.ui.psychophysics.state import ACTION_CHAT, MSG_SPEC_FIRST, Section, need_session
 
 __all__ = [
     "ChatRunInputs",
@@ -256,6 +263,7 @@ def make_chat_run_handler(stale: tuple, n_chat_outputs: int):
     ``stale``'s, then :func:`chat_view`'s. A mistake changes only the message (⚠️ and the measure's message)."""
 
     @user_errors
+    @inline_failures(ACTION_CHAT, 4 + len(EMBEDDING_HIDDEN) + len(stale) + n_chat_outputs, 0)
     def run_handler(session, *values, progress=gr.Progress(), model: ChatLM | None = None, cache_dir=None,
                     n_resamples: int | None = None):
         """Step 2 (chat model) → results: ask, render, unlock the results tab (``values``: :class:`ChatRunInputs`'

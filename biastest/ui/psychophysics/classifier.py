@@ -31,9 +31,16 @@ from biastest.report import compare as rep
 from biastest.report.text import md_escape
 from biastest.spec import TwoAFCSpec
 from biastest.ui.chat_choice import CHAT_ENDPOINT, CHAT_HERE, chat_where_visibility, model_and_endpoint
-from biastest.ui.common import option_value, progress_callback, session_export_dir, unlock_step, user_errors
+from biastest.ui.common import (
+    inline_failures,
+    option_value,
+    progress_callback,
+    session_export_dir,
+    unlock_step,
+    user_errors,
+)
 from biastest.ui.psychophysics.data import female_cue_side
-from biastest.ui.psychophysics.state import MSG_SPEC_FIRST, Section, need_session
+from biastest.ui.psychophysics.state import ACTION_CLASSIFIER, MSG_SPEC_FIRST, Section, need_session
 
 __all__ = [
     "MSG_CLASSIFIER_DONE",
@@ -109,6 +116,7 @@ def make_classifier_run_handler(n_outputs: int):
     """The "Score with the classifier" handler; outputs: message, session, tabs, tab 3, :func:`classifier_view`'s."""
 
     @user_errors
+    @inline_failures(ACTION_CLASSIFIER, 4 + n_outputs, 0)
     def run_handler(session, where, model_id, url, api_key, label, seed, table=DEFAULT_TABLE, progress=gr.Progress(),
                     *, model: TextClassifier | None = None, n_resamples: int | None = None):
         """Score, show the result in step 3 (a mistake: the measure's message next to the button)."""
@@ -162,7 +170,7 @@ def compare_view(session: dict[str, Any], *, seed: int, n_resamples: int = 2000)
     rows = [{"model": r.model_id, **row} for r in results for row in report.target_rows(r)]
     items_csv, json_path, cmp_csv = rep.comparison_exports(
         cmp, item_rows=rows, results=[r.to_dict() for r in results],
-        directory=session_export_dir("biastest-compare-classifiers-"), stem="biastest-compare-classifiers")
+        directory=session_export_dir("biastest-compare-classifiers-"), app="psychophysics")
     return (rep.summary_markdown(cmp), rep.forest_figure(cmp), rep.reading_markdown(cmp), rep.pairwise_frame(cmp),
             gr.update(value=str(items_csv), visible=True), gr.update(value=str(json_path), visible=True),
             gr.update(value=str(cmp_csv), visible=True))

@@ -36,9 +36,16 @@ from biastest.measures.psychometric_chat.templates import DEFAULT_CONTEXTS, DEFA
 from biastest.models.protocols import ChatLM
 from biastest.report.text import md_escape
 from biastest.ui.chat_choice import MSG_CONFIRM_NEEDED, confirmation_needed, model_and_endpoint
-from biastest.ui.common import option_value, progress_callback, session_export_dir, unlock_step, user_errors
+from biastest.ui.common import (
+    inline_failures,
+    option_value,
+    progress_callback,
+    session_export_dir,
+    unlock_step,
+    user_errors,
+)
 from biastest.ui.psychophysics import model_compare
-from biastest.ui.psychophysics.state import Section, file_path, need_session
+from biastest.ui.psychophysics.state import ACTION_CURVES, Section, file_path, need_session
 
 __all__ = [
     "CONTINUUM_NAMES",
@@ -175,6 +182,7 @@ def make_curves_run_handler(n_outputs: int):
     ``n_outputs``."""
 
     @user_errors
+    @inline_failures(ACTION_CURVES, 4 + n_outputs, 0)
     def run_handler(session, *values, progress=gr.Progress(), model: ChatLM | None = None, cache_dir=None):
         """Ask, fit and show the curves in step 3 (a mistake: the measure's message next to the button).
 

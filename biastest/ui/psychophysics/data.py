@@ -36,6 +36,7 @@ from biastest.spec import BiasSpec, TwoAFCSpec
 from biastest.ui.common import (
     USER_MISTAKES,
     escape,
+    inline_failures,
     option_value,
     progress_callback,
     unlock_step,
@@ -43,7 +44,14 @@ from biastest.ui.common import (
     warn_inline,
 )
 from biastest.ui.psychophysics.results import results_view
-from biastest.ui.psychophysics.state import MSG_SPEC_FIRST, Section, file_path, need_session
+from biastest.ui.psychophysics.state import (
+    ACTION_RUN,
+    ACTION_TRAIN,
+    MSG_SPEC_FIRST,
+    Section,
+    file_path,
+    need_session,
+)
 
 REPLICATES_NONE = "none"
 REPLICATES_UPLOAD = "upload"
@@ -162,6 +170,7 @@ def train_replicates_core(
 
 
 @user_errors
+@inline_failures(ACTION_TRAIN, 2, 1)
 def train_handler(session, corpus, n_replicates, vector_size, epochs, min_count, seed, progress=gr.Progress()):
     """Train replicates (progress bar) and report the vocabulary coverage; a mistake inline under the button."""
     try:
@@ -281,6 +290,7 @@ def make_run_handler(stale: tuple, n_results: int):
     """
 
     @user_errors
+    @inline_failures(ACTION_RUN, 4 + len(stale) + n_results, 1)
     def run_handler(session, rep_mode, sigma, files, sigmoid, lapse, n_boot, n_perm, seed,
                     n_boot_d=DEFAULT_WEAT_BOOTSTRAP, progress=gr.Progress()):
         """Step 2 → results: run, render, unlock the results tab."""

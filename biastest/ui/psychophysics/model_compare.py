@@ -189,9 +189,9 @@ def chat_compare_view(session: Any) -> tuple:
     cmp = compare_twoafc_chat(results, seed=results[0].seed, labels=labels)
     rows = [{"model": lab, **row} for r, lab in zip(results, labels, strict=True) for row in chat_report.target_rows(r)]
     docs = [{"model": lab, **r.to_dict()} for r, lab in zip(results, labels, strict=True)]
-    stem = "biastest-twoafc-chat-compare"
     items_csv, json_path, cmp_csv = rep.comparison_exports(
-        cmp, item_rows=rows, results=docs, directory=session_export_dir(f"{stem}-"), stem=stem)
+        cmp, item_rows=rows, results=docs, directory=session_export_dir("biastest-twoafc-chat-compare-"),
+        app="psychophysics")
     return (rep.summary_markdown(cmp), rep.forest_figure(cmp), rep.reading_markdown(cmp), rep.pairwise_frame(cmp),
             gr.update(value=str(items_csv), visible=True), gr.update(value=str(json_path), visible=True),
             gr.update(value=str(cmp_csv), visible=True))

@@ -18,15 +18,17 @@ from biastest.measures.presets import PAPER_PRESETS, embedding_dim, estimate_lin
 from biastest.options import DEFAULT_SEED
 from biastest.spec import parse_terms
 from biastest.ui.common import (
+    DETAILS_LABEL,
     USER_MISTAKES,
     escape,
+    inline_failures,
     option_value,
     progress_callback,
     session_export_dir,
     user_errors,
     warn_inline,
 )
-from biastest.ui.psychophysics.state import Section, need_session
+from biastest.ui.psychophysics.state import ACTION_POSTERIOR, Section, need_session
 
 MSG_POSTERIOR_DONE = (
     "✅ Posteriors sampled ({seconds:.1f} s of sampling): converged, {divergences} divergent transitions, mean "
@@ -101,12 +103,14 @@ def posterior_status(result) -> str:
 
 
 def posterior_view(session: dict[str, Any]) -> tuple:
-    """Outputs of the posterior section: status, reading, ACF, PCA, word table, group table, CSV, JSON."""
+    """Outputs of the posterior section: status, reading (the verdict first), details, ACF, PCA, word table, group
+    table, CSV, JSON."""
     result = session["posterior"]
     csv_path, json_path = rep.posterior_exports(result, source=session["source"],
                                                     directory=session_export_dir("biastest-posterior-"))
     return (
         posterior_status(result),
+        rep.posterior_reading_markdown(result),
         rep.posterior_markdown(result),
         rep.posterior_acf_figure(result),
         rep.posterior_pca_figure(result),
@@ -118,13 +122,14 @@ def posterior_view(session: dict[str, Any]) -> tuple:
 
 
 @user_errors
+@inline_failures(ACTION_POSTERIOR, 10, 1)
 def posterior_handler(session, name_a, words_a, name_b, words_b, draws, tune, chains, seed, progress=gr.Progress()):
     """Train the classifier, sample both posteriors (progress bar) and render them; a mistake inline, nothing else."""
     try:
         new = posterior_core(session, name_a, words_a, name_b, words_b, draws, tune, chains, seed,
                              progress=progress_callback(progress))
     except USER_MISTAKES as exc:
-        return (gr.skip(), warn_inline(exc), *(gr.skip(),) * 7)
+        return (gr.skip(), warn_inline(exc), *(gr.skip(),) * 8)
     return (new, *posterior_view(new))
 
 
@@ -160,6 +165,8 @@ def build() -> Section:
     sec.run = gr.Button("Sample the posteriors", variant="primary", elem_id="posterior-run")
     sec.add("status", gr.Markdown("", elem_id="posterior-status"), "")
     sec.add("reading", gr.Markdown("", elem_id="posterior-reading"), "")
+    with gr.Accordion(DETAILS_LABEL, open=False, elem_id="posterior-details"):
+        sec.add("details", gr.Markdown("", elem_id="posterior-diagnostics"), "")
     with gr.Row():
         sec.add("acf", gr.Plot(label="Autocorrelation (paper Fig. 5)", elem_id="posterior-acf"), None)
         sec.add("pca", gr.Plot(label="PCA of the samples (paper Fig. 6)", elem_id="posterior-pca"), None)
@@ -185,7 +192,7 @@ def wire(sec: Section, session: Any) -> None:
     sec.run.click(
         posterior_handler,
         [session, sec.name_a, sec.words_a, sec.name_b, sec.words_b, sec.draws, sec.tune, sec.chains, sec.seed],
-        [session, sec.status, sec.reading, sec.acf, sec.pca, sec.words, sec.groups, sec.csv, sec.json],
+        [session, sec.status, sec.reading, sec.details, sec.acf, sec.pca, sec.words, sec.groups, sec.csv, sec.json],
         concurrency_id="mcmc",
         concurrency_limit=1,
     )

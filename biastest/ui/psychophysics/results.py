@@ -23,7 +23,7 @@ from biastest.measures.twoafc import report as rep
 from biastest.measures.twoafc import report_figures as jnd_rep
 from biastest.measures.weat import report as weat_rep
 from biastest.spec import MSG_TWO_GROUPS_ONLY, TwoAFCSpec
-from biastest.ui.common import session_export_dir, user_errors
+from biastest.ui.common import DETAILS_LABEL, session_export_dir, user_errors
 from biastest.ui.psychophysics.state import Section
 
 
@@ -171,14 +171,16 @@ def build() -> Section:
                                            elem_id="jnd-labour-plot"), gr.update(value=None, visible=False))
         sec.add("twoafc_df", gr.Dataframe(label="Per target word", interactive=False, elem_id="twoafc-table"), None)
     with sec.add("weat_box", gr.Column(visible=False), gr.update(visible=False)):
-        sec.add("weat_df", gr.Dataframe(label="WEAT and MAC", interactive=False, elem_id="weat-table"), None)
+        # the reading (its verdict first), the figure, then the numbers folded into Details (issue 28)
         sec.add("weat_plot", gr.Plot(label="Association of each target word", elem_id="weat-plot"), None)
-        sec.add("weat_words_df", gr.Dataframe(label="Per target word", interactive=False,
-                                              elem_id="weat-words-table"), None)
-        sec.add("mac_df", gr.Dataframe(label="MAC per target word and attribute list", interactive=False,
-                                       elem_id="mac-table"), None)
         sec.add("null_md", gr.Markdown("", elem_id="weat-null-summary"), "")
         sec.add("null_plot", gr.Plot(label="How much can d vary by chance?", elem_id="weat-null-plot"), None)
+        with gr.Accordion(DETAILS_LABEL, open=False, elem_id="weat-details"):
+            sec.add("weat_df", gr.Dataframe(label="WEAT and MAC", interactive=False, elem_id="weat-table"), None)
+            sec.add("weat_words_df", gr.Dataframe(label="Per target word", interactive=False,
+                                                  elem_id="weat-words-table"), None)
+            sec.add("mac_df", gr.Dataframe(label="MAC per target word and attribute list", interactive=False,
+                                           elem_id="mac-table"), None)
     with gr.Row():
         sec.add("csv", gr.DownloadButton("Download CSV", visible=False, elem_id="download-csv"),
                 gr.update(value=None, visible=False))

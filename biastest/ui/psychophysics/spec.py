@@ -23,6 +23,7 @@ import pandas as pd
 from biastest import public
 from biastest.errors import EmbeddingError
 from biastest.measures import MEASURES
+from biastest.measures.weat.score import check_target_words
 from biastest.models import catalog
 from biastest.models.embeddings import (
     SAFE_EMBEDDING_SUFFIXES,
@@ -37,13 +38,14 @@ from biastest.specs import get_spec, get_twoafc_spec, list_specs
 from biastest.ui.common import (
     USER_MISTAKES,
     escape,
+    inline_failures,
     measure_label,
     progress_callback,
     unlock_step,
     user_errors,
     warn_inline,
 )
-from biastest.ui.psychophysics.state import Section, file_path, new_session
+from biastest.ui.psychophysics.state import ACTION_CONFIRM, Section, file_path, new_session
 
 KIND_TWOAFC = measure_label("twoafc")
 KIND_WEAT = measure_label("weat")
@@ -327,6 +329,9 @@ def check_lookup(spec: TwoAFCSpec | BiasSpec, reports: dict[str, LookupReport]) 
         return notes
     for role, report in reports.items():
         check_coverage(report, role=f"words of '{role}'")
+    x, y = reports[spec.group1_name], reports[spec.group2_name]  # the run's own rule, before the run (issue 28)
+    check_target_words(len(x.terms) - len(x.missing), len(y.terms) - len(y.missing), x=spec.group1_name,
+                       y=spec.group2_name)
     return notes
 
 
@@ -422,6 +427,7 @@ def confirm_spec_core(
 
 def _make_confirm(allow_paths: bool):
     @user_errors
+    @inline_failures(ACTION_CONFIRM, 9, 1)
     def confirm_spec(session, *values, progress=gr.Progress()):
         """Step 1 → step 2: inline ⚠️ message (and a toast) on a problem; unlock the data tab otherwise."""
         try:

@@ -15,6 +15,17 @@ from biastest.errors import DataError
 MSG_SPEC_FIRST = "Complete step 1 first: check the specification and press “Next: test data”."
 MSG_RUN_FIRST = "Run the test in step 2 first."
 
+#: What each button does, as its failure message names it (:func:`biastest.ui.common.inline_failures`: the reason
+#: next to the button, in its message box, never only in a pop-up that vanishes).
+ACTION_CONFIRM = "Checking the specification"
+ACTION_TRAIN = "Training the replicate models"
+ACTION_RUN = "The test"
+ACTION_BAYES = "The Bayesian estimate"
+ACTION_POSTERIOR = "Sampling the posteriors"
+ACTION_CHAT = "Asking the chat model"
+ACTION_CLASSIFIER = "Scoring with the classifier"
+ACTION_CURVES = "Fitting the curves"
+
 NO_RESET = object()
 """Marks a control that “New bias test” leaves as it is (see :meth:`Section.add`)."""
 

@@ -32,6 +32,7 @@ from biastest.runner.services import GENERATION_MAX_SECONDS, IMAGE_REQUEST_TIMEO
 from biastest.ui.common import (
     USER_MISTAKES,
     escape,
+    inline_failures,
     option_value,
     progress_callback,
     unlock_step,
@@ -99,6 +100,14 @@ MAX_PER_TERM_GENERATE = 50
 MSG_NO_API_KEY_TYPED = (
     "Type your OpenAI API key to generate images with OpenAI. It is used for this request only and never stored."
 )
+#: What each step-2 button does, as its failure message names it (:func:`~biastest.ui.common.inline_failures`: the
+#: reason next to the button, in its message box, instead of a red error over the page).
+ACTION_CONFIRM = "Checking the specification"
+ACTION_UPLOAD = "Adding the pictures"
+ACTION_GENERATE = "Generating pictures"
+ACTION_REMOVE = "Removing the picture"
+ACTION_RETRIEVE = "Getting pictures from the store"
+ACTION_SAVE = "Saving the pictures to the store"
 MSG_NO_BASE_URL = "Type the web address of the image service, for example http://localhost:8000/v1."
 MSG_NO_GENERATOR_MODEL = "Type the name of the image model to use (for example {example})."
 MSG_BAD_SIZE = "Choose an image size such as 512x512, got {value!r}."
@@ -321,6 +330,7 @@ class VQAApp:
         return (session, warn_inline(exc), *rest)
 
     @user_errors
+    @inline_failures(ACTION_CONFIRM, 9, 1)
     def confirm_handler(self, session, library, g1, g2, a1, a2):
         """Step 1 → step 2: inline ⚠️ message (and a toast) on a problem; unlock the images tab otherwise."""
         try:
@@ -333,6 +343,7 @@ class VQAApp:
                 *self.step2_view(new))
 
     @user_errors
+    @inline_failures(ACTION_UPLOAD, 6, 1)
     def upload_handler(self, session, files, term):
         """Add uploaded pictures for one image term: inline report; a toast when some or all were refused.
 
@@ -348,6 +359,7 @@ class VQAApp:
         return (new, md, None, *self.step2_view(new))
 
     @user_errors
+    @inline_failures(ACTION_GENERATE, 5, 1)
     def generate_handler(self, session, source, api_key, base_url, model, local_model, size, per_term, prompt_name,
                          seed, request: gr.Request = None, progress=gr.Progress()):
         """Generate the missing images for every image term (the key is used for this request only).
@@ -378,6 +390,7 @@ class VQAApp:
         return new, ("\n\n" + escape(MSG_GENERATED_SAVED.format(count=count))) if count else ""
 
     @user_errors
+    @inline_failures(ACTION_REMOVE, 5, 1)
     def remove_handler(self, session):
         """Remove the selected gallery image (with none selected: an inline message; the gallery stays)."""
         try:
@@ -387,6 +400,7 @@ class VQAApp:
         return (new, escape(msg), *self.step2_view(new))
 
     @user_errors
+    @inline_failures(ACTION_RETRIEVE, 5, 1)
     def retrieve_handler(self, session, per_term):
         """Copy pictures from the shared store into this session."""
         try:
@@ -398,6 +412,7 @@ class VQAApp:
         return (new, md, *self.step2_view(new))
 
     @user_errors
+    @inline_failures(ACTION_SAVE, 5, 1)
     def save_handler(self, session):
         """Save this session's uploaded and generated pictures to the shared store."""
         try:

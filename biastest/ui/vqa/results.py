@@ -44,8 +44,10 @@ from biastest.models.endpoint_lm import MSG_NEED_ENDPOINT_URL, MSG_NO_MODEL_NAME
 from biastest.options import DEFAULT_SEED
 from biastest.remote import safe_base_url
 from biastest.ui.common import (
+    DETAILS_LABEL,
     USER_MISTAKES,
     escape,
+    inline_failures,
     offered,
     option_value,
     progress_callback,
@@ -241,8 +243,10 @@ def results_view(session: dict[str, Any]) -> tuple:
     csv_path, json_path = rep.write_exports(result, folder=session_export_dir("biastest-vqa-"))
     choices = _image_choices(result)
     first_path, first_md = image_detail(session, 0 if choices else None)
+    reading, details = rep.summary_parts(result)
     return (
-        rep.summary_markdown(result),
+        reading,
+        details,
         figs.term_bars(result),
         figs.image_grid(result, thumbnails=thumbs),
         rep.image_table(result),
@@ -254,14 +258,14 @@ def results_view(session: dict[str, Any]) -> tuple:
     )
 
 
-RECLUSTER_OUTPUTS = 5  # session, summary, bars, CSV and JSON downloads
+RECLUSTER_OUTPUTS = 6  # session, reading, details, bars, CSV and JSON downloads
 
 
 @user_errors
 def recluster_handler(session, clusters):
     """Step 3's clusters changed: the last result summarised again with them (no model runs), files rewritten.
 
-    Outputs: session, summary, bars, CSV and JSON downloads (all unchanged when there is no result yet). The
+    Outputs: session, reading, details, bars, CSV and JSON downloads (all unchanged when there is no result yet). The
     per-image grid and table do not depend on the clusters.
     """
     result = (session or {}).get("result")
@@ -278,14 +282,21 @@ def recluster_handler(session, clusters):
     csv_path, json_path = rep.write_exports(new["result"], folder=session_export_dir("biastest-vqa-"))
     return (
         new,
-        rep.summary_markdown(new["result"]),
+        *rep.summary_parts(new["result"]),
         figs.term_bars(new["result"]),
         gr.update(value=str(csv_path), visible=True),
         gr.update(value=str(json_path), visible=True),
     )
 
 
+#: The Run button's action, as its failure message names it (:func:`~biastest.ui.common.inline_failures`).
+ACTION_RUN = "The test"
+#: Outputs of :func:`run_handler`: session, run message, tabs, results tab, then :func:`results_view`'s ten.
+RUN_OUTPUTS = 14
+
+
 @user_errors
+@inline_failures(ACTION_RUN, RUN_OUTPUTS, 1)
 def run_handler(session, *values, progress=gr.Progress()):
     """Step 2 → results: run, render, unlock the results tab; a mistake the user can fix stays inline in step 2.
 
@@ -297,7 +308,7 @@ def run_handler(session, *values, progress=gr.Progress()):
     try:
         new = run_inputs(session, RunInputs(*values), progress=progress_callback(progress))
     except (*USER_MISTAKES, EndpointError) as exc:  # an endpoint's answer: what to check is in the message
-        return (session, warn_inline(exc), *(gr.skip(),) * 11)
+        return (session, warn_inline(exc), *(gr.skip(),) * (RUN_OUTPUTS - 2))
     tabs, tab3 = unlock_step("results")
     result, message = new["result"], ""
     if result.not_scored:
@@ -466,9 +477,7 @@ class ResultsTab:
 def build_results_tab(session: gr.State) -> ResultsTab:
     """Lay out step 3 (inside its tab) and wire the image picker and the table to the picked-image panel, and the
     clusters choice to :func:`recluster_handler`."""
-    clusters = gr.Dropdown(choices=CLUSTER_CHOICES, value=DEFAULT_CLUSTERS, label="Pictures that lean together",
-                           info=CLUSTER_INFO, elem_id="vqa-clusters")
-    summary_md = gr.Markdown("", elem_id="result-summary")
+    summary_md = gr.Markdown("", elem_id="result-summary")  # the reading, its verdict first (issue 28)
     bars = gr.Plot(label="Bias score per term", elem_id="vqa-term-bars")
     with gr.Row():
         with gr.Column(scale=3):
@@ -482,6 +491,10 @@ def build_results_tab(session: gr.State) -> ResultsTab:
             picked_md = gr.Markdown("", elem_id="vqa-picked-details")
     table = gr.Dataframe(label="Per image (click a row to see it)", interactive=False,
                          elem_id="vqa-image-table")
+    with gr.Accordion(DETAILS_LABEL, open=False, elem_id="result-details"):
+        clusters = gr.Dropdown(choices=CLUSTER_CHOICES, value=DEFAULT_CLUSTERS, label="Pictures that lean together",
+                               info=CLUSTER_INFO, elem_id="vqa-clusters")
+        details_md = gr.Markdown("", elem_id="result-details-text")
     with gr.Row():
         csv_btn = gr.DownloadButton("Download CSV", visible=False, elem_id="download-csv")
         json_btn = gr.DownloadButton("Download JSON", visible=False, elem_id="download-json")
@@ -491,15 +504,15 @@ def build_results_tab(session: gr.State) -> ResultsTab:
     # so the picked image would not load (Gradio computes the root of /run/predict from the whole request path).
     pick.change(detail_handler, [session, pick], [picked, picked_md], show_progress="hidden")
     table.select(table_select_handler, session, pick, queue=False)
-    clusters.input(recluster_handler, [session, clusters], [session, summary_md, bars, csv_btn, json_btn],
+    clusters.input(recluster_handler, [session, clusters], [session, summary_md, details_md, bars, csv_btn, json_btn],
                    concurrency_id="vqa-recluster", show_progress_on=[summary_md])
 
     resets = [
-        (clusters, DEFAULT_CLUSTERS), (summary_md, ""), (bars, None), (grid, None), (table, None),
+        (clusters, DEFAULT_CLUSTERS), (summary_md, ""), (details_md, ""), (bars, None), (grid, None), (table, None),
         (pick, gr.update(choices=[], value=None)), (picked, None), (picked_md, ""),
         (csv_btn, gr.update(value=None, visible=False)), (json_btn, gr.update(value=None, visible=False)),
     ]
-    return ResultsTab(outputs=[summary_md, bars, grid, table, pick, picked, picked_md, csv_btn, json_btn],
+    return ResultsTab(outputs=[summary_md, details_md, bars, grid, table, pick, picked, picked_md, csv_btn, json_btn],
                       new_btn=new_btn, resets=resets, clusters=clusters)
 
 
