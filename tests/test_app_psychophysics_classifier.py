@@ -53,7 +53,8 @@ def test_the_occupations_design_shows_p_per_target_the_scatter_tables_and_downlo
     result = out[1]["classifier"]
     assert result.n_comparisons == 12 * 5 * 4 and result.labour.pearson_r > 0.8
     box, headline, targets_fig, labour_plot, table, targets_table, csv_btn, json_btn = out[4:12]
-    assert box.visible is True and headline == md_escape(report.headline(result))
+    assert box.visible is True and headline == md_escape(report.reading(result))
+    assert headline.startswith("Verdict: ")  # issue 28 item 4: the reading opens with the verdict
     assert len(targets_fig.data[0].x) == 12 and "ties" in targets_fig.data[0].hovertemplate
     assert labour_plot.visible is True and "% women" in json.dumps(labour_plot.value, default=str)
     assert len(table) == len(report.summary_rows(result)) and len(targets_table) == 12

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from biastest.measures.classifier_twoafc.result import TwoAFCClassifierResult
 from biastest.measures.labour import labour_figure
+from biastest.measures.verdict import count_verdict
 from biastest.report.export import private_dir, summary_first, write_csv, write_json
 from biastest.report.figures import FONT, NEUTRAL, hover_safe
 
@@ -42,6 +43,21 @@ def headline(result: TwoAFCClassifierResult) -> str:
     return (f"Classifier 2AFC on {result.n_targets} targets: {corr}; {share}{tie_text}; "
             f"{result.n_comparisons} comparisons ({len(result.cue_pairs)} cue pairs) scored by {result.model_id}, "
             f"label {result.label} (seed {result.seed}).")
+
+
+def verdict_sentence(result: TwoAFCClassifierResult) -> str:
+    """The reading's first sentence (:func:`biastest.measures.verdict.count_verdict`): how many targets lean to
+    each cue beyond their own Wilson interval, and how many would by chance alone."""
+    rates = [(t.p_cue1_rate.estimate, t.p_cue1_rate.low, t.p_cue1_rate.high) for t in result.targets
+             if t.p_cue1_rate.estimate is not None]
+    return count_verdict(rates, null=50, units="targets", above=f"to {result.cue1_name}",
+                         below=f"to {result.cue2_name}", level=result.p_cue1_rate.confidence,
+                         number="{:g} %".format, no_interval="no comparison was decided")
+
+
+def reading(result: TwoAFCClassifierResult) -> str:
+    """What step 3 opens with: the verdict sentence, then the headline line."""
+    return f"{verdict_sentence(result)}\n\n{headline(result)}"
 
 
 def target_rows(result: TwoAFCClassifierResult) -> list[dict[str, Any]]:

@@ -151,7 +151,7 @@ def classifier_view(session: dict[str, Any]) -> tuple:
     table, CSV, JSON, and the comparison's outputs emptied."""
     result: TwoAFCClassifierResult = session["classifier"]
     csv_path, json_path = report.export_files(result, directory=session_export_dir("biastest-twoafc-classifier-"))
-    return (gr.Column(visible=True), md_escape(report.headline(result)), report.targets_figure(result),
+    return (gr.Column(visible=True), md_escape(report.reading(result)), report.targets_figure(result),
             _labour_plot(result, session.get("spec")), table_frame(result), pd.DataFrame(report.target_rows(result)),
             gr.DownloadButton(value=str(csv_path), visible=True), gr.DownloadButton(value=str(json_path), visible=True),
             *_empty_compare())
