@@ -950,7 +950,8 @@ def test_each_failure_stays_next_to_its_button_and_the_next_action_replaces_it(p
     secret = "RuntimeError: /srv/private/path"
     session = paper_run[0]
     stale = ("cleared", gr.update(value=None, visible=False))
-    run = app.make_run_handler(stale, 16)
+    n_view = 21  # results_view: the 2AFC and WEAT outputs (JND and null-simulation ones included)
+    run = app.make_run_handler(stale, n_view)
     confirm = spec._make_confirm(False)
     twoafc = (session, app.REPLICATES_NONE, 0, None, "norm", False, 0, 10_000, SEED)
     cases = [  # module, the name the handler calls, the handler's call, its action, outputs, the message's index
@@ -958,7 +959,7 @@ def test_each_failure_stays_next_to_its_button_and_the_next_action_replaces_it(p
          1),
         (data, "train_replicates_core", lambda: app.train_handler(session, None, 2, 10, 1, 1, SEED),
          state.ACTION_TRAIN, 2, 1),
-        (data, "run_core", lambda: run(*twoafc), state.ACTION_RUN, 4 + len(stale) + 16, 1),
+        (data, "run_core", lambda: run(*twoafc), state.ACTION_RUN, 4 + len(stale) + n_view, 1),
         (bayes, "bayes_core", lambda: app.bayes_handler(weat_session, "hierarchical", 200, 200, 2, -1),
          state.ACTION_BAYES, 10, 1),
         (posterior, "posterior_core",
