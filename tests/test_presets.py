@@ -6,6 +6,7 @@ docstrings no longer call N(0, 10² I) the paper's prior nor quote run times the
 
 from __future__ import annotations
 
+import html
 import math
 from pathlib import Path
 
@@ -114,3 +115,31 @@ def test_the_apps_handlers_fill_the_paper_settings_and_show_the_estimate():
     assert note == preset_markdown("bayes") and "rows" in estimate
     spec = get_spec("WEAT 1: Flowers vs insects, pleasant vs unpleasant")
     assert f"{bayes_rows(spec):,} rows" in bayes_estimate({"spec": spec}, "additive", 1000, 1000, 4, 0.89)[1]
+
+
+def test_the_2afc_preset_fills_the_replicate_training_and_estimates_it_from_the_corpus(tmp_path):
+    """The paper's 2AFC (32 replicates trained on a bootstrapped corpus) in the app's step 2, with its run time."""
+    from biastest.ui.psychophysics.data import (
+        MSG_PRESET_OTHER_SPEC,
+        REPLICATES_TRAIN,
+        corpus_tokens,
+        twoafc_estimate,
+        twoafc_preset_handler,
+    )
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the nurse said she would come\nthe engineer said he was late\n" * 500, encoding="utf-8")
+    assert corpus_tokens(str(corpus)) == 12 * 500 and corpus_tokens(None) is None
+    assert corpus_tokens(str(tmp_path / "missing.txt")) is None
+    paper = get_twoafc_spec("Occupations vs gender (Liang & Acuna 2020)")
+    mode, n, note, estimate = twoafc_preset_handler({"spec": paper}, str(corpus))
+    assert (mode, n) == (REPLICATES_TRAIN, 32) and note == preset_markdown("twoafc")
+    t = load_timings()["twoafc"]
+    expected = estimate_seconds("twoafc", {"n_replicates": 32}, tokens=6000).seconds
+    assert expected == pytest.approx(t["fixed_seconds"] + t["seconds_per_token"] * 6000 * 32)
+    assert estimate == twoafc_estimate(str(corpus), 32) and "32 replicates × 6,000 tokens" in estimate
+    assert "per million tokens" in twoafc_estimate(None, 8)  # no corpus yet: the rate
+    assert twoafc_estimate(None, 0) == ""  # out of bounds: the training says why
+    other = get_twoafc_spec("Occupations vs love/hate (Liang & Acuna 2020)")
+    _, _, note, _ = twoafc_preset_handler({"spec": other}, None)
+    assert html.unescape(note).endswith(MSG_PRESET_OTHER_SPEC.format(paper=paper.name, spec=other.name))

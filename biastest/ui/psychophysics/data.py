@@ -20,9 +20,10 @@ from typing import Any
 import gradio as gr
 
 from biastest import public
-from biastest.errors import DataError, EmbeddingError
+from biastest.errors import BiastestError, DataError, EmbeddingError
 from biastest.measures import twoafc as twoafc_measure
 from biastest.measures import weat as weat_measure
+from biastest.measures.presets import PAPER_PRESETS, estimate_line, preset_markdown
 from biastest.measures.twoafc import labor_statistics_correlation, load_occupations_bls
 from biastest.models.embeddings import (
     SAFE_EMBEDDING_SUFFIXES,
@@ -62,6 +63,12 @@ MSG_NO_REPLICATE_FILES = (
 )
 MSG_NO_CORPUS = "Upload a plain-text corpus (one sentence or document a line) to train replicates on."
 MSG_TRAIN_FIRST = "Press “Train replicates” first, or choose another replicate set."
+MSG_PRESET_OTHER_SPEC = (
+    "The paper ran these settings on “{paper}”; this test's specification is “{spec}” (choose the paper's in step 1 "
+    "to reproduce it)."
+)
+#: The corpus is read for its token count (the run-time estimate) up to this many bytes; a larger file is scaled.
+ESTIMATE_READ_BYTES = 20_000_000
 MSG_BAD_SIGMA = (
     "The perceptual noise σ must be 0 (no noise: a deterministic step) or a positive number (e.g. 0.05); got {value!r}."
 )
@@ -167,6 +174,44 @@ def train_replicates_core(
     note += f"; missing: {escape(', '.join(missing))}." if missing else "."
     new["replicate_note"] = note
     return new, note
+
+
+def corpus_tokens(path: str | None) -> int | None:
+    """Whitespace tokens of the corpus at ``path`` (read up to :data:`ESTIMATE_READ_BYTES`, the rest scaled by
+    size); None without a readable file."""
+    if not path:
+        return None
+    try:
+        size = Path(path).stat().st_size
+        with open(path, "rb") as fh:
+            head = fh.read(ESTIMATE_READ_BYTES)
+    except OSError:
+        return None
+    tokens = len(head.split())
+    return tokens if size <= len(head) or not head else round(tokens * size / len(head))
+
+
+@user_errors
+def twoafc_estimate(corpus, n_replicates) -> str:
+    """Before training: the estimated time of training ``n_replicates`` on the uploaded corpus (per million tokens
+    until one is uploaded); "" for a replicate count out of bounds (the training says why)."""
+    try:
+        n = option_value("n_replicates", n_replicates)
+    except BiastestError:
+        return ""
+    return estimate_line("twoafc", {"n_replicates": n}, tokens=corpus_tokens(file_path(corpus)))
+
+
+@user_errors
+def twoafc_preset_handler(session, corpus) -> tuple[str, int, str, str]:
+    """Fill in the paper's 2AFC settings (replicates trained on a corpus, 32 of them) with what the paper states and
+    leaves open, and the estimated training time."""
+    values = PAPER_PRESETS["twoafc"].values
+    note = preset_markdown("twoafc")
+    spec = (session or {}).get("spec")
+    if spec is not None and getattr(spec, "name", None) != values["spec"]:
+        note += "\n\n" + escape(MSG_PRESET_OTHER_SPEC.format(paper=values["spec"], spec=spec.name))
+    return REPLICATES_TRAIN, values["n_replicates"], note, twoafc_estimate(corpus, values["n_replicates"])
 
 
 @user_errors
@@ -325,6 +370,8 @@ def build(model_choice: Callable[[], Any] | None = None) -> Section:
         sec.chat = model_choice() if model_choice is not None else None
         with sec.add("embedding_box", gr.Column(visible=True), gr.update(visible=True)):
             gr.Markdown(NOISE_HELP)
+            sec.paper = gr.Button(PAPER_PRESETS["twoafc"].label, size="sm", elem_id="twoafc-paper-preset")
+            sec.add("preset_note", gr.Markdown("", elem_id="twoafc-preset-note"), "")
             sec.add("rep_mode", gr.Radio(
                 [
                     ("One model, with a perceptual noise σ that you set (an assumption, not data)", REPLICATES_NONE),
@@ -361,6 +408,8 @@ def build(model_choice: Callable[[], Any] | None = None) -> Section:
                     sec.add("epochs", gr.Slider(1, 20, value=5, step=1, label="Epochs", elem_id="epochs"), 5)
                     sec.add("min_count", gr.Slider(1, 20, value=2, step=1, label="Minimum word count",
                                                    elem_id="min-count"), 2)
+                sec.add("train_estimate", gr.Markdown(twoafc_estimate(None, 8), elem_id="train-estimate"),
+                        twoafc_estimate(None, 8))
                 sec.train = gr.Button("Train replicates", elem_id="train-replicates")
                 sec.add("train_status", gr.Markdown("", elem_id="train-status"), "")
             with gr.Accordion("Psychometric fit", open=False):
@@ -407,6 +456,10 @@ def wire(sec: Section, session: Any, *, tabs: Any, tab3: Any, results: Section,
          stale: list[tuple[Any, Any]]) -> None:
     """Step 2's handlers: the replicate set, training, and the run that fills step 3 and clears ``stale``."""
     sec.rep_mode.change(on_replicate_mode, sec.rep_mode, [sec.sigma, sec.rep_files, sec.train_box], queue=False)
+    sec.paper.click(twoafc_preset_handler, [session, sec.corpus],
+                    [sec.rep_mode, sec.n_rep, sec.preset_note, sec.train_estimate], queue=False)
+    for box in (sec.corpus, sec.n_rep):
+        box.change(twoafc_estimate, [sec.corpus, sec.n_rep], sec.train_estimate, queue=False)
     sec.train.click(
         train_handler,
         [session, sec.corpus, sec.n_rep, sec.dim, sec.epochs, sec.min_count, sec.seed],
