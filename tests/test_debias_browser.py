@@ -8,7 +8,7 @@ import csv
 import pytest
 
 from biastest.ui import psychophysics as app
-from tests.browser_helpers import chromium_browser, served
+from tests.browser_helpers import chromium_browser, open_details, served
 
 WEAT8 = "WEAT 8: Science vs arts, male vs female terms"
 DEBIASED = "glove-6b-50d + hard-debias(bolukbasi2016)"
@@ -37,6 +37,7 @@ def test_weat_and_the_bayesian_estimate_compared_with_the_debiased_embedding(ser
         page.locator("#spec-next").click()
         page.locator("#data-summary").get_by_text("Science").wait_for()
         page.locator("#run-test").click()
+        open_details(page, "weat-details")  # issue 28: WEAT's table is in the closed Details
         page.locator("#weat-table").get_by_text("WEAT effect size d").wait_for()
 
         # step 3's comparison: the debiased embedding is the first choice

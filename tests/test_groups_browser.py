@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from biastest.ui import psychophysics as app
-from tests.browser_helpers import chromium_browser, served
+from tests.browser_helpers import chromium_browser, open_details, served
 
 pytestmark = pytest.mark.browser
 
@@ -37,6 +37,7 @@ def test_three_group_library_spec_gives_mac_per_group_in_the_browser(server):
         assert "Muslim terms → Muslim stereotypes" in page.locator("#spec-message").inner_text()
         page.locator("#data-summary").get_by_text("Muslim stereotypes").wait_for()
         page.locator("#run-test").click()
+        open_details(page, "weat-details")  # issue 28: the tables are in the closed Details
         page.locator("#weat-table").get_by_text("MAC contrast of 'Muslim terms'").first.wait_for()
         assert page.locator("#weat-table").get_by_text("WEAT effect size d").count() == 0
         assert "WEAT compares exactly two social groups" in page.locator("#result-summary").inner_text()
