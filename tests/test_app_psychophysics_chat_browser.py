@@ -86,7 +86,9 @@ def test_a_chat_model_answers_the_2afc_questions_through_the_app(tmp_path, monke
         # step 3: the readings first, then the figures with hover, then the downloads
         readings = page.locator("#chat-readings")
         readings.get_by_text("When it chose").first.wait_for(timeout=60_000)
-        assert readings.inner_text().startswith(f"When it chose, {SERVED} picked the")
+        lines = [line for line in readings.inner_text().splitlines() if line.strip()]
+        assert lines[0].startswith("Verdict: ")  # issue 28 item 4: the reading opens with the verdict
+        assert lines[1].startswith(f"When it chose, {SERVED} picked the")
         assert f"Asked {SERVED} {N_QUESTIONS} questions" in page.locator("#chat-message").inner_text()
         assert stub.count() == N_QUESTIONS
         sent = {r["headers"].get("authorization") for r in stub.requests if r["path"] == "/v1/chat/completions"}
