@@ -59,10 +59,14 @@ def free_port() -> int:
 
 @contextmanager
 def served(demo) -> Iterator[str]:
-    """Launch a Gradio Blocks on 127.0.0.1 in this process; yield its URL."""
+    """Launch a Gradio Blocks on 127.0.0.1 in this process, with the apps' theme and CSS (as users see them and the
+    screenshots show them); yield its URL."""
+    from biastest.ui.common import CSS, THEME
+
     port = free_port()
     demo.queue(default_concurrency_limit=2)
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, ssr_mode=False)
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, ssr_mode=False,
+                theme=THEME, css=CSS)
     try:
         yield f"http://127.0.0.1:{port}/"
     finally:
