@@ -385,7 +385,8 @@ def test_the_apps_clusters_choice_recomputes_without_the_model(monkeypatch):
     r = _summarize(images, probs, verdicts, n_resamples=300)
     monkeypatch.setattr(ui, "run", lambda *_, **__: pytest.fail("the model ran again"))
     session = {"result": r, "settings": {"clusters": "auto"}}
-    new, summary, bars, csv_u, json_u = ui.recluster_handler(session, "image-term")
+    new, reading, details, bars, csv_u, json_u = ui.recluster_handler(session, "image-term")
+    summary = f"{reading}\n\n{details}"  # issue 28: the reading (verdict first), then the details
     assert new["result"].clusters == "image-term" and new["settings"]["clusters"] == "image-term"
     assert new["result"].soft == r.soft and new["result"].images == r.images and session["result"] is r
     assert "**Clusters: 30 images in 4 clusters** (by image term)" in summary and "no interval" in summary

@@ -142,10 +142,13 @@ class ImageScore(BaseModel):
 
     @model_serializer(mode="wrap")
     def _without_empty_orders(self, handler: Any) -> dict[str, Any]:
-        """``by_order`` only where there is one (an in-process model's image writes what it always wrote)."""
+        """``by_order`` and ``file_name`` only where there are some (an in-process model's image, and a result file
+        written before file names were kept, write what they always wrote)."""
         data = handler(self)
         if not self.by_order:
             data.pop("by_order", None)
+        if not self.file_name:
+            data.pop("file_name", None)
         return data
 
     def to_dict(self) -> dict[str, Any]:
