@@ -36,7 +36,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from biastest.errors import DataError, MethodError
+from biastest.errors import DataError, EmbeddingError, MethodError
 
 __all__ = [
     "MSG_NULL_MODE",
@@ -174,7 +174,7 @@ def vocabulary_slice(emb: Any, *, exclude: Sequence[str] = ()) -> tuple[list[str
     """
     try:
         vocab = emb.vocabulary()
-    except Exception as exc:  # an encoder: EmbeddingError(MSG_NO_VOCABULARY)
+    except EmbeddingError as exc:  # an encoder (MSG_NO_VOCABULARY); any other failure is not "no vocabulary"
         raise DataError(MSG_NULL_NO_VOCABULARY.format(source=getattr(emb, "name", "?"))) from exc
     skip = {w.lower() for w in exclude}
     words, rows = [], []
